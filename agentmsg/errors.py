@@ -1,0 +1,123 @@
+"""Errors carry their exit code; one place (the CLI) turns them into a line.
+
+Codes are part of the public contract (README, "Exit codes"): scripts and
+agents branch on them, so a code is never reused for another meaning.
+"""
+
+from __future__ import annotations
+
+
+class AgentmsgError(Exception):
+    """Base error. ``str(err)`` is the one line a user sees."""
+
+    code = 1
+    prefix = "error"
+
+    def line(self) -> str:
+        return f"{self.prefix}: {self}"
+
+
+class UsageError(AgentmsgError):
+    code = 2
+    prefix = "usage"
+
+
+class NotFound(AgentmsgError):
+    code = 3
+    prefix = "not found"
+
+
+class UnknownAgent(AgentmsgError):
+    """The registry has no such alias: fail loudly, write nothing."""
+
+    code = 4
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+    def line(self) -> str:
+        return f"FAILED(unknown agent): {self.name}"
+
+
+class Conflict(AgentmsgError):
+    code = 5
+    prefix = "conflict"
+
+
+class Closed(AgentmsgError):
+    code = 6
+    prefix = "closed"
+
+
+class NotifyFailed(AgentmsgError):
+    """Stored durably, but the notification adapter failed."""
+
+    code = 7
+    prefix = "stored, not yet surfaced"
+
+
+class StoreFailed(AgentmsgError):
+    code = 8
+    prefix = "store failed"
+
+
+class IdentityError(AgentmsgError):
+    code = 9
+    prefix = "identity"
+
+
+class TooLarge(AgentmsgError):
+    code = 10
+    prefix = "too large"
+
+
+class SecretRefused(AgentmsgError):
+    code = 11
+
+    def __init__(self, kind: str, line_no: int) -> None:
+        super().__init__(f"{kind} at line {line_no}")
+
+    def line(self) -> str:
+        return f"REFUSED(secret): {self}"
+
+
+class UnsafePath(AgentmsgError):
+    code = 12
+    prefix = "unsafe path"
+
+
+class TamperDetected(AgentmsgError):
+    code = 13
+    prefix = "verify"
+
+
+class WatchTimeout(AgentmsgError):
+    code = 14
+    prefix = "timeout"
+
+
+class DeliveryInactive(AgentmsgError):
+    code = 15
+    prefix = "delivery"
+
+
+EXIT_CODES: tuple[tuple[int, str], ...] = (
+    (0, "success"),
+    (1, "internal error (a crash log is written under the state root)"),
+    (UsageError.code, "bad arguments or bad input"),
+    (NotFound.code, "no such collaboration, message or attempt"),
+    (UnknownAgent.code, "FAILED(unknown agent): recipient not in the registry"),
+    (Conflict.code, "conflict: alias or pin taken, id reused with other content"),
+    (Closed.code, "the collaboration is closed"),
+    (NotifyFailed.code, "stored, not yet surfaced: notification failed"),
+    (StoreFailed.code, "store failed: nothing was stored"),
+    (IdentityError.code, "identity missing, mismatched or not permitted"),
+    (TooLarge.code, "subject or body over the documented limit"),
+    (SecretRefused.code, "REFUSED(secret): a credential was found"),
+    (UnsafePath.code, "unsafe state root: symlink or wrong owner"),
+    (TamperDetected.code, "verify found edited, removed or reordered records"),
+    (WatchTimeout.code, "watch timed out with no matching event"),
+    (DeliveryInactive.code, "delivery envelope missing, expired or spent"),
+    (130, "interrupted (Ctrl-C)"),
+)

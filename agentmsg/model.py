@@ -1,0 +1,244 @@
+"""Validation and value types. Pure: nothing here touches the disk.
+
+Every name that reaches the filesystem passes through a validator here
+first, so a path can only ever be built from an alias, a UUID or a hash.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import TooLarge, UsageError
+
+ALIAS_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}")
+SESSION_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,127}")
+RUNTIMES = ("claude-code", "codex", "cursor", "gemini", "opencode", "aider", "human")
+RESERVED_ALIASES = ("all",)
+KINDS = ("request", "update")
+PRIORITIES = ("normal", "high")
+
+SUBJECT_MAX_CHARS = 200
+BODY_MAX_BYTES = 64 * 1024
+LABEL_MAX_CHARS = 64
+TASK_MAX_CHARS = 500
+REASON_MAX_CHARS = 500
+LOG_MAX_BYTES = 16 * 1024
+
+
+def alias(value: str) -> str:
+    if value in RESERVED_ALIASES or not ALIAS_RE.fullmatch(value):
+        raise UsageError(
+            f"invalid alias {value[:40]!r}: must match ^[a-z][a-z0-9_-]{{0,31}}$ and not be 'all'"
+        )
+    return value
+
+
+def collab_id(value: str) -> str:
+    return as_uuid(value, "collaboration id")
+
+
+def message_id(value: str) -> str:
+    return as_uuid(value, "message id")
+
+
+def as_uuid(value: str, what: str) -> str:
+    """Return the canonical lowercase form; anything else is refused."""
+    try:
+        parsed = uuid.UUID(value)
+    except (ValueError, AttributeError, TypeError):
+        raise UsageError(f"invalid {what} {str(value)[:40]!r}: expected a UUID") from None
+    if str(parsed) != value.lower():
+        raise UsageError(f"invalid {what} {value[:40]!r}: expected canonical UUID form")
+    return str(parsed)
+
+
+@dataclass(frozen=True)
+class Pin:
+    """An exact native session identity, ``runtime:session_id``."""
+
+    runtime: str
+    session: str
+
+    def __str__(self) -> str:
+        return f"{self.runtime}:{self.session}"
+
+
+def pin(value: str) -> Pin:
+    runtime, sep, session = value.partition(":")
+    if not sep or runtime not in RUNTIMES or not SESSION_RE.fullmatch(session):
+        raise UsageError(
+            f"invalid pin {value[:60]!r}: expected RUNTIME:SESSION_ID with RUNTIME one of "
+            + ", ".join(RUNTIMES)
+        )
+    return Pin(runtime, session)
+
+
+def text(value: str, what: str, max_chars: int, *, single_line: bool = False) -> str:
+    if len(value) > max_chars:
+        raise TooLarge(f"{what} is {len(value)} characters; the limit is {max_chars}")
+    if single_line and ("\n" in value or "\r" in value):
+        raise UsageError(f"{what} must be a single line")
+    _encodable(value, what)
+    return value
+
+
+def body(value: str) -> str:
+    size = len(_encodable(value, "body"))
+    if size > BODY_MAX_BYTES:
+        raise TooLarge(f"body is {size} bytes; the limit is {BODY_MAX_BYTES} bytes")
+    return value
+
+
+def _encodable(value: str, what: str) -> bytes:
+    try:
+        return value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(f"{what} is not valid UTF-8 text") from None
+
+
+def choice(value: str, allowed: tuple[str, ...], what: str) -> str:
+    if value not in allowed:
+        raise UsageError(f"invalid {what} {value[:40]!r}: expected one of {', '.join(allowed)}")
+    return value
+
+
+@dataclass(frozen=True)
+class Participant:
+    alias: str
+    pin: str
+    runtime: str
+    notify: dict[str, Any] = field(default_factory=lambda: {"adapter": "hook"})
+    joined_at: str = ""
+    active: bool = True
+
+
+@dataclass(frozen=True)
+class Registry:
+    """The authoritative alias -> participant map of one collaboration."""
+
+    collab: str
+    label: str
+    task: str
+    opener: str
+    opened_at: str
+    closed_at: str | None
+    participants: dict[str, Participant]
+
+    @property
+    def closed(self) -> bool:
+        return self.closed_at is not None
+
+    def active(self) -> dict[str, Participant]:
+        return {a: p for a, p in self.participants.items() if p.active}
+
+    def alias_of(self, pin_str: str) -> str | None:
+        for a, p in self.participants.items():
+            if p.active and p.pin == pin_str:
+                return a
+        return None
+
+
+@dataclass(frozen=True)
+class Message:
+    id: str
+    collab: str
+    sender: str
+    sender_runtime: str
+    to: str
+    kind: str
+    priority: str
+    subject: str
+    body: str
+    reply_to: str | None
+    ts: str
+    seq: int
+    digest: str
+    broadcast: str | None = None
+    flags: tuple[str, ...] = ()
+    cseq: int = 0
+
+    @classmethod
+    def from_record(cls, rec: dict[str, Any]) -> Message:
+        return cls(
+            id=rec["id"],
+            collab=rec["collab"],
+            sender=rec["sender"],
+            sender_runtime=rec["sender_runtime"],
+            to=rec["to"],
+            kind=rec["kind"],
+            priority=rec["priority"],
+            subject=rec["subject"],
+            body=rec["body"],
+            reply_to=rec.get("reply_to"),
+            ts=rec["ts"],
+            seq=rec["seq"],
+            digest=rec["digest"],
+            broadcast=rec.get("broadcast"),
+            flags=tuple(rec.get("flags", ())),
+            cseq=rec.get("cseq", 0),
+        )
+
+
+def apply_event(reg: Registry | None, ev: dict[str, Any]) -> Registry | None:
+    """Fold one membership or lifecycle event into the registry (pure)."""
+    kind = ev.get("type")
+    if kind == "opened":
+        first = Participant(ev["alias"], ev["pin"], ev["runtime"], ev.get("notify") or {"adapter": "hook"}, ev["ts"])
+        return Registry(ev["collab"], ev["label"], ev["task"], ev["pin"], ev["ts"], None, {ev["alias"]: first})
+    if reg is None:
+        return None
+    people = dict(reg.participants)
+    if kind == "joined":
+        people[ev["alias"]] = Participant(
+            ev["alias"], ev["pin"], ev["runtime"], ev.get("notify") or {"adapter": "hook"}, ev["ts"]
+        )
+    elif kind == "succeeded":
+        old = people[ev["alias"]]
+        people[ev["alias"]] = Participant(ev["alias"], ev["pin"], ev["runtime"], old.notify, ev["ts"])
+    elif kind == "left":
+        old = people[ev["alias"]]
+        people[ev["alias"]] = Participant(old.alias, old.pin, old.runtime, old.notify, old.joined_at, False)
+    elif kind == "notify-set":
+        old = people[ev["alias"]]
+        people[ev["alias"]] = Participant(old.alias, old.pin, old.runtime, ev["notify"], old.joined_at, old.active)
+    elif kind == "closed":
+        return Registry(reg.collab, reg.label, reg.task, reg.opener, reg.opened_at, ev["ts"], people)
+    else:
+        return reg
+    return Registry(reg.collab, reg.label, reg.task, reg.opener, reg.opened_at, reg.closed_at, people)
+
+
+def registry_document(reg: Registry) -> dict[str, Any]:
+    """The registry as plain data, the shape written to ``registry.yaml``."""
+    return {
+        "collab": reg.collab,
+        "label": reg.label,
+        "task": reg.task,
+        "opener": reg.opener,
+        "opened_at": reg.opened_at,
+        "closed_at": reg.closed_at,
+        "participants": {
+            a: {
+                "pin": p.pin,
+                "runtime": p.runtime,
+                "inbox": f"inbox/{a}.jsonl",
+                "notify": p.notify,
+                "joined_at": p.joined_at,
+                "active": p.active,
+            }
+            for a, p in sorted(reg.participants.items())
+        },
+    }
+
+
+def registry_from_document(doc: dict[str, Any]) -> Registry:
+    people = {
+        a: Participant(a, p["pin"], p["runtime"], p["notify"], p["joined_at"], p["active"])
+        for a, p in doc["participants"].items()
+    }
+    return Registry(
+        doc["collab"], doc["label"], doc["task"], doc["opener"], doc["opened_at"], doc["closed_at"], people
+    )

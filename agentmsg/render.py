@@ -1,0 +1,122 @@
+"""Markdown transcripts rendered from records. Pure: strings in, string out.
+
+The one rule that keeps transcripts unforgeable: peer text never starts a
+line.  Bodies are an indented code block (every line gets four spaces, so no
+body line can be a header or close a fence), and one-line fields sit in code
+spans after a label.  Line breaks other than ``\\n``, control characters and
+invisible/bidi characters are shown as escapes, so no reader (a Markdown
+renderer, ``grep '^## \\['``, a terminal) sees structure that is not there.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from .model import Message, Registry
+
+_HIDDEN = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]"
+)
+
+
+def escape_hidden(text: str) -> str:
+    """Make every control, line-break and invisible character visible."""
+    return _HIDDEN.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def one_line(text: str) -> str:
+    """A code span holding ``text`` on a single line, whatever it contains."""
+    shown = escape_hidden(text).replace("\n", "\\n").replace("\t", "\\t")
+    longest = max((len(run) for run in re.findall(r"`+", shown)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if shown.startswith("`") or shown.endswith("`") or not shown else ""
+    return f"{fence}{pad}{shown}{pad}{fence}"
+
+
+def body_block(body: str) -> str:
+    if not body:
+        return "    (empty body)\n"
+    return "".join(f"    {escape_hidden(line)}\n" for line in body.split("\n"))
+
+
+def when(ts: str) -> str:
+    """``2026-11-30T07:15:12.123Z`` -> ``2026-11-30 07:15 UTC``."""
+    return f"{ts[:10]} {ts[11:16]} UTC"
+
+
+def message_section(msg: Message) -> str:
+    lines = [
+        f"## [{msg.sender}→{msg.to}] {when(msg.ts)}",
+        "",
+        f"- id: `{msg.id}` (inbox seq {msg.seq})",
+        f"- from: {msg.sender} ({msg.sender_runtime}) · kind: {msg.kind} · priority: {msg.priority}",
+        f"- subject: {one_line(msg.subject)}",
+    ]
+    if msg.reply_to:
+        lines.append(f"- reply to: `{msg.reply_to}`")
+    if msg.broadcast:
+        lines.append(f"- broadcast: `{msg.broadcast}`")
+    if msg.flags:
+        lines.append(f"- flags: instruction-like text ({', '.join(msg.flags)})")
+    return "\n".join(lines) + "\n\n" + body_block(msg.body) + "\n"
+
+
+_EVENTS = {
+    "opened": "{alias} opened the collaboration ({runtime})",
+    "joined": "{alias} joined ({runtime})",
+    "succeeded": "{alias} was taken over by a new session ({runtime}); previous pin {old_pin}",
+    "left": "{alias} left",
+    "closed": "closed by {by}",
+    "notify-set": "{alias} changed notification adapter",
+}
+
+
+def event_section(ev: dict[str, Any]) -> str:
+    text = _EVENTS.get(ev["type"], ev["type"]).format_map(_Fields(ev))
+    out = []
+    if ev["type"] == "opened":
+        out += [f"# Collaboration {one_line(ev['label'])}", "",
+                f"- id: `{ev['collab']}`", f"- task: {one_line(ev['task'])}", ""]
+    out.append(f"### {when(ev['ts'])} · {escape_hidden(text)}")
+    if ev.get("reason"):
+        out.append(f"- reason: {one_line(ev['reason'])}")
+    if ev.get("unresolved"):
+        for alias, ids in sorted(ev["unresolved"].items()):
+            out.append(f"- unresolved for {alias}: {len(ids)} message(s)")
+    return "\n".join(out) + "\n\n"
+
+
+class _Fields(dict):  # type: ignore[type-arg]
+    def __missing__(self, key: str) -> str:
+        return "?"
+
+
+def log_section(rec: dict[str, Any]) -> str:
+    head = f"### {when(rec['ts'])} · note by {escape_hidden(rec['author'])} · `{rec['id']}`"
+    lines = [head]
+    if rec.get("corrects"):
+        lines.append(f"- corrects: `{rec['corrects']}`")
+    return "\n".join(lines) + "\n\n" + body_block(rec["text"]) + "\n"
+
+
+def inbox_header(collab: str, alias: str) -> str:
+    return f"# Inbox of {alias}\n\n- collaboration: `{collab}`\n\n"
+
+
+def inbox_md(reg: Registry, alias: str, msgs: Iterable[Message]) -> str:
+    return inbox_header(reg.collab, alias) + "".join(message_section(m) for m in msgs)
+
+
+def collaboration_md(
+    reg: Registry,
+    events: list[dict[str, Any]],
+    by_alias: dict[str, list[Message]],
+    notes: list[dict[str, Any]],
+) -> str:
+    """Every event, message and note in collaboration order (``cseq``)."""
+    items: list[tuple[int, str]] = [(e["cseq"], event_section(e)) for e in events]
+    items += [(n["cseq"], log_section(n)) for n in notes]
+    items += [(m.cseq, message_section(m)) for msgs in by_alias.values() for m in msgs]
+    return "".join(text for _, text in sorted(items, key=lambda item: item[0]))

@@ -1,0 +1,583 @@
+"""The mailbox on plain files: collaborations, registry, messages, receipts.
+
+``Store`` is the small interface the CLI and the hooks use; ``FileStore`` is
+the plain-file backend (see docs/ARCHITECTURE.md for the layout).  Every
+write happens under the collaboration's lock and is fsynced before the
+method returns, so a returned value means "durably stored".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from . import fsio, model, records
+from .errors import Closed, Conflict, IdentityError, NotFound, UnknownAgent, UsageError
+from .journal import Journal, Problem
+from .model import Message, Pin, Registry
+from .paths import pin_key
+from .records import Record
+
+
+@dataclass(frozen=True)
+class Draft:
+    to: str
+    kind: str
+    priority: str
+    subject: str
+    body: str
+    id: str | None = None
+    reply_to: str | None = None
+
+
+@dataclass(frozen=True)
+class Sent:
+    message: Message
+    already: bool
+
+
+@dataclass(frozen=True)
+class Inbox:
+    alias: str
+    messages: list[Message]
+    problems: list[Problem] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class MessageState:
+    enqueued: str
+    presented: list[dict[str, Any]]
+    acknowledged: str | None
+    replied: list[str]
+    notify: dict[str, Any] | None
+
+    @property
+    def label(self) -> str:
+        if self.acknowledged:
+            return "acknowledged"
+        if self.presented:
+            return "presented"
+        return "enqueued"
+
+
+class Store(Protocol):
+    """What the CLI and hooks need; a PostgreSQL backend will satisfy it too."""
+
+    root: Path
+
+    def open(self, opener: Pin, alias: str, label: str, task: str, notify: dict[str, Any]) -> Registry: ...
+    def join(self, collab: str, who: Pin, alias: str, *, succeeds: Pin | None = None,
+             reason: str | None = None, notify: dict[str, Any] | None = None) -> Registry: ...
+    def leave(self, collab: str, who: Pin) -> str: ...
+    def close(self, collab: str, who: Pin) -> dict[str, list[str]]: ...
+    def registry(self, collab: str) -> Registry: ...
+    def send(self, collab: str, who: Pin, draft: Draft) -> list[Sent]: ...
+    def inbox(self, collab: str, alias: str) -> Inbox: ...
+    def message(self, collab: str, message_id: str) -> Message: ...
+    def state(self, collab: str, msg: Message) -> MessageState: ...
+    def ack(self, collab: str, who: Pin, message_id: str) -> tuple[Record, bool]: ...
+    def receipt(self, collab: str, alias: str, fields: Record) -> Record: ...
+    def log_append(self, collab: str, who: Pin, text: str, corrects: str | None) -> Record: ...
+    def log_entries(self, collab: str) -> list[Record]: ...
+    def events(self, collab: str) -> list[Record]: ...
+    def bindings(self, who: str) -> list[tuple[str, str]]: ...
+    def collabs(self) -> list[str]: ...
+
+
+REGISTRY_HEADER = (
+    "# agentmsg registry: authoritative alias -> participant map.\n"
+    "# Rebuilt from collab.jsonl under the write lock; edits here are overwritten.\n"
+    "# Written in YAML's JSON-compatible style so stdlib-only hooks can read it.\n"
+)
+
+
+class FileStore:
+    def __init__(self, root: Path, *, lock_timeout: float = 30.0) -> None:
+        self.root = root
+        self.lock_timeout = lock_timeout
+
+    # ---- paths -----------------------------------------------------------
+
+    def _cdir(self, collab: str) -> Path:
+        path = fsio.existing_dir(self.root, "collabs", collab)
+        if path is None or not (path / "collab.jsonl").exists():
+            raise NotFound(f"no collaboration {collab} under {self.root}")
+        return path
+
+    def _journal(self, collab: str, *parts: str) -> Journal:
+        base = self._cdir(collab)
+        if len(parts) > 1:
+            fsio.ensure_dir(base, *parts[:-1])
+        return Journal(base.joinpath(*parts))
+
+    @contextmanager
+    def _locked(self, collab: str) -> Iterator[Path]:
+        base = self._cdir(collab)
+        with fsio.locked(base / "write.lock", self.lock_timeout):
+            yield base
+
+    # ---- collaborations ----------------------------------------------------
+
+    def open(self, opener: Pin, alias: str, label: str, task: str, notify: dict[str, Any]) -> Registry:
+        collab = str(uuid.uuid4())
+        base = fsio.ensure_dir(self.root, "collabs", collab)
+        with fsio.locked(base / "write.lock", self.lock_timeout):
+            ev = {"type": "opened", "collab": collab, "alias": alias, "pin": str(opener),
+                  "runtime": opener.runtime, "label": label, "task": task, "notify": notify}
+            self._event(base, ev)
+            reg = self._rebuild_registry(collab)
+            self._bind(str(opener), collab, alias)
+        return reg
+
+    def join(self, collab: str, who: Pin, alias: str, *, succeeds: Pin | None = None,
+             reason: str | None = None, notify: dict[str, Any] | None = None) -> Registry:
+        with self._locked(collab) as base:
+            reg = self._open_registry(collab)
+            current = reg.alias_of(str(who))
+            if succeeds is None:
+                if current is not None:
+                    raise Conflict(f"{who} is already bound to alias {current} in this collaboration")
+                if alias in reg.participants:
+                    raise Conflict(
+                        f"alias {alias} is taken by {reg.participants[alias].pin}; "
+                        "use join --succeeds OLD_PIN --reason TEXT for a deliberate replacement"
+                    )
+                self._event(base, {"type": "joined", "alias": alias, "pin": str(who), "runtime": who.runtime,
+                                   "notify": notify or {"adapter": "hook"}})
+            else:
+                old = reg.participants.get(alias)
+                if old is None or old.pin != str(succeeds):
+                    raise Conflict(f"alias {alias} is not held by {succeeds}; nothing to succeed")
+                if current is not None and current != alias:
+                    raise Conflict(f"{who} is already bound to alias {current} in this collaboration")
+                if not reason:
+                    raise UsageError("--succeeds needs --reason TEXT: a takeover is recorded in the log")
+                self._event(base, {"type": "succeeded", "alias": alias, "pin": str(who),
+                                   "old_pin": str(succeeds), "runtime": who.runtime, "reason": reason})
+                self._unbind(str(succeeds), collab)
+            reg = self._rebuild_registry(collab)
+            self._bind(str(who), collab, alias)
+        return reg
+
+    def leave(self, collab: str, who: Pin) -> str:
+        with self._locked(collab) as base:
+            reg = self._open_registry(collab, allow_closed=True)
+            alias = self._alias(reg, who)
+            self._event(base, {"type": "left", "alias": alias, "pin": str(who)})
+            self._rebuild_registry(collab)
+            self._unbind(str(who), collab)
+        return alias
+
+    def close(self, collab: str, who: Pin) -> dict[str, list[str]]:
+        with self._locked(collab) as base:
+            reg = self._open_registry(collab)
+            if str(who) != reg.opener and who.runtime != "human":
+                raise IdentityError("only the opener or a human: pin may close a collaboration")
+            unresolved = {a: [m.id for m in self.inbox(collab, a).messages] for a in reg.participants}
+            unresolved = {a: ids for a, ids in unresolved.items() if ids}
+            self._event(base, {"type": "closed", "by": str(who), "unresolved": unresolved})
+            self._rebuild_registry(collab)
+            for p in reg.participants.values():
+                self._unbind(p.pin, collab)
+        return unresolved
+
+    def set_notify(self, collab: str, who: Pin, notify: dict[str, Any]) -> None:
+        with self._locked(collab) as base:
+            alias = self._alias(self._open_registry(collab), who)
+            self._event(base, {"type": "notify-set", "alias": alias, "notify": notify})
+            self._rebuild_registry(collab)
+
+    def registry(self, collab: str) -> Registry:
+        raw = fsio.read_bytes(self._cdir(collab) / "registry.yaml")
+        if raw is not None:
+            try:
+                return model.registry_from_document(json.loads(_strip_comments(raw)))
+            except (ValueError, KeyError, TypeError):
+                pass  # damaged derived file: fall back to the records
+        return self._replay(collab)
+
+    def _replay(self, collab: str) -> Registry:
+        reg: Registry | None = None
+        for ev in self.events(collab):
+            reg = model.apply_event(reg, ev)
+        if reg is None:
+            raise NotFound(f"collaboration {collab} has no opening record")
+        return reg
+
+    def _rebuild_registry(self, collab: str) -> Registry:
+        reg = self._replay(collab)
+        doc = json.dumps(model.registry_document(reg), indent=2, ensure_ascii=True)
+        fsio.atomic_write(self._cdir(collab) / "registry.yaml", REGISTRY_HEADER.encode() + doc.encode() + b"\n")
+        return reg
+
+    def _open_registry(self, collab: str, *, allow_closed: bool = False) -> Registry:
+        reg = self.registry(collab)
+        if reg.closed and not allow_closed:
+            raise Closed(f"collaboration {collab} was closed at {reg.closed_at}; it accepts no changes")
+        return reg
+
+    def _alias(self, reg: Registry, who: Pin) -> str:
+        alias = reg.alias_of(str(who))
+        if alias is None:
+            raise IdentityError(f"{who} is not bound to any alias in collaboration {reg.collab}")
+        return alias
+
+    def events(self, collab: str) -> list[Record]:
+        return [rec for _, rec in Journal(self._cdir(collab) / "collab.jsonl").scan()]
+
+    def _event(self, base: Path, fields: Record) -> Record:
+        from .render import event_section
+
+        fields = dict(fields, cseq=self._next_cseq(base))
+        rec = Journal(base / "collab.jsonl").append(fields)[1]
+        fsio.append(base / "collaboration.md", event_section(rec).encode())
+        return rec
+
+    def _next_cseq(self, base: Path) -> int:
+        """One collaboration-wide order for the transcript, from the file tails."""
+        files = [base / "collab.jsonl", base / "log.jsonl"]
+        inbox = base / "inbox"
+        if inbox.is_dir():
+            files += sorted(inbox.glob("*.jsonl"))
+        tails = (Journal(f).last() for f in files)
+        return 1 + max((t.get("cseq", 0) for t in tails if t), default=0)
+
+    def collabs(self) -> list[str]:
+        base = fsio.existing_dir(self.root, "collabs")
+        return sorted(p.name for p in base.iterdir() if _is_uuid(p.name)) if base else []
+
+    # ---- pin index (derived) ----------------------------------------------
+
+    def bindings(self, who: str) -> list[tuple[str, str]]:
+        """Active (collab, alias) bindings of a pin, confirmed against each registry."""
+        base = fsio.existing_dir(self.root, "pins")
+        raw = fsio.read_bytes(base / f"{pin_key(who)}.json") if base else None
+        found = []
+        for entry in json.loads(raw)["bindings"] if raw else []:
+            try:
+                reg = self.registry(entry["collab"])
+            except NotFound:
+                continue
+            if not reg.closed and reg.alias_of(who) == entry["alias"]:
+                found.append((entry["collab"], entry["alias"]))
+        return found
+
+    @contextmanager
+    def _pins(self, who: str) -> Iterator[tuple[Path, list[dict[str, str]]]]:
+        base = fsio.ensure_dir(self.root, "pins")
+        path = base / f"{pin_key(who)}.json"
+        with fsio.locked(base / ".lock", self.lock_timeout):
+            raw = fsio.read_bytes(path)
+            entries: list[dict[str, str]] = json.loads(raw)["bindings"] if raw else []
+            yield path, entries
+            fsio.atomic_write(path, json.dumps({"pin": who, "bindings": entries}).encode())
+
+    def _bind(self, who: str, collab: str, alias: str) -> None:
+        with self._pins(who) as (_, entries):
+            entries[:] = [e for e in entries if e["collab"] != collab] + [{"collab": collab, "alias": alias}]
+
+    def _unbind(self, who: str, collab: str) -> None:
+        with self._pins(who) as (_, entries):
+            entries[:] = [e for e in entries if e["collab"] != collab]
+
+    # ---- messages ----------------------------------------------------------
+
+    def send(self, collab: str, who: Pin, draft: Draft) -> list[Sent]:
+        with self._locked(collab) as base:
+            reg = self._open_registry(collab)
+            sender = self._alias(reg, who)
+            parent = self._reply_target(collab, sender, draft.reply_to) if draft.reply_to else None
+            to = draft.to or (_other_party(parent, sender) if parent else "")
+            recipients = self._recipients(reg, sender, to)
+            base_id = draft.id or str(uuid.uuid4())
+            out = []
+            for alias in recipients:
+                msg_id = base_id if len(recipients) == 1 and to != "all" else _copy_id(base_id, alias)
+                fields = {
+                    "type": "message", "id": msg_id, "collab": collab, "sender": sender,
+                    "sender_pin": str(who), "sender_runtime": who.runtime, "to": alias,
+                    "kind": draft.kind, "priority": draft.priority, "subject": draft.subject,
+                    "body": draft.body, "reply_to": f"{parent.to}/{parent.id}" if parent else None,
+                    "broadcast": base_id if to == "all" else None,
+                }
+                fields["digest"] = _digest(fields)
+                out.append(self._store_message(base, fields, parent))
+        return out
+
+    def _recipients(self, reg: Registry, sender: str, to: str) -> list[str]:
+        if to == "all":
+            others = sorted(a for a in reg.active() if a != sender)
+            if not others:
+                raise UnknownAgent("all (no other active participants)")
+            return others
+        if to not in reg.participants or not model.ALIAS_RE.fullmatch(to):
+            raise UnknownAgent(_printable(to))
+        if not reg.participants[to].active:
+            raise Conflict(f"{to} has left this collaboration; nothing was stored")
+        return [to]
+
+    def _reply_target(self, collab: str, sender: str, ref: str) -> Message:
+        who, _, mid = ref.rpartition("/")
+        mid = model.message_id(mid)
+        parent = self.message(collab, mid)
+        if who and who not in (parent.to, parent.sender):
+            raise NotFound(f"message {mid} is not in {who}'s conversation")
+        if sender not in (parent.to, parent.sender):
+            raise IdentityError(f"only {parent.sender} or {parent.to} may reply to {mid}")
+        return parent
+
+    def _store_message(self, base: Path, fields: Record, parent: Message | None) -> Sent:
+        existing = self._lookup(base, fields["id"])
+        if existing is not None:
+            if existing[1]["digest"] != fields["digest"]:
+                raise Conflict(f"message id {fields['id']} is already stored with different content")
+            return Sent(Message.from_record(existing[1]), already=True)
+        flagged = _flags(fields["subject"] + "\n" + fields["body"])
+        if flagged:
+            fields["flags"] = list(flagged)
+        fields["cseq"] = self._next_cseq(base)
+        inbox = Journal(fsio.ensure_dir(base, "inbox") / f"{fields['to']}.jsonl")
+        _, rec = inbox.append(fields, before=lambda at, sealed: self._index(base, sealed, at))
+        if parent is not None:
+            self._receipt(base, parent.to, {"type": "replied", "message": parent.id, "by": rec["id"]})
+        msg = Message.from_record(rec)
+        self._transcribe(base, msg)
+        return Sent(msg, already=False)
+
+    def _index(self, base: Path, rec: Record, offset: int) -> None:
+        mid = rec["id"]
+        doc = {"inbox": rec["to"], "offset": offset, "seq": rec["seq"], "digest": rec["digest"]}
+        fsio.atomic_write(fsio.ensure_dir(base, "ids", mid[:2]) / f"{mid}.json", json.dumps(doc).encode())
+
+    def _lookup(self, base: Path, mid: str) -> tuple[int, Record] | None:
+        """(offset, record) for an id, checked against the inbox it points to.
+
+        A pointer whose record is missing is a reservation left by a crash
+        between indexing and appending; it counts as absent.
+        """
+        raw = fsio.read_bytes(base / "ids" / mid[:2] / f"{mid}.json") if fsio.existing_dir(base, "ids") else None
+        if raw is None:
+            return None
+        doc = json.loads(raw)
+        if not model.ALIAS_RE.fullmatch(doc["inbox"]):
+            return None
+        rec = Journal(base / "inbox" / f"{doc['inbox']}.jsonl").read_at(doc["offset"])
+        return (doc["offset"], rec) if rec is not None and rec.get("id") == mid else None
+
+    def message(self, collab: str, message_id: str) -> Message:
+        found = self._lookup(self._cdir(collab), message_id)
+        if found is None:
+            raise NotFound(f"no message {message_id} in collaboration {collab}")
+        return Message.from_record(found[1])
+
+    def find_message(self, message_id: str) -> Message:
+        for collab in self.collabs():
+            found = self._lookup(self.root / "collabs" / collab, message_id)
+            if found is not None:
+                return Message.from_record(found[1])
+        raise NotFound(f"no message {message_id} under {self.root}")
+
+    def messages(self, collab: str, alias: str, problems: list[Problem] | None = None) -> Iterator[Message]:
+        """Every message ever addressed to ``alias``, in sequence order."""
+        for _, rec in Journal(self._cdir(collab) / "inbox" / f"{alias}.jsonl").scan(0, problems):
+            yield Message.from_record(rec)
+
+    # ---- receipts and the read cursor ----------------------------------------
+
+    def receipt(self, collab: str, alias: str, fields: Record) -> Record:
+        with self._locked(collab) as base:
+            return self._receipt(base, alias, fields)
+
+    def _receipt(self, base: Path, alias: str, fields: Record) -> Record:
+        return Journal(fsio.ensure_dir(base, "receipts") / f"{alias}.jsonl").append(fields)[1]
+
+    def receipts(self, collab: str, alias: str, offset: int = 0) -> Iterator[tuple[int, Record]]:
+        return Journal(self._cdir(collab) / "receipts" / f"{alias}.jsonl").scan(offset)
+
+    def inbox(self, collab: str, alias: str) -> Inbox:
+        """Unacknowledged messages, oldest first; cost follows unread, not history."""
+        base = self._cdir(collab)
+        cur = self._cursor(base, alias)
+        acked = set(cur["acked"])
+        for _, rec in Journal(base / "receipts" / f"{alias}.jsonl").scan(cur["rcpt"]):
+            if rec["type"] == "ack":
+                acked.add(rec["message"])
+        problems: list[Problem] = []
+        msgs = [
+            Message.from_record(rec)
+            for _, rec in Journal(base / "inbox" / f"{alias}.jsonl").scan(cur["low"], problems)
+            if rec["id"] not in acked
+        ]
+        return Inbox(alias, msgs, problems)
+
+    def _cursor(self, base: Path, alias: str) -> dict[str, Any]:
+        raw = fsio.read_bytes(base / "state" / f"{alias}.json") if fsio.existing_dir(base, "state") else None
+        try:
+            cur = json.loads(raw) if raw else None
+            if isinstance(cur, dict) and {"low", "rcpt", "acked"} <= cur.keys():
+                return cur
+        except ValueError:
+            pass
+        return {"low": 0, "rcpt": 0, "acked": []}
+
+    def _advance(self, base: Path, alias: str) -> None:
+        """Move the cursor past the acknowledged prefix (caller holds the lock)."""
+        cur = self._cursor(base, alias)
+        acked = set(cur["acked"])
+        rcpt = Journal(base / "receipts" / f"{alias}.jsonl")
+        for _, rec in rcpt.scan(cur["rcpt"]):
+            if rec["type"] == "ack":
+                acked.add(rec["message"])
+        inbox = Journal(base / "inbox" / f"{alias}.jsonl")
+        low = inbox.size()
+        for pos, rec in inbox.scan(cur["low"]):
+            if rec["id"] not in acked:
+                low = pos
+                break
+            acked.discard(rec["id"])
+        doc = {"low": low, "rcpt": rcpt.size(), "acked": sorted(acked)}
+        fsio.atomic_write(fsio.ensure_dir(base, "state") / f"{alias}.json", json.dumps(doc).encode(), durable=False)
+
+    def ack(self, collab: str, who: Pin, message_id: str) -> tuple[Record, bool]:
+        """Record the recipient's acknowledgment; returns (receipt, already)."""
+        with self._locked(collab) as base:
+            reg = self._open_registry(collab)
+            alias = self._alias(reg, who)
+            found = self._lookup(base, message_id)
+            if found is None:
+                raise NotFound(f"no message {message_id} in collaboration {collab}")
+            offset, msg = found[0], Message.from_record(found[1])
+            if msg.to != alias:
+                raise IdentityError(f"only the recipient ({msg.to}) may acknowledge {message_id}")
+            if self._is_acked(base, alias, message_id, offset):
+                return self._first_ack(base, alias, message_id), True
+            rec = self._receipt(base, alias, {"type": "ack", "message": message_id, "by": str(who)})
+            self._advance(base, alias)
+        return rec, False
+
+    def _is_acked(self, base: Path, alias: str, message_id: str, offset: int) -> bool:
+        cur = self._cursor(base, alias)
+        if offset < cur["low"] or message_id in cur["acked"]:
+            return True
+        rcpt = Journal(base / "receipts" / f"{alias}.jsonl").scan(cur["rcpt"])
+        return any(r["type"] == "ack" and r["message"] == message_id for _, r in rcpt)
+
+    def _first_ack(self, base: Path, alias: str, message_id: str) -> Record:
+        for _, rec in Journal(base / "receipts" / f"{alias}.jsonl").scan():
+            if rec["type"] == "ack" and rec["message"] == message_id:
+                return rec
+        raise NotFound(f"acknowledgment of {message_id} is missing from the receipts")
+
+    def state(self, collab: str, msg: Message) -> MessageState:
+        presented: list[dict[str, Any]] = []
+        acked: str | None = None
+        replied: list[str] = []
+        notify: dict[str, Any] | None = None
+        for _, rec in self.receipts(collab, msg.to):
+            if rec.get("message") != msg.id:
+                continue
+            if rec["type"] == "presented":
+                presented.append({"attempt": rec["attempt"], "ts": rec["ts"], "host": rec.get("host")})
+            elif rec["type"] == "ack" and acked is None:
+                acked = rec["ts"]
+            elif rec["type"] == "replied":
+                replied.append(rec["by"])
+            elif rec["type"] == "notify":
+                notify = {"ok": rec["ok"], "detail": rec["detail"], "ts": rec["ts"]}
+        return MessageState(msg.ts, presented, acked, replied, notify)
+
+    # ---- log and transcripts ---------------------------------------------------
+
+    def log_append(self, collab: str, who: Pin, text: str, corrects: str | None) -> Record:
+        with self._locked(collab) as base:
+            reg = self._open_registry(collab, allow_closed=True)
+            alias = reg.alias_of(str(who))
+            if alias is None:
+                if who.runtime != "human":
+                    raise IdentityError(f"{who} is not bound in collaboration {collab}; only humans may add notes unbound")
+                alias = str(who)
+            if corrects and not any(e["id"] == corrects for e in self.log_entries(collab)):
+                raise NotFound(f"no log entry {corrects} to correct")
+            fields = {"type": "note", "id": str(uuid.uuid4()), "author": alias, "text": text,
+                      "corrects": corrects, "cseq": self._next_cseq(base)}
+            rec = Journal(base / "log.jsonl").append(fields)[1]
+            self._transcribe_entry(base, rec)
+        return rec
+
+    def log_entries(self, collab: str) -> list[Record]:
+        return [rec for _, rec in Journal(self._cdir(collab) / "log.jsonl").scan()]
+
+    def _transcribe(self, base: Path, msg: Message) -> None:
+        """Keep the Markdown views current; ``render`` rebuilds them from records."""
+        from .render import inbox_header, message_section
+
+        section = message_section(msg).encode()
+        inbox_md = fsio.ensure_dir(base, "transcripts") / f"{msg.to}.md"
+        if not fsio.file_size(inbox_md):
+            section = inbox_header(msg.collab, msg.to).encode() + section
+        fsio.append(inbox_md, section)
+        fsio.append(base / "collaboration.md", message_section(msg).encode())
+
+    def _transcribe_entry(self, base: Path, rec: Record) -> None:
+        from .render import log_section
+
+        fsio.append(base / "collaboration.md", log_section(rec).encode())
+
+    def render(self, collab: str) -> list[Path]:
+        """Regenerate every Markdown transcript of a collaboration from records."""
+        from .render import collaboration_md, inbox_md
+
+        with self._locked(collab) as base:
+            reg = self.registry(collab)
+            by_alias = {a: list(self.messages(collab, a)) for a in reg.participants}
+            written = [base / "collaboration.md"]
+            fsio.atomic_write(written[0], collaboration_md(reg, self.events(collab), by_alias,
+                                                           self.log_entries(collab)).encode())
+            for alias, msgs in by_alias.items():
+                path = fsio.ensure_dir(base, "transcripts") / f"{alias}.md"
+                fsio.atomic_write(path, inbox_md(reg, alias, msgs).encode())
+                written.append(path)
+        return written
+
+
+def _strip_comments(raw: bytes) -> bytes:
+    return b"\n".join(line for line in raw.splitlines() if not line.startswith(b"#"))
+
+
+def _is_uuid(name: str) -> bool:
+    try:
+        return model.as_uuid(name, "id") == name
+    except UsageError:
+        return False
+
+
+def _other_party(parent: Message, sender: str) -> str:
+    return parent.sender if parent.to == sender else parent.to
+
+
+def _copy_id(base_id: str, alias: str) -> str:
+    """Each broadcast copy gets its own stable id, derived from the broadcast id."""
+    return str(uuid.uuid5(uuid.UUID(base_id), alias))
+
+
+def _digest(fields: Record) -> str:
+    keys = ("sender", "to", "kind", "priority", "subject", "body", "reply_to")
+    return hashlib.sha256(records.canonical({k: fields[k] for k in keys})).hexdigest()
+
+
+def _flags(text: str) -> tuple[str, ...]:
+    from .flags import detect
+
+    return detect(text)
+
+
+def _printable(name: str) -> str:
+    """A raw recipient name, made safe to print on one line."""
+    shown = name.encode("unicode_escape", "backslashreplace").decode("ascii")
+    return shown[:64] + ("..." if len(shown) > 64 else "")
