@@ -12,6 +12,9 @@ class AgentmsgError(Exception):
 
     code = 1
     prefix = "error"
+    #: What did happen before the failure (e.g. a stored message whose
+    #: notification failed), reported alongside the error.
+    result: dict[str, object] | None = None
 
     def line(self) -> str:
         return f"{self.prefix}: {self}"
@@ -75,8 +78,9 @@ class TooLarge(AgentmsgError):
 class SecretRefused(AgentmsgError):
     code = 11
 
-    def __init__(self, kind: str, line_no: int) -> None:
-        super().__init__(f"{kind} at line {line_no}")
+    def __init__(self, kind: str, line_no: int, where: str = "body") -> None:
+        super().__init__(f"{kind} at line {line_no}" + (" of the subject" if where == "subject" else ""))
+        self.kind = kind
 
     def line(self) -> str:
         return f"REFUSED(secret): {self}"

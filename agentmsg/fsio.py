@@ -41,7 +41,7 @@ wait_notice: Callable[[str], None] | None = None
 def ensure_dir(root: Path, *parts: str) -> Path:
     """Create ``root/parts...`` as 0700 dirs, refusing any symlinked component."""
     path = root
-    for part in ("",) + parts:
+    for part in ("", *parts):
         path = path / part if part else path
         try:
             st = os.lstat(path)

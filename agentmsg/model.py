@@ -78,17 +78,17 @@ def pin(value: str) -> Pin:
 
 def text(value: str, what: str, max_chars: int, *, single_line: bool = False) -> str:
     if len(value) > max_chars:
-        raise TooLarge(f"{what} is {len(value)} characters; the limit is {max_chars}")
+        raise TooLarge(f"{what} is {len(value)} characters; the limit is {max_chars} (nothing was stored)")
     if single_line and ("\n" in value or "\r" in value):
         raise UsageError(f"{what} must be a single line")
     _encodable(value, what)
     return value
 
 
-def body(value: str) -> str:
-    size = len(_encodable(value, "body"))
-    if size > BODY_MAX_BYTES:
-        raise TooLarge(f"body is {size} bytes; the limit is {BODY_MAX_BYTES} bytes")
+def body(value: str, what: str = "body", limit: int = BODY_MAX_BYTES) -> str:
+    size = len(_encodable(value, what))
+    if size > limit:
+        raise TooLarge(f"{what} is {size} bytes; the limit is {limit} bytes (nothing was stored)")
     return value
 
 
@@ -97,6 +97,23 @@ def _encodable(value: str, what: str) -> bytes:
         return value.encode("utf-8")
     except UnicodeEncodeError:
         raise UsageError(f"{what} is not valid UTF-8 text") from None
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def duration(value: str, what: str, *, maximum: float) -> float:
+    """``90``, ``90s``, ``10m``, ``2h``, ``1d`` -> seconds, within (0, maximum]."""
+    raw = value.strip().lower()
+    unit = raw[-1:] if raw[-1:] in _UNITS else "s"
+    number = raw[:-1] if raw[-1:] in _UNITS else raw
+    try:
+        seconds = float(number) * _UNITS[unit]
+    except ValueError:
+        raise UsageError(f"invalid {what} {value[:20]!r}: expected e.g. 90s, 10m, 2h") from None
+    if not 0 < seconds <= maximum:
+        raise UsageError(f"{what} must be more than 0 and at most {maximum / 60:g} minutes")
+    return seconds
 
 
 def choice(value: str, allowed: tuple[str, ...], what: str) -> str:

@@ -168,7 +168,7 @@ class FileStore:
     def leave(self, collab: str, who: Pin) -> str:
         with self._locked(collab) as base:
             reg = self._open_registry(collab, allow_closed=True)
-            alias = self._alias(reg, who)
+            alias = self.require_alias(reg, who)
             self._event(base, {"type": "left", "alias": alias, "pin": str(who)})
             self._rebuild_registry(collab)
             self._unbind(str(who), collab)
@@ -189,7 +189,7 @@ class FileStore:
 
     def set_notify(self, collab: str, who: Pin, notify: dict[str, Any]) -> None:
         with self._locked(collab) as base:
-            alias = self._alias(self._open_registry(collab), who)
+            alias = self.require_alias(self._open_registry(collab), who)
             self._event(base, {"type": "notify-set", "alias": alias, "notify": notify})
             self._rebuild_registry(collab)
 
@@ -222,7 +222,7 @@ class FileStore:
             raise Closed(f"collaboration {collab} was closed at {reg.closed_at}; it accepts no changes")
         return reg
 
-    def _alias(self, reg: Registry, who: Pin) -> str:
+    def require_alias(self, reg: Registry, who: Pin) -> str:
         alias = reg.alias_of(str(who))
         if alias is None:
             raise IdentityError(f"{who} is not bound to any alias in collaboration {reg.collab}")
@@ -291,7 +291,7 @@ class FileStore:
     def send(self, collab: str, who: Pin, draft: Draft) -> list[Sent]:
         with self._locked(collab) as base:
             reg = self._open_registry(collab)
-            sender = self._alias(reg, who)
+            sender = self.require_alias(reg, who)
             parent = self._reply_target(collab, sender, draft.reply_to) if draft.reply_to else None
             to = draft.to or (_other_party(parent, sender) if parent else "")
             recipients = self._recipients(reg, sender, to)
@@ -383,10 +383,15 @@ class FileStore:
                 return Message.from_record(found[1])
         raise NotFound(f"no message {message_id} under {self.root}")
 
-    def messages(self, collab: str, alias: str, problems: list[Problem] | None = None) -> Iterator[Message]:
-        """Every message ever addressed to ``alias``, in sequence order."""
-        for _, rec in Journal(self._cdir(collab) / "inbox" / f"{alias}.jsonl").scan(0, problems):
+    def messages(self, collab: str, alias: str, problems: list[Problem] | None = None, *,
+                 offset: int = 0) -> Iterator[Message]:
+        """Messages addressed to ``alias`` from ``offset`` on, in sequence order."""
+        for _, rec in Journal(self._cdir(collab) / "inbox" / f"{alias}.jsonl").scan(offset, problems):
             yield Message.from_record(rec)
+
+    def inbox_end(self, collab: str, alias: str) -> int:
+        """The offset new messages for ``alias`` will be appended at."""
+        return fsio.next_offset(self._cdir(collab) / "inbox" / f"{alias}.jsonl")
 
     # ---- receipts and the read cursor ----------------------------------------
 
@@ -448,7 +453,7 @@ class FileStore:
         """Record the recipient's acknowledgment; returns (receipt, already)."""
         with self._locked(collab) as base:
             reg = self._open_registry(collab)
-            alias = self._alias(reg, who)
+            alias = self.require_alias(reg, who)
             found = self._lookup(base, message_id)
             if found is None:
                 raise NotFound(f"no message {message_id} in collaboration {collab}")
@@ -500,7 +505,7 @@ class FileStore:
             alias = reg.alias_of(str(who))
             if alias is None:
                 if who.runtime != "human":
-                    raise IdentityError(f"{who} is not bound in collaboration {collab}; only humans may add notes unbound")
+                    raise IdentityError(f"{who} is not bound in collaboration {collab}")
                 alias = str(who)
             if corrects and not any(e["id"] == corrects for e in self.log_entries(collab)):
                 raise NotFound(f"no log entry {corrects} to correct")
@@ -514,7 +519,17 @@ class FileStore:
         return [rec for _, rec in Journal(self._cdir(collab) / "log.jsonl").scan()]
 
     def _transcribe(self, base: Path, msg: Message) -> None:
-        """Keep the Markdown views current; ``render`` rebuilds them from records."""
+        """Keep the Markdown views current; ``render`` rebuilds them from records.
+
+        The message is already durable here, so a failure to update a derived
+        view must not turn a stored send into a reported failure.
+        """
+        try:
+            self._append_sections(base, msg)
+        except OSError:
+            pass
+
+    def _append_sections(self, base: Path, msg: Message) -> None:
         from .render import inbox_header, message_section
 
         section = message_section(msg).encode()

@@ -1,0 +1,258 @@
+"""Typer command definitions. Each callback only translates arguments.
+
+The work is in :mod:`agentmsg.actions`; output is :mod:`.output`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from .. import __version__, actions
+from ..errors import UsageError
+from . import output
+
+app = typer.Typer(
+    name="agentmsg",
+    help="Durable, addressed messaging between coding-agent sessions.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+log_app = typer.Typer(help="The collaboration log: immutable notes and the rendered transcript.",
+                      no_args_is_help=True)
+app.add_typer(log_app, name="log")
+
+Json = Annotated[bool, typer.Option("--json", help="Print one JSON envelope on stdout.")]
+Root = Annotated[str | None, typer.Option("--root", help="State root (else AGENTMSG_HOME, "
+                                                        "XDG_STATE_HOME/agentmsg, ~/.local/state/agentmsg).")]
+Self = Annotated[str | None, typer.Option("--self", help="Acting session pin RUNTIME:SESSION_ID "
+                                                         "(default: from CLAUDE_CODE_SESSION_ID / CODEX_THREAD_ID).")]
+Collab = Annotated[str | None, typer.Option("--collab", help="Collaboration UUID (default: AGENTMSG_COLLAB, "
+                                                             "or your only binding).")]
+
+
+def _done(command: str, payload: dict[str, Any], as_json: bool) -> int:
+    return output.emit(command, payload, as_json)
+
+
+def _ctx(root: str | None) -> actions.Ctx:
+    return actions.Ctx.create(root)
+
+
+@app.command("open")
+def open_(
+    alias: Annotated[str, typer.Option(help="Your alias in this collaboration.")],
+    label: Annotated[str, typer.Option(help="Short label, e.g. review.")],
+    task: Annotated[str, typer.Option(help="The bounded task this collaboration is for.")],
+    self_: Self = None,
+    notify_command: Annotated[str | None, typer.Option(help="Wake command for your inbox (argv with "
+                                                            "{pointer} {id} {collab} ... placeholders).")] = None,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Open a collaboration and print its UUID and the state root."""
+    return _done("open", actions.open_collab(_ctx(root), self_, alias, label, task, notify_command), json_)
+
+
+@app.command()
+def join(
+    alias: Annotated[str, typer.Option(help="Your alias: ^[a-z][a-z0-9_-]{0,31}$, unique here.")],
+    collab: Collab = None,
+    self_: Self = None,
+    succeeds: Annotated[str | None, typer.Option(help="Take over OLD_PIN's alias and inbox.")] = None,
+    reason: Annotated[str | None, typer.Option(help="Why, for the log (required with --succeeds).")] = None,
+    notify_command: Annotated[str | None, typer.Option(help="Wake command for your inbox.")] = None,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Join a collaboration under an alias (or take one over with --succeeds)."""
+    return _done("join", actions.join(_ctx(root), collab, self_, alias, succeeds, reason, notify_command), json_)
+
+
+@app.command()
+def send(
+    to: Annotated[str, typer.Option(help="Recipient alias, or 'all' for point-to-point copies to everyone.")] = "",
+    subject: Annotated[str, typer.Option(help="One-line subject.")] = "",
+    kind: Annotated[str, typer.Option(help="request (needs action) or update (information).")] = "update",
+    priority: Annotated[str, typer.Option(help="normal or high (ordering only; grants nothing).")] = "normal",
+    body: Annotated[str | None, typer.Option(help="Body text.")] = None,
+    body_stdin: Annotated[bool, typer.Option(help="Read the body from stdin.")] = False,
+    body_file: Annotated[Path | None, typer.Option(help="Read the body from a file.")] = None,
+    id_: Annotated[str | None, typer.Option("--id", help="Message UUID (default: new). Same id + same "
+                                                         "content is a no-op.")] = None,
+    reply_to: Annotated[str | None, typer.Option(help="PARTICIPANT/MESSAGE_ID this answers.")] = None,
+    redact: Annotated[bool, typer.Option(help="Replace detected secrets with [REDACTED:kind] and send.")] = False,
+    collab: Collab = None,
+    self_: Self = None,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Store a message durably, then notify the recipient."""
+    text = _read_body(body, body_stdin, body_file)
+    payload = actions.send(_ctx(root), collab, self_, to, kind, priority, subject, text, id_, reply_to, redact)
+    return _done("send", payload, json_)
+
+
+def _read_body(body: str | None, from_stdin: bool, path: Path | None) -> str:
+    given = [body is not None, from_stdin, path is not None]
+    if sum(given) != 1:
+        raise UsageError("give the body exactly once: --body TEXT, --body-stdin or --body-file PATH")
+    if body is not None:
+        return body
+    limit = actions.model.BODY_MAX_BYTES
+    try:
+        raw = sys.stdin.buffer.read(limit + 1) if from_stdin else _read_file(path, limit)  # type: ignore[arg-type]
+    except OSError as exc:
+        raise UsageError(f"cannot read body: {exc.strerror or exc}") from None
+    if len(raw) > limit:
+        from ..errors import TooLarge
+
+        raise TooLarge(f"body is over {limit} bytes; nothing was stored")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"body is not valid UTF-8 (byte {exc.start}); nothing was stored") from None
+
+
+def _read_file(path: Path, limit: int) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read(limit + 1)
+
+
+@app.command()
+def inbox(
+    collab: Collab = None,
+    self_: Self = None,
+    all_: Annotated[bool, typer.Option("--all", help="Include acknowledged messages (whole history).")] = False,
+    priority_first: Annotated[bool, typer.Option(help="High priority first, then oldest first.")] = False,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """List unacknowledged messages, oldest first, with full bodies. Does not acknowledge."""
+    return _done("inbox", actions.inbox(_ctx(root), collab, self_, all_, priority_first), json_)
+
+
+@app.command()
+def show(
+    message_id: Annotated[str, typer.Argument(help="Message UUID.")],
+    collab: Collab = None,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Print one message in full, with its states."""
+    return _done("show", actions.show(_ctx(root), collab, message_id), json_)
+
+
+@app.command()
+def ack(
+    message: Annotated[str, typer.Option(help="Message UUID to acknowledge.")],
+    collab: Collab = None,
+    self_: Self = None,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Record that you (the exact recipient) read a message in full. Idempotent."""
+    return _done("ack", actions.ack(_ctx(root), collab, self_, message), json_)
+
+
+@app.command()
+def notify(
+    retry: Annotated[str, typer.Option(help="Message UUID whose notification to retry.")],
+    collab: Collab = None,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Retry a failed notification without re-sending the body."""
+    return _done("notify", actions.notify_retry(_ctx(root), collab, retry), json_)
+
+
+@app.command()
+def status(
+    collab: Collab = None,
+    self_: Self = None,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Show the root, your binding, participants, pending mail and closure."""
+    return _done("status", actions.status(_ctx(root), collab, self_), json_)
+
+
+@app.command()
+def registry(collab: Collab = None, root: Root = None, json_: Json = False) -> int:
+    """Print the authoritative registry (YAML; JSON with --json)."""
+    doc = actions.registry(_ctx(root), collab)
+    if json_:
+        return _done("registry", doc, True)
+    import yaml
+
+    sys.stdout.write(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
+    return 0
+
+
+@app.command()
+def leave(collab: Collab = None, self_: Self = None, root: Root = None, json_: Json = False) -> int:
+    """End your binding. Your inbox and history stay."""
+    return _done("leave", actions.leave(_ctx(root), collab, self_), json_)
+
+
+@app.command()
+def close(collab: Collab = None, self_: Self = None, root: Root = None, json_: Json = False) -> int:
+    """Make a collaboration inert. History is kept; unresolved mail is reported, not acked."""
+    return _done("close", actions.close(_ctx(root), collab, self_), json_)
+
+
+@log_app.command("append")
+def log_append(
+    text: Annotated[str | None, typer.Option(help="Note text.")] = None,
+    stdin: Annotated[bool, typer.Option("--stdin", help="Read the note from stdin.")] = False,
+    corrects: Annotated[str | None, typer.Option(help="Id of the entry this corrects.")] = None,
+    collab: Collab = None,
+    self_: Self = None,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Add an immutable note; a correction is a new note that names the old one."""
+    note = _read_body(text, stdin, None)
+    return _done("log append", actions.log_append(_ctx(root), collab, self_, note, corrects), json_)
+
+
+@log_app.command("render")
+def log_render(collab: Collab = None, root: Root = None, json_: Json = False) -> int:
+    """Regenerate collaboration.md and every inbox transcript from the records."""
+    return _done("log render", actions.log_render(_ctx(root), collab), json_)
+
+
+@log_app.command("show")
+def log_show(collab: Collab = None, root: Root = None, json_: Json = False) -> int:
+    """Print the log entries."""
+    return _done("log show", actions.log_show(_ctx(root), collab), json_)
+
+
+@app.command()
+def watch(
+    for_reply: Annotated[str | None, typer.Option(help="Wait for a reply to this message id.")] = None,
+    timeout: Annotated[str | None, typer.Option(help="How long to wait: default 10m, at most 30m.")] = None,
+    collab: Collab = None,
+    self_: Self = None,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Wait for a new request (or a reply), print one line per event, exit. Never re-arms."""
+    emit = (lambda line: None) if json_ else (lambda line: print(line, flush=True))
+    payload = actions.watch(_ctx(root), collab, self_, for_reply, timeout, emit)
+    return output.emit("watch", payload, json_) if json_ else 0
+
+
+@app.command()
+def version(json_: Json = False) -> int:
+    """Print the version."""
+    return _done("version", {"version": __version__, "python": sys.executable}, json_)
+
+
+def app_command() -> Any:
+    return typer.main.get_command(app)

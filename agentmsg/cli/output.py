@@ -1,0 +1,185 @@
+"""Printing: one JSON envelope for machines, plain text (rich on a TTY) for people.
+
+The envelope is the same for every command, success or failure::
+
+    {"ok": true, "command": "send", "exit_code": 0, "result": {...}, "error": null}
+
+On failure ``error`` is ``{"code", "type", "message"}`` and ``result`` holds
+whatever did happen first (for example a message stored before its
+notification failed).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..errors import AgentmsgError
+from ..model import Message
+from ..render import body_block, message_section, one_line
+
+Payload = dict[str, Any]
+
+
+def command_name(args: Sequence[str]) -> str:
+    words = [a for a in args if not a.startswith("-")]
+    if words[:1] and words[0] in ("log", "delivery", "install", "uninstall") and len(words) > 1:
+        return f"{words[0]} {words[1]}"
+    return words[0] if words else ""
+
+
+def envelope(command: str, result: Payload | None, err: AgentmsgError | None = None) -> str:
+    doc = {
+        "ok": err is None,
+        "command": command,
+        "exit_code": err.code if err else 0,
+        "result": result,
+        "error": {"code": err.code, "type": type(err).__name__, "message": err.line()} if err else None,
+    }
+    return json.dumps(doc, ensure_ascii=False)
+
+
+def emit(command: str, payload: Payload, as_json: bool) -> int:
+    if as_json:
+        print(envelope(command, payload))
+    else:
+        HUMAN.get(command, _generic)(payload)
+    return 0
+
+
+def fail(command: str, err: AgentmsgError, as_json: bool) -> int:
+    if as_json:
+        print(envelope(command, err.result, err))
+    elif err.result is not None:
+        HUMAN.get(command, _generic)(err.result)
+    sys.stderr.write(err.line().replace("\n", " ") + "\n")
+    return err.code
+
+
+def is_tty() -> bool:
+    return sys.stdout.isatty()
+
+
+def to_message(p: Payload) -> Message:
+    return Message(
+        id=p["id"], collab=p["collab"], sender=p["from"], sender_runtime=p["from_runtime"], to=p["to"],
+        kind=p["kind"], priority=p["priority"], subject=p["subject"], body=p["body"],
+        reply_to=p["reply_to"], ts=p["ts"], seq=p["seq"], digest="", broadcast=p["broadcast"],
+        flags=tuple(p["flags"]),
+    )
+
+
+def _generic(payload: Payload) -> None:
+    for key, value in payload.items():
+        print(f"{key}: {value if not isinstance(value, (dict, list)) else json.dumps(value)}")
+
+
+def _open(p: Payload) -> None:
+    print(f"collaboration: {p['collab']}")
+    print(f"root: {p['root']}  (from {p['root_source']})")
+    print(f"you: {p['alias']} = {p['pin']}")
+    print(f"share with peers: agentmsg join --collab {p['collab']} --self RUNTIME:SESSION --alias NAME")
+
+
+def _join(p: Payload) -> None:
+    verb = f"took over from {p['succeeded']}" if p.get("succeeded") else "joined"
+    print(f"{p['alias']} ({p['pin']}) {verb} collaboration {p['collab']}")
+    print(f"root: {p['root']}")
+    print(f"participants: {', '.join(p['participants'])}")
+
+
+def _send(p: Payload) -> None:
+    for r in p["results"]:
+        detail = f" ({r['detail']})" if r.get("detail") else ""
+        print(f"{r['state']}: {r['id']} -> {r['to']}{detail}")
+    if p.get("redacted"):
+        print(f"redacted {p['redacted']} secret(s) before storing")
+
+
+def _inbox(p: Payload) -> None:
+    msgs = p["messages"]
+    if is_tty() and msgs:
+        _table(["seq", "from", "kind", "priority", "subject", "id"],
+               [[str(m["seq"]), f"{m['from']} ({m['from_runtime']})", m["kind"], m["priority"],
+                 one_line(m["subject"]), m["id"]] for m in msgs], title=f"inbox of {p['alias']}")
+    print(f"{p['count']} unacknowledged message(s) for {p['alias']}; printing is not acknowledging")
+    for problem in p["problems"]:
+        print(f"warning: skipped {'torn' if problem['torn'] else 'damaged'} line at {problem['path']}:"
+              f"{problem['offset']} ({problem['reason']})")
+    for m in msgs:
+        print()
+        sys.stdout.write(message_section(to_message(m)))
+
+
+def _show(p: Payload) -> None:
+    sys.stdout.write(message_section(to_message(p["message"])))
+    s = p["states"]
+    print(f"state: {p['state']}")
+    print(f"  enqueued: {s['enqueued']}")
+    print(f"  presented: {len(s['presented'])} attempt(s)")
+    print(f"  acknowledged: {s['acknowledged'] or 'no'}")
+    print(f"  replied: {', '.join(s['replied']) or 'no'}")
+    if s["notify"]:
+        print(f"  notify: {'ok' if s['notify']['ok'] else 'failed'} ({s['notify']['detail']})")
+
+
+def _ack(p: Payload) -> None:
+    word = "already acknowledged" if p["already"] else "acknowledged"
+    print(f"{word}: {p['message']} at {p['acknowledged_at']}")
+
+
+def _status(p: Payload) -> None:
+    print(f"root: {p['root']}  (from {p['root_source']})")
+    print(f"self: {p.get('self') or '(no session identity)'}")
+    if p.get("collab") is None:
+        for b in p.get("bindings", []):
+            print(f"bound: {b['alias']} in {b['collab']}")
+        print(f"collaborations under root: {len(p.get('collabs', []))}")
+        return
+    print(f"collaboration: {p['collab']}  label: {one_line(p['label'])}")
+    print(f"task: {one_line(p['task'])}")
+    print(f"binding: {p['binding']['alias'] if p['binding'] else 'none'}")
+    print(f"closed: {p['closed_at'] or 'no'}")
+    rows = [[x["alias"], x["pin"], "yes" if x["active"] else "left", x["notify"], str(x["pending"]),
+             str(x["pending_requests"])] for x in p["participants"]]
+    _table(["alias", "pin", "active", "notify", "pending", "requests"], rows, title="participants")
+    print(f"awaiting notification: {', '.join(p['awaiting_notification']) or 'none'}")
+
+
+def _close(p: Payload) -> None:
+    print(f"closed {p['collab']} (by {p['closed_by']}); history kept")
+    print(f"unresolved (not acknowledged, left as is): {p['unresolved_count']}")
+    for alias, ids in sorted(p["unresolved"].items()):
+        print(f"  {alias}: {', '.join(ids)}")
+
+
+def _log_show(p: Payload) -> None:
+    for e in p["entries"]:
+        fix = f" (corrects {e['corrects']})" if e.get("corrects") else ""
+        print(f"{e['ts']} {e['author']} {e['id']}{fix}")
+        sys.stdout.write(body_block(e["text"]))
+
+
+def _table(headers: list[str], rows: list[list[str]], title: str = "") -> None:
+    """A rich table on a TTY; tab-separated text otherwise."""
+    if is_tty():
+        from rich.console import Console
+        from rich.markup import escape
+        from rich.table import Table
+
+        table = Table(*headers, title=title or None)
+        for row in rows:
+            table.add_row(*(escape(cell) for cell in row))
+        Console().print(table)
+        return
+    print("\t".join(headers))
+    for row in rows:
+        print("\t".join(row))
+
+
+HUMAN: dict[str, Callable[[Payload], None]] = {
+    "open": _open, "join": _join, "send": _send, "inbox": _inbox, "show": _show, "ack": _ack,
+    "status": _status, "close": _close, "log show": _log_show,
+}

@@ -1,0 +1,40 @@
+"""Who is acting: an exact native pin, never a guess.
+
+A host sets its own session variable in every command its agent runs.  When
+that variable disagrees with ``--self``, the agent is trying to act as some
+other session, so the command is refused rather than trusted.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from . import model
+from .errors import IdentityError
+from .model import Pin
+
+HOST_VARS = (("CLAUDE_CODE_SESSION_ID", "claude-code"), ("CODEX_THREAD_ID", "codex"))
+
+
+def host_pins(env: Mapping[str, str]) -> list[Pin]:
+    return [model.pin(f"{runtime}:{env[var]}") for var, runtime in HOST_VARS if env.get(var)]
+
+
+def resolve(self_flag: str | None, env: Mapping[str, str] | None = None) -> Pin:
+    env = os.environ if env is None else env
+    hosts = host_pins(env)
+    if self_flag:
+        chosen = model.pin(self_flag)
+        if hosts and str(chosen) not in {str(h) for h in hosts}:
+            names = ", ".join(f"{v}={env[v]}" for v, _ in HOST_VARS if env.get(v))
+            raise IdentityError(f"--self {chosen} disagrees with this host session ({names}); refusing to act as it")
+        return chosen
+    if len(hosts) == 1:
+        return hosts[0]
+    if len(hosts) > 1:
+        raise IdentityError("both CLAUDE_CODE_SESSION_ID and CODEX_THREAD_ID are set; pass --self to choose")
+    raise IdentityError(
+        "no identity: pass --self RUNTIME:SESSION_ID (or run inside Claude Code / Codex, "
+        "which set CLAUDE_CODE_SESSION_ID / CODEX_THREAD_ID)"
+    )
