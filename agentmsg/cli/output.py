@@ -155,6 +155,21 @@ def _close(p: Payload) -> None:
         print(f"  {alias}: {', '.join(ids)}")
 
 
+def _log_append(p: Payload) -> None:
+    e = p["entry"]
+    fix = f", correcting {e['corrects']}" if e.get("corrects") else ""
+    print(f"logged {e['id']} by {e['author']} at {e['ts']}{fix}")
+
+
+def _log_render(p: Payload) -> None:
+    for path in p["written"]:
+        print(f"rendered {path}")
+
+
+def _leave(p: Payload) -> None:
+    print(f"{p['alias']} ({p['pin']}) left {p['collab']}; inbox and history kept")
+
+
 def _log_show(p: Payload) -> None:
     for e in p["entries"]:
         fix = f" (corrects {e['corrects']})" if e.get("corrects") else ""
@@ -181,5 +196,6 @@ def _table(headers: list[str], rows: list[list[str]], title: str = "") -> None:
 
 HUMAN: dict[str, Callable[[Payload], None]] = {
     "open": _open, "join": _join, "send": _send, "inbox": _inbox, "show": _show, "ack": _ack,
-    "status": _status, "close": _close, "log show": _log_show,
+    "status": _status, "close": _close, "leave": _leave, "log show": _log_show, "log append": _log_append,
+    "log render": _log_render,
 }
