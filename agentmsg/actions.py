@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from . import identity, model, notify, render
-from .errors import NotifyFailed, SecretRefused, UsageError, WatchTimeout
+from .errors import NotifyFailed, SecretRefused, TamperDetected, UsageError, WatchTimeout
 from .model import Message, Pin
 from .paths import resolve_root
 from .store import Draft, FileStore, Sent
@@ -330,3 +330,26 @@ def watch(ctx: Ctx, collab: str | None, self_flag: str | None, for_reply: str | 
     for e in events:
         emit(f"{e['kind']} {e['id']} from {e['from']}: {render.one_line(e['subject'])}")
     return {"collab": cid, "alias": alias, "events": events}
+
+
+# ---- integrity ---------------------------------------------------------------------
+
+
+def verify(ctx: Ctx, collab: str | None) -> Payload:
+    """Check every record file; tampering is an error, a torn tail only a warning."""
+    from .verify import as_dict
+    from .verify import verify as walk
+
+    cid = model.collab_id(collab) if collab else None
+    if cid:
+        ctx.store.registry(cid)  # unknown collaboration -> not found
+    files, findings = walk(ctx.root, cid)
+    payload = {"root": str(ctx.root), "files": files, "findings": [as_dict(f) for f in findings],
+               "tampering": sum(f.tampering for f in findings), "torn": sum(not f.tampering for f in findings)}
+    if payload["tampering"]:
+        first = next(f for f in findings if f.tampering)
+        err = TamperDetected(f"{payload['tampering']} problem(s); first: {first.kind} record at "
+                             f"{first.path}:{first.line} ({first.detail})")
+        err.result = payload
+        raise err
+    return payload

@@ -249,6 +249,12 @@ def watch(
 
 
 @app.command()
+def verify(collab: Collab = None, root: Root = None, json_: Json = False) -> int:
+    """Check every record's checksum and hash chain; exit 13 on edited, removed or reordered records."""
+    return _done("verify", actions.verify(_ctx(root), collab), json_)
+
+
+@app.command()
 def version(json_: Json = False) -> int:
     """Print the version."""
     return _done("version", {"version": __version__, "python": sys.executable}, json_)

@@ -170,6 +170,14 @@ def _leave(p: Payload) -> None:
     print(f"{p['alias']} ({p['pin']}) left {p['collab']}; inbox and history kept")
 
 
+def _verify(p: Payload) -> None:
+    for f in p["findings"]:
+        label = "TAMPERED" if f["tampering"] else "torn"
+        print(f"{label}: {f['kind']} at {f['path']}:{f['line']}: {f['detail']}")
+    print(f"checked {p['files']} record file(s) under {p['root']}: "
+          f"{p['tampering']} tampering finding(s), {p['torn']} torn write(s)")
+
+
 def _log_show(p: Payload) -> None:
     for e in p["entries"]:
         fix = f" (corrects {e['corrects']})" if e.get("corrects") else ""
@@ -197,5 +205,5 @@ def _table(headers: list[str], rows: list[list[str]], title: str = "") -> None:
 HUMAN: dict[str, Callable[[Payload], None]] = {
     "open": _open, "join": _join, "send": _send, "inbox": _inbox, "show": _show, "ack": _ack,
     "status": _status, "close": _close, "leave": _leave, "log show": _log_show, "log append": _log_append,
-    "log render": _log_render,
+    "log render": _log_render, "verify": _verify,
 }
