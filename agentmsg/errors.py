@@ -119,7 +119,7 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     (IdentityError.code, "identity missing, mismatched or not permitted"),
     (TooLarge.code, "subject or body over the documented limit"),
     (SecretRefused.code, "REFUSED(secret): a credential was found"),
-    (UnsafePath.code, "unsafe state root: symlink or wrong owner"),
+    (UnsafePath.code, "unsafe path: a symlink or non-directory inside the state root"),
     (TamperDetected.code, "verify found edited, removed or reordered records"),
     (WatchTimeout.code, "watch timed out with no matching event"),
     (DeliveryInactive.code, "delivery envelope missing, expired or spent"),
