@@ -62,11 +62,21 @@ def verify_file(path: Path) -> list[Finding]:
             kind = "removed" if seq > prev_seq and len(missing) == seq - prev_seq - 1 else "reordered"
             found.append(Finding(name, number, kind, f"seq {seq} follows seq {prev_seq}"))
         prev_sum, prev_seq = rec["sum"], seq
-    head = Journal(path).head()
-    if head and isinstance(head.get("seq"), int) and head["seq"] > prev_seq:
-        found.append(Finding(name, prev_seq + 1, "truncated",
-                             f"last record is seq {prev_seq} but seq {head['seq']} was written"))
+    found += _check_head(path, prev_seq, prev_sum, len(rows))
     return found
+
+
+def _check_head(path: Path, last_seq: int, last_sum: str, lines: int) -> list[Finding]:
+    """The sidecar may lag the file after a crash, but never lead it."""
+    head = Journal(path).head()
+    if not head or not isinstance(head.get("seq"), int):
+        return []
+    if head["seq"] > last_seq:
+        return [Finding(str(path), lines + 1, "truncated",
+                        f"last record is seq {last_seq} but seq {head['seq']} was written")]
+    if head["seq"] == last_seq and head.get("sum") != last_sum:
+        return [Finding(str(path), lines, "edited", f"seq {last_seq} differs from the one written")]
+    return []
 
 
 def verify(root: Path, collab: str | None = None) -> tuple[int, list[Finding]]:
