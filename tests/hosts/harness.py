@@ -1,0 +1,555 @@
+"""Run the REAL host CLIs (Claude Code, Codex) for one non-interactive turn,
+offline, against a stub model server owned by the test.
+
+The hosts come from ``node_modules`` (``npm install`` in the repo root, pinned
+by ``package.json``).  Nothing here skips: a missing host is an error.
+
+Isolation for every run:
+
+* a fresh environment built from scratch (nothing inherited: no real API keys,
+  no ``CLAUDECODE``/``CODEX_*`` of an enclosing agent session), with
+  ``HOME`` (and ``CODEX_HOME``) pointing at test-owned directories;
+* ``HTTP(S)_PROXY``/``ALL_PROXY`` point at the stub itself with
+  ``NO_PROXY=127.0.0.1,localhost``, so whatever a host tries to reach besides
+  the stub (Codex's curated-plugin ``git ls-remote`` of github.com, for one)
+  is refused on loopback and recorded as ``stub.leaks()``;
+* the non-essential traffic/telemetry switches of both hosts are off;
+* the host runs in its own process group, which is killed on timeout.
+
+See docs/HOSTS-NOTES.md for what was verified with these helpers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .stubs import AnthropicStub, OpenAIResponsesStub
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+NODE_BIN = REPO_ROOT / "node_modules" / ".bin"
+CLAUDE_VERSION = "2.1.328"
+CODEX_VERSION = "0.169.0"
+INSTALL_HINT = (
+    "run `npm install` in the repository root (it installs the pinned "
+    "@anthropic-ai/claude-code and @openai/codex from package.json), then the "
+    "README test command"
+)
+CODEX_MODEL = "gpt-stub"
+CODEX_PROVIDER = "stub"
+CODEX_KEY_ENV = "STUB_KEY"
+
+
+class HostMissing(RuntimeError):
+    """The host CLI is not installed under node_modules."""
+
+
+class HostTimeout(RuntimeError):
+    """The host did not finish within its timeout (its process group was killed)."""
+
+    def __init__(self, msg: str, stdout: str, stderr: str) -> None:
+        super().__init__(f"{msg}\n--- stdout (tail) ---\n{stdout[-4000:]}\n--- stderr (tail) ---\n{stderr[-4000:]}")
+        self.stdout, self.stderr = stdout, stderr
+
+
+class HostRun(tuple):
+    """``(returncode, stdout, stderr, session_id)``, plus attributes.
+
+    Unpacks as a 4-tuple.  Extra attributes:
+      ``argv``, ``duration`` (seconds), ``events`` (parsed JSON output: Claude's
+      single ``--output-format json`` result object in a 1-list, or Codex's
+      ``--json`` JSONL events), ``result`` (final assistant text, if found),
+      ``host`` ("claude" | "codex").
+    """
+
+    def __new__(cls, returncode: int, stdout: str, stderr: str, session_id: str | None, **attrs: Any):
+        self = super().__new__(cls, (returncode, stdout, stderr, session_id))
+        self.__dict__.update(attrs)
+        return self
+
+    returncode = property(lambda self: self[0])
+    stdout = property(lambda self: self[1])
+    stderr = property(lambda self: self[2])
+    session_id = property(lambda self: self[3])
+
+    def check(self) -> HostRun:
+        """Raise with the host's output if it exited non-zero; return self."""
+        if self.returncode != 0:
+            raise AssertionError(
+                f"{self.__dict__.get('host')} exited {self.returncode}\nargv={self.__dict__.get('argv')}\n"
+                f"--- stdout ---\n{self.stdout[-4000:]}\n--- stderr ---\n{self.stderr[-4000:]}"
+            )
+        return self
+
+
+# --------------------------------------------------------------------------
+# Locating the hosts
+# --------------------------------------------------------------------------
+
+
+def _host_bin(name: str, package: str) -> Path:
+    path = NODE_BIN / name
+    if not path.exists():
+        raise HostMissing(f"{path} not found: the real {package} CLI is not installed; {INSTALL_HINT}.")
+    if name == "codex" and shutil.which("node") is None:
+        raise HostMissing("`node` is not on PATH; the codex npm launcher needs Node >= 20.")
+    return path
+
+
+def claude_bin() -> Path:
+    """Path of the pinned Claude Code CLI (``node_modules/.bin/claude``)."""
+    return _host_bin("claude", f"@anthropic-ai/claude-code@{CLAUDE_VERSION}")
+
+
+def codex_bin() -> Path:
+    """Path of the pinned Codex CLI (``node_modules/.bin/codex``)."""
+    return _host_bin("codex", f"@openai/codex@{CODEX_VERSION}")
+
+
+# --------------------------------------------------------------------------
+# Environment
+# --------------------------------------------------------------------------
+
+
+def _default_path() -> str:
+    dirs: list[str] = [str(Path(sys.executable).parent)]  # venv bin: python3 + console scripts
+    node = shutil.which("node")
+    if node:
+        dirs.append(str(Path(node).parent))
+    dirs += ["/usr/local/bin", "/usr/bin", "/bin"]
+    seen: list[str] = []
+    for d in dirs:
+        if d not in seen:
+            seen.append(d)
+    return os.pathsep.join(seen)
+
+
+def scrubbed_env(
+    home: str | os.PathLike, *, stub: Any = None, env_extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """A from-scratch environment for a host process.
+
+    ``PATH`` = this interpreter's bin dir (so ``python3`` is the test venv's and
+    the project's console scripts resolve), node's dir, then system dirs.
+    ``env_extra`` is applied last (may override anything; a value of ``None``
+    removes the key).
+    """
+    home = str(home)
+    os.makedirs(os.path.join(home, ".tmp"), exist_ok=True)
+    env = {
+        "HOME": home,
+        "USER": "agentmsg-test",
+        "LOGNAME": "agentmsg-test",
+        "PATH": _default_path(),
+        "SHELL": "/bin/bash",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "TERM": "dumb",
+        "NO_COLOR": "1",
+        # Per-HOME temp dir: Codex writes oversized hook output to
+        # $TMPDIR/hook_outputs/, Claude its per-session scratch dirs.
+        "TMPDIR": os.path.join(home, ".tmp"),
+        "XDG_CONFIG_HOME": os.path.join(home, ".config"),
+        "XDG_CACHE_HOME": os.path.join(home, ".cache"),
+        "XDG_DATA_HOME": os.path.join(home, ".local", "share"),
+        "XDG_STATE_HOME": os.path.join(home, ".local", "state"),
+    }
+    if stub is not None:
+        proxy = stub.base_url
+        for k in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+            env[k] = proxy
+        env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost,::1"
+    for k, v in (env_extra or {}).items():
+        if v is None:
+            env.pop(k, None)
+        else:
+            env[k] = str(v)
+    return env
+
+
+def _run(host: str, argv: list[str], *, cwd: str | os.PathLike, env: dict[str, str], timeout: float) -> HostRun:
+    Path(cwd).mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    proc = subprocess.Popen(
+        argv,
+        cwd=str(cwd),
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _killpg(proc.pid)
+        out, err = proc.communicate(timeout=10)
+        raise HostTimeout(
+            f"{host} did not finish within {timeout}s: {argv!r}",
+            out.decode("utf-8", "replace"),
+            err.decode("utf-8", "replace"),
+        ) from None
+    finally:
+        _killpg(proc.pid)  # reap anything the host left behind in its group
+    return HostRun(
+        proc.returncode,
+        out.decode("utf-8", "replace"),
+        err.decode("utf-8", "replace"),
+        None,
+        argv=argv,
+        duration=time.monotonic() - t0,
+        host=host,
+        events=[],
+        result=None,
+    )
+
+
+def _killpg(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _cli(host: str, argv: list[str], *, env: dict[str, str], cwd: str | os.PathLike, timeout: float = 60) -> HostRun:
+    run = _run(host, argv, cwd=cwd, env=env, timeout=timeout)
+    return run.check()
+
+
+# --------------------------------------------------------------------------
+# Claude Code
+# --------------------------------------------------------------------------
+
+CLAUDE_QUIET_ENV = {
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",  # no /api/hello probe, no api.anthropic.com lookups
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    "DISABLE_AUTOUPDATER": "1",
+}
+
+
+def claude_env(
+    home: str | os.PathLike, stub: AnthropicStub, env_extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    base = {"ANTHROPIC_BASE_URL": stub.base_url, "ANTHROPIC_API_KEY": "sk-ant-stub-not-a-key", **CLAUDE_QUIET_ENV}
+    return scrubbed_env(home, stub=stub, env_extra={**base, **(env_extra or {})})
+
+
+def run_claude(
+    prompt: str,
+    *,
+    cwd: str | os.PathLike,
+    home: str | os.PathLike,
+    stub: AnthropicStub,
+    plugin_dir: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
+    env_extra: Mapping[str, str] | None = None,
+    allowed_tools: Iterable[str] = ("Bash",),
+    timeout: float = 120,
+    session_id: str | None = None,
+    resume: str | None = None,
+    extra_args: Sequence[str] = (),
+) -> HostRun:
+    """One real ``claude -p`` turn against ``stub``.
+
+    * ``plugin_dir``: one or more ``--plugin-dir`` roots (session-only plugins).
+      For an installed plugin use :func:`install_claude_plugin` on the same
+      ``home`` and pass ``plugin_dir=None``.
+    * ``session_id``: the native session id to use; a fresh UUID4 if omitted
+      (Claude accepts ``--session-id <uuid>``), so the id is always known in
+      advance.  ``resume=<id>`` continues an existing session instead (mutually
+      exclusive with ``session_id``).
+    * Returns ``HostRun(rc, stdout, stderr, session_id)``; stdout is the
+      ``--output-format json`` result object (``run.events[0]``), whose
+      ``session_id`` is cross-checked; ``run.result`` is the final text.
+    """
+    if resume and session_id:
+        raise ValueError("pass either session_id or resume, not both")
+    sid = resume or session_id or str(uuid.uuid4())
+    argv = [str(claude_bin()), "-p", "--output-format", "json"]
+    tools = list(allowed_tools)
+    if tools:
+        argv += ["--allowedTools", ",".join(tools)]
+    argv += ["--resume", sid] if resume else ["--session-id", sid]
+    if plugin_dir is None:
+        dirs = []
+    elif isinstance(plugin_dir, (str, os.PathLike)):
+        dirs = [plugin_dir]
+    else:
+        dirs = list(plugin_dir)
+    for d in dirs:
+        argv += ["--plugin-dir", str(d)]
+    argv += list(extra_args)
+    argv += ["--", prompt]
+    Path(home).mkdir(parents=True, exist_ok=True)
+    run = _run("claude", argv, cwd=cwd, env=claude_env(home, stub, env_extra), timeout=timeout)
+    events: list[Any] = []
+    result = None
+    reported = None
+    try:
+        obj = json.loads(run.stdout)
+        events = [obj]
+        if isinstance(obj, dict):
+            result = obj.get("result")
+            reported = obj.get("session_id")
+    except ValueError:
+        pass
+    if reported and reported != sid:
+        # Should not happen (e.g. --fork-session in extra_args): trust the host.
+        sid = reported
+    return HostRun(
+        run.returncode,
+        run.stdout,
+        run.stderr,
+        sid,
+        argv=argv,
+        duration=run.duration,
+        host="claude",
+        events=events,
+        result=result,
+    )
+
+
+def claude_plugin_cli(
+    args: Sequence[str], *, home: str | os.PathLike, cwd: str | os.PathLike | None = None, timeout: float = 60
+) -> HostRun:
+    """Run ``claude plugin <args>`` offline with an isolated HOME (no stub needed)."""
+    # No ANTHROPIC_API_KEY here on purpose: with a key but no ANTHROPIC_BASE_URL,
+    # `claude plugin ...` calls api.anthropic.com and retries for ~18 s.
+    env = scrubbed_env(home, stub=_ClosedProxy(), env_extra=CLAUDE_QUIET_ENV)
+    return _cli("claude", [str(claude_bin()), "plugin", *args], env=env, cwd=cwd or home, timeout=timeout)
+
+
+def install_claude_plugin(marketplace_dir: str | os.PathLike, plugin: str, *, home: str | os.PathLike) -> str:
+    """Offline install: ``claude plugin marketplace add <dir>`` +
+    ``claude plugin install <plugin>@<marketplace>`` (user scope, enabled).
+
+    ``marketplace_dir`` must hold ``.claude-plugin/marketplace.json``.  Returns
+    ``"<plugin>@<marketplace>"``.  A directory marketplace is read in place:
+    ``CLAUDE_PLUGIN_ROOT`` is the source directory, not a cache copy.
+    """
+    Path(home).mkdir(parents=True, exist_ok=True)
+    mkt = json.loads((Path(marketplace_dir) / ".claude-plugin" / "marketplace.json").read_text())["name"]
+    claude_plugin_cli(["marketplace", "add", str(marketplace_dir)], home=home)
+    claude_plugin_cli(["install", f"{plugin}@{mkt}"], home=home)
+    return f"{plugin}@{mkt}"
+
+
+# --------------------------------------------------------------------------
+# Codex
+# --------------------------------------------------------------------------
+
+
+def codex_config_args(stub: OpenAIResponsesStub | None) -> list[str]:
+    """``-c`` overrides selecting the stub provider (config.toml is left alone,
+    so ``codex plugin ...`` can keep writing its marketplace/plugin tables)."""
+    args = ["-c", "analytics.enabled=false", "-c", "check_for_update_on_startup=false"]
+    if stub is not None:
+        provider = (
+            f'{{name="{CODEX_PROVIDER}", base_url="{stub.base_url}/v1", '
+            f'env_key="{CODEX_KEY_ENV}", wire_api="responses"}}'
+        )
+        args += [
+            "-c",
+            f'model="{CODEX_MODEL}"',
+            "-c",
+            f'model_provider="{CODEX_PROVIDER}"',
+            "-c",
+            f"model_providers.{CODEX_PROVIDER}={provider}",
+        ]
+    return args
+
+
+def codex_env(
+    home: str | os.PathLike, codex_home: str | os.PathLike, stub: Any = None, env_extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    base = {"CODEX_HOME": str(codex_home), CODEX_KEY_ENV: "stub-not-a-key"}
+    return scrubbed_env(home, stub=stub, env_extra={**base, **(env_extra or {})})
+
+
+def run_codex(
+    prompt: str,
+    *,
+    cwd: str | os.PathLike,
+    codex_home: str | os.PathLike,
+    stub: OpenAIResponsesStub,
+    home: str | os.PathLike | None = None,
+    env_extra: Mapping[str, str] | None = None,
+    hooks: Mapping[str, Any] | None = None,
+    timeout: float = 120,
+    resume: str | None = None,
+    bypass_hook_trust: bool = True,
+    login_profile: bool = True,
+    extra_args: Sequence[str] = (),
+) -> HostRun:
+    """One real ``codex exec --json`` turn against ``stub``.
+
+    * ``codex_home``: the isolated ``CODEX_HOME``; plugins installed there with
+      :func:`install_codex_plugin` are loaded.  ``home`` defaults to
+      ``<codex_home>/../home`` (created).
+    * ``hooks``: if given, written to ``$CODEX_HOME/hooks.json`` (user hooks)
+      before the run.
+    * ``resume=<thread_id>`` runs ``codex exec resume <id>`` (same session).
+    * Codex cannot be given a session id up front: it is learned from the
+      ``thread.started`` JSONL event and returned as ``session_id`` (equals the
+      hooks' ``session_id`` and the shell's ``CODEX_THREAD_ID``).
+    * ``run.events`` are the JSONL events; ``run.result`` the last
+      ``agent_message`` text.
+    * ``login_profile``: Codex runs the agent's shell commands in an
+      environment snapshotted from a LOGIN shell, so /etc/profile resets PATH
+      (the venv bin dir disappears).  By default the harness writes
+      ``$HOME/.profile`` putting the run's PATH back in front, as a real
+      user's profile would for their installed tools.  Hooks are not affected
+      (Codex runs them with ``$SHELL -c`` and the inherited PATH).
+    """
+    codex_home = Path(codex_home)
+    codex_home.mkdir(parents=True, exist_ok=True)
+    home = Path(home) if home is not None else codex_home.parent / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    if hooks is not None:
+        (codex_home / "hooks.json").write_text(json.dumps(hooks, indent=2))
+    argv = [
+        str(codex_bin()),
+        "exec",
+        *codex_config_args(stub),
+        "--skip-git-repo-check",
+        "--json",
+        "--dangerously-bypass-approvals-and-sandbox",
+    ]
+    if bypass_hook_trust:
+        argv.append("--dangerously-bypass-hook-trust")
+    argv += list(extra_args)
+    if resume:
+        argv += ["resume", resume]
+    argv += ["--", prompt]
+    env = codex_env(home, codex_home, stub, env_extra)
+    if login_profile:
+        _write_login_profile(home, env["PATH"])
+    run = _run("codex", argv, cwd=cwd, env=env, timeout=timeout)
+    events: list[Any] = []
+    for line in run.stdout.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                events.append(json.loads(line))
+            except ValueError:
+                pass
+    sid = next((e.get("thread_id") for e in events if e.get("type") == "thread.started"), None) or resume
+    result = None
+    for e in events:
+        item = e.get("item") or {}
+        if e.get("type") == "item.completed" and item.get("type") == "agent_message":
+            result = item.get("text")
+    return HostRun(
+        run.returncode,
+        run.stdout,
+        run.stderr,
+        sid,
+        argv=argv,
+        duration=run.duration,
+        host="codex",
+        events=events,
+        result=result,
+    )
+
+
+_PROFILE_MARK = "# written by tests/hosts/harness.py (login shells reset PATH)"
+
+
+def _write_login_profile(home: Path, path: str) -> None:
+    prof = home / ".profile"
+    if prof.exists() and _PROFILE_MARK not in prof.read_text():
+        return  # a test wrote its own profile: leave it alone
+    prof.write_text(f'{_PROFILE_MARK}\nexport PATH="{path}:$PATH"\n')
+
+
+def codex_plugin_cli(
+    args: Sequence[str], *, codex_home: str | os.PathLike, home: str | os.PathLike | None = None, timeout: float = 60
+) -> HostRun:
+    """Run ``codex plugin <args>`` offline with an isolated CODEX_HOME/HOME."""
+    codex_home = Path(codex_home)
+    codex_home.mkdir(parents=True, exist_ok=True)
+    home = Path(home) if home is not None else codex_home.parent / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    # No stub here: point the proxies at a closed loopback port instead.
+    env = codex_env(home, codex_home, _ClosedProxy(), None)
+    argv = [str(codex_bin()), "plugin", *args, *codex_config_args(None)]
+    return _cli("codex", argv, env=env, cwd=home, timeout=timeout)
+
+
+class _ClosedProxy:
+    """Stand-in 'stub' whose base_url is a loopback port nobody listens on."""
+
+    def __init__(self) -> None:
+        import socket
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.base_url = f"http://127.0.0.1:{s.getsockname()[1]}"
+
+
+def install_codex_plugin(
+    marketplace_dir: str | os.PathLike,
+    plugin: str,
+    *,
+    codex_home: str | os.PathLike,
+    home: str | os.PathLike | None = None,
+) -> Path:
+    """Offline install: ``codex plugin marketplace add <dir>`` +
+    ``codex plugin add <plugin>@<marketplace>``.
+
+    ``marketplace_dir`` must hold ``.agents/plugins/marketplace.json`` (or the
+    legacy ``.claude-plugin/marketplace.json``).  Codex records
+    ``[marketplaces.<m>]`` and ``[plugins."<plugin>@<m>"] enabled = true`` in
+    ``$CODEX_HOME/config.toml`` and COPIES the plugin to
+    ``$CODEX_HOME/plugins/cache/<m>/<plugin>/<version>/`` (that copy is what
+    runs: re-install after changing the source).  Returns the installed path.
+    """
+    res = codex_plugin_cli(["marketplace", "add", str(marketplace_dir), "--json"], codex_home=codex_home, home=home)
+    mkt = json.loads(res.stdout)["marketplaceName"]
+    res = codex_plugin_cli(["add", f"{plugin}@{mkt}", "--json"], codex_home=codex_home, home=home)
+    return Path(json.loads(res.stdout)["installedPath"])
+
+
+# --------------------------------------------------------------------------
+# Marketplace scaffolding (usable for throwaway and product plugins alike)
+# --------------------------------------------------------------------------
+
+
+def write_marketplace(
+    root: str | os.PathLike, name: str, plugins: Mapping[str, str], owner: str = "agentmsg-tests"
+) -> Path:
+    """Write a local marketplace at ``root`` for both hosts.
+
+    ``plugins`` maps plugin name -> relative source path (``"./plugins/x"``;
+    ``"./"`` for a plugin at the marketplace root).  Writes
+    ``.claude-plugin/marketplace.json`` (Claude) and
+    ``.agents/plugins/marketplace.json`` (Codex).
+    """
+    root = Path(root)
+    claude = {
+        "name": name,
+        "owner": {"name": owner},
+        "plugins": [{"name": n, "source": src, "description": f"{n} (test)"} for n, src in plugins.items()],
+    }
+    codex = {
+        "name": name,
+        "owner": {"name": owner},
+        "plugins": [
+            {"name": n, "source": {"source": "local", "path": src}, "description": f"{n} (test)"}
+            for n, src in plugins.items()
+        ],
+    }
+    (root / ".claude-plugin").mkdir(parents=True, exist_ok=True)
+    (root / ".claude-plugin" / "marketplace.json").write_text(json.dumps(claude, indent=2))
+    (root / ".agents" / "plugins").mkdir(parents=True, exist_ok=True)
+    (root / ".agents" / "plugins" / "marketplace.json").write_text(json.dumps(codex, indent=2))
+    return root
