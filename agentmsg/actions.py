@@ -240,7 +240,7 @@ def status(ctx: Ctx, collab: str | None, self_flag: str | None) -> Payload:
         people.append({"alias": alias, "pin": p.pin, "runtime": p.runtime, "active": p.active,
                        "notify": p.notify.get("adapter", "hook"), "pending": len(pending),
                        "pending_requests": sum(m.kind == "request" for m in pending)})
-        awaiting += _awaiting_notification(store, cid, alias)
+        awaiting += store.awaiting_notification(cid, alias)
     return {
         "root": str(ctx.root), "root_source": ctx.root_source, "collab": cid, "label": reg.label,
         "task": reg.task, "self": str(who) if who else None,
@@ -248,16 +248,6 @@ def status(ctx: Ctx, collab: str | None, self_flag: str | None) -> Payload:
         "participants": people, "awaiting_notification": awaiting,
         "closed_at": reg.closed_at, "closed": reg.closed,
     }
-
-
-def _awaiting_notification(store: FileStore, cid: str, alias: str) -> list[str]:
-    last: dict[str, bool] = {}
-    for _, rec in store.receipts(cid, alias):
-        if rec["type"] == "notify":
-            last[rec["message"]] = rec["ok"]
-        elif rec["type"] == "ack":
-            last.pop(rec["message"], None)
-    return [mid for mid, ok in last.items() if not ok]
 
 
 def log_append(ctx: Ctx, collab: str | None, self_flag: str | None, text: str,
@@ -321,7 +311,7 @@ def watch(ctx: Ctx, collab: str | None, self_flag: str | None, for_reply: str | 
     deadline = time.monotonic() + seconds
     while not found:
         if time.monotonic() >= deadline:
-            what = f"a reply to {wanted}" if wanted else "a request"
+            what = f"reply to {wanted}" if wanted else "request"
             raise WatchTimeout(f"no {what} for {alias} within {seconds:g}s")
         time.sleep(poll)
         found = [m for m in store.messages(cid, alias, offset=offset) if matches(m)]

@@ -46,6 +46,8 @@ def ensure_dir(root: Path, *parts: str) -> Path:
         try:
             st = os.lstat(path)
         except FileNotFoundError:
+            if not part:  # the root itself: its parents may be missing too (fresh ~/.local/state)
+                os.makedirs(path.parent, 0o700, exist_ok=True)
             try:
                 os.mkdir(path, 0o700)
             except FileExistsError:
@@ -70,6 +72,16 @@ def existing_dir(root: Path, *parts: str) -> Path | None:
         if stat.S_ISLNK(st.st_mode):
             raise UnsafePath(f"{path} is a symlink; refusing to follow it inside the state root")
     return path
+
+
+def refuse_link(path: Path) -> None:
+    """Raise if ``path`` is a symlink; checked before a write that must not fail later."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(st.st_mode):
+        raise UnsafePath(f"{path} is a symlink; refusing to follow it inside the state root")
 
 
 def _open(path: Path, flags: int, mode: int = 0o600) -> int:

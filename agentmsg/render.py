@@ -35,10 +35,14 @@ def one_line(text: str) -> str:
     return f"{fence}{pad}{shown}{pad}{fence}"
 
 
-def body_block(body: str) -> str:
-    if not body:
-        return "    (empty body)\n"
-    return "".join(f"    {escape_hidden(line)}\n" for line in body.split("\n"))
+def body_block(body: str, label: str = "body") -> str:
+    """A column-0 label, then the text as an indented code block.
+
+    The label ends any list above it, so the indented text cannot continue
+    a list item (where an indented ``## ...`` would render as a heading).
+    """
+    lines = body.split("\n") if body else ["(empty)"]
+    return f"{label}:\n\n" + "".join(f"    {escape_hidden(line)}\n" for line in lines)
 
 
 def when(ts: str) -> str:
@@ -98,7 +102,7 @@ def log_section(rec: dict[str, Any]) -> str:
     lines = [head]
     if rec.get("corrects"):
         lines.append(f"- corrects: `{rec['corrects']}`")
-    return "\n".join(lines) + "\n\n" + body_block(rec["text"]) + "\n"
+    return "\n".join(lines) + "\n\n" + body_block(rec["text"], "note") + "\n"
 
 
 def inbox_header(collab: str, alias: str) -> str:

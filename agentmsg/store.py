@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from . import fsio, model, records
-from .errors import Closed, Conflict, IdentityError, NotFound, UnknownAgent, UsageError
+from .errors import Closed, Conflict, IdentityError, NotFound, UnknownAgent, UnsafePath, UsageError
 from .journal import Journal, Problem
 from .model import Message, Pin, Registry
 from .paths import pin_key
@@ -90,6 +91,9 @@ class Store(Protocol):
     def collabs(self) -> list[str]: ...
 
 
+#: Subdirectories of a collaboration; each is checked for a symlink on every access.
+COLLAB_SUBDIRS = ("inbox", "receipts", "state", "ids", "transcripts")
+
 REGISTRY_HEADER = (
     "# agentmsg registry: authoritative alias -> participant map.\n"
     "# Rebuilt from collab.jsonl under the write lock; edits here are overwritten.\n"
@@ -108,6 +112,8 @@ class FileStore:
         path = fsio.existing_dir(self.root, "collabs", collab)
         if path is None or not (path / "collab.jsonl").exists():
             raise NotFound(f"no collaboration {collab} under {self.root}")
+        for sub in COLLAB_SUBDIRS:  # a planted link is refused before anything is read or written
+            fsio.existing_dir(path, sub)
         return path
 
     def _journal(self, collab: str, *parts: str) -> Journal:
@@ -126,6 +132,7 @@ class FileStore:
 
     def open(self, opener: Pin, alias: str, label: str, task: str, notify: dict[str, Any]) -> Registry:
         collab = str(uuid.uuid4())
+        fsio.ensure_dir(self.root, "pins")  # refuse a planted link before writing anything
         base = fsio.ensure_dir(self.root, "collabs", collab)
         with fsio.locked(base / "write.lock", self.lock_timeout):
             ev = {"type": "opened", "collab": collab, "alias": alias, "pin": str(opener),
@@ -137,6 +144,7 @@ class FileStore:
 
     def join(self, collab: str, who: Pin, alias: str, *, succeeds: Pin | None = None,
              reason: str | None = None, notify: dict[str, Any] | None = None) -> Registry:
+        fsio.ensure_dir(self.root, "pins")
         with self._locked(collab) as base:
             reg = self._open_registry(collab)
             current = reg.alias_of(str(who))
@@ -212,7 +220,7 @@ class FileStore:
 
     def _rebuild_registry(self, collab: str) -> Registry:
         reg = self._replay(collab)
-        doc = json.dumps(model.registry_document(reg), indent=2, ensure_ascii=True)
+        doc = _yaml_json(model.registry_document(reg))
         fsio.atomic_write(self._cdir(collab) / "registry.yaml", REGISTRY_HEADER.encode() + doc.encode() + b"\n")
         return reg
 
@@ -235,8 +243,9 @@ class FileStore:
         from .render import event_section
 
         fields = dict(fields, cseq=self._next_cseq(base))
+        fsio.refuse_link(base / "collaboration.md")
         rec = Journal(base / "collab.jsonl").append(fields)[1]
-        fsio.append(base / "collaboration.md", event_section(rec).encode())
+        _view(fsio.append, base / "collaboration.md", event_section(rec).encode())
         return rec
 
     def _next_cseq(self, base: Path) -> int:
@@ -342,6 +351,9 @@ class FileStore:
         if flagged:
             fields["flags"] = list(flagged)
         fields["cseq"] = self._next_cseq(base)
+        views = fsio.ensure_dir(base, "transcripts") / f"{fields['to']}.md", base / "collaboration.md"
+        for view in views:  # a planted link is refused before the message is stored, not after
+            fsio.refuse_link(view)
         inbox = Journal(fsio.ensure_dir(base, "inbox") / f"{fields['to']}.jsonl")
         _, rec = inbox.append(fields, before=lambda at, sealed: self._index(base, sealed, at))
         if parent is not None:
@@ -361,6 +373,7 @@ class FileStore:
         A pointer whose record is missing is a reservation left by a crash
         between indexing and appending; it counts as absent.
         """
+        mid = model.message_id(mid)
         raw = fsio.read_bytes(base / "ids" / mid[:2] / f"{mid}.json") if fsio.existing_dir(base, "ids") else None
         if raw is None:
             return None
@@ -378,7 +391,11 @@ class FileStore:
 
     def find_message(self, message_id: str) -> Message:
         for collab in self.collabs():
-            found = self._lookup(self.root / "collabs" / collab, message_id)
+            try:
+                base = self._cdir(collab)  # refuses a symlinked collaboration directory
+            except NotFound:
+                continue
+            found = self._lookup(base, message_id)
             if found is not None:
                 return Message.from_record(found[1])
         raise NotFound(f"no message {message_id} under {self.root}")
@@ -386,12 +403,13 @@ class FileStore:
     def messages(self, collab: str, alias: str, problems: list[Problem] | None = None, *,
                  offset: int = 0) -> Iterator[Message]:
         """Messages addressed to ``alias`` from ``offset`` on, in sequence order."""
-        for _, rec in Journal(self._cdir(collab) / "inbox" / f"{alias}.jsonl").scan(offset, problems):
+        path = self._cdir(collab) / "inbox" / f"{model.alias(alias)}.jsonl"
+        for _, rec in Journal(path).scan(offset, problems):
             yield Message.from_record(rec)
 
     def inbox_end(self, collab: str, alias: str) -> int:
         """The offset new messages for ``alias`` will be appended at."""
-        return fsio.next_offset(self._cdir(collab) / "inbox" / f"{alias}.jsonl")
+        return fsio.next_offset(self._cdir(collab) / "inbox" / f"{model.alias(alias)}.jsonl")
 
     # ---- receipts and the read cursor ----------------------------------------
 
@@ -400,14 +418,38 @@ class FileStore:
             return self._receipt(base, alias, fields)
 
     def _receipt(self, base: Path, alias: str, fields: Record) -> Record:
-        return Journal(fsio.ensure_dir(base, "receipts") / f"{alias}.jsonl").append(fields)[1]
+        alias = model.alias(alias)
+        offset, rec = Journal(fsio.ensure_dir(base, "receipts") / f"{alias}.jsonl").append(fields)
+        if "message" in fields:
+            self._index_receipt(base, fields["message"], offset)
+        return rec
+
+    def _index_receipt(self, base: Path, mid: str, offset: int) -> None:
+        """Point the message's index entry at its receipt, so ``state`` never scans history."""
+        path = base / "ids" / mid[:2] / f"{mid}.json"
+        raw = fsio.read_bytes(path)
+        if raw is None:
+            return
+        doc = json.loads(raw)
+        doc.setdefault("receipts", []).append(offset)
+        fsio.atomic_write(path, json.dumps(doc).encode(), durable=False)
+
+    def _message_receipts(self, base: Path, mid: str) -> list[Record]:
+        raw = fsio.read_bytes(base / "ids" / mid[:2] / f"{mid}.json")
+        if raw is None:
+            return []
+        doc = json.loads(raw)
+        journal = Journal(base / "receipts" / f"{model.alias(doc['inbox'])}.jsonl")
+        found = (journal.read_at(offset) for offset in doc.get("receipts", []))
+        return [rec for rec in found if rec is not None and rec.get("message") == mid]
 
     def receipts(self, collab: str, alias: str, offset: int = 0) -> Iterator[tuple[int, Record]]:
-        return Journal(self._cdir(collab) / "receipts" / f"{alias}.jsonl").scan(offset)
+        return Journal(self._cdir(collab) / "receipts" / f"{model.alias(alias)}.jsonl").scan(offset)
 
     def inbox(self, collab: str, alias: str) -> Inbox:
         """Unacknowledged messages, oldest first; cost follows unread, not history."""
         base = self._cdir(collab)
+        model.alias(alias)
         cur = self._cursor(base, alias)
         acked = set(cur["acked"])
         for _, rec in Journal(base / "receipts" / f"{alias}.jsonl").scan(cur["rcpt"]):
@@ -474,19 +516,21 @@ class FileStore:
         return any(r["type"] == "ack" and r["message"] == message_id for _, r in rcpt)
 
     def _first_ack(self, base: Path, alias: str, message_id: str) -> Record:
-        for _, rec in Journal(base / "receipts" / f"{alias}.jsonl").scan():
+        for rec in self._message_receipts(base, message_id):
+            if rec["type"] == "ack":
+                return rec
+        for _, rec in Journal(base / "receipts" / f"{alias}.jsonl").scan():  # index lost in a crash
             if rec["type"] == "ack" and rec["message"] == message_id:
                 return rec
         raise NotFound(f"acknowledgment of {message_id} is missing from the receipts")
 
     def state(self, collab: str, msg: Message) -> MessageState:
+        """A message's distinct states, read from its own receipts only."""
         presented: list[dict[str, Any]] = []
         acked: str | None = None
         replied: list[str] = []
         notify: dict[str, Any] | None = None
-        for _, rec in self.receipts(collab, msg.to):
-            if rec.get("message") != msg.id:
-                continue
+        for rec in self._message_receipts(self._cdir(collab), msg.id):
             if rec["type"] == "presented":
                 presented.append({"attempt": rec["attempt"], "ts": rec["ts"], "host": rec.get("host")})
             elif rec["type"] == "ack" and acked is None:
@@ -496,6 +540,11 @@ class FileStore:
             elif rec["type"] == "notify":
                 notify = {"ok": rec["ok"], "detail": rec["detail"], "ts": rec["ts"]}
         return MessageState(msg.ts, presented, acked, replied, notify)
+
+    def awaiting_notification(self, collab: str, alias: str) -> list[str]:
+        """Unacknowledged messages whose latest notification failed."""
+        return [m.id for m in self.inbox(collab, alias).messages
+                if (n := self.state(collab, m).notify) is not None and not n["ok"]]
 
     # ---- log and transcripts ---------------------------------------------------
 
@@ -511,6 +560,7 @@ class FileStore:
                 raise NotFound(f"no log entry {corrects} to correct")
             fields = {"type": "note", "id": str(uuid.uuid4()), "author": alias, "text": text,
                       "corrects": corrects, "cseq": self._next_cseq(base)}
+            fsio.refuse_link(base / "collaboration.md")
             rec = Journal(base / "log.jsonl").append(fields)[1]
             self._transcribe_entry(base, rec)
         return rec
@@ -524,10 +574,7 @@ class FileStore:
         The message is already durable here, so a failure to update a derived
         view must not turn a stored send into a reported failure.
         """
-        try:
-            self._append_sections(base, msg)
-        except OSError:
-            pass
+        _view(self._append_sections, base, msg)
 
     def _append_sections(self, base: Path, msg: Message) -> None:
         from .render import inbox_header, message_section
@@ -542,7 +589,7 @@ class FileStore:
     def _transcribe_entry(self, base: Path, rec: Record) -> None:
         from .render import log_section
 
-        fsio.append(base / "collaboration.md", log_section(rec).encode())
+        _view(fsio.append, base / "collaboration.md", log_section(rec).encode())
 
     def render(self, collab: str) -> list[Path]:
         """Regenerate every Markdown transcript of a collaboration from records."""
@@ -559,6 +606,27 @@ class FileStore:
                 fsio.atomic_write(path, inbox_md(reg, alias, msgs).encode())
                 written.append(path)
         return written
+
+
+def _view(update: Callable[..., None], *args: Any) -> None:
+    """Update a derived Markdown view after the records are durable.
+
+    ``log render`` rebuilds views from records, so a failure here (full disk,
+    a planted symlink) must not report a stored message as not stored.
+    """
+    try:
+        update(*args)
+    except (OSError, UnsafePath):
+        pass
+
+
+_YAML_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]")
+
+
+def _yaml_json(doc: dict[str, Any]) -> str:
+    """JSON that YAML parsers read back identically (astral characters stay literal)."""
+    text = json.dumps(doc, indent=2, ensure_ascii=False)
+    return _YAML_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _strip_comments(raw: bytes) -> bytes:

@@ -1,0 +1,101 @@
+"""Shared fixtures.
+
+Every test runs with ``HOME`` pointing at a per-test temporary directory and
+without any of the variables that pick a state root or an identity, so no
+test can read or write the real ``~/.local/state/agentmsg`` or pick up the
+session of the agent that happens to run the suite.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+# The package is importable without `pip install -e .` (the README's test
+# command installs it; a bare `pytest` from a checkout should work too).
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+ISOLATED_VARS = (
+    "AGENTMSG_HOME",
+    "XDG_STATE_HOME",
+    "CLAUDE_CODE_SESSION_ID",
+    "CODEX_THREAD_ID",
+    "CODEX_SESSION_ID",
+)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A throwaway HOME, no state-root or identity variables from the caller."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    for name in ISOLATED_VARS:
+        monkeypatch.delenv(name, raising=False)
+    for name in list(os.environ):
+        if name.startswith("AGENTMSG_"):
+            monkeypatch.delenv(name, raising=False)
+    return home
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """A state root that does not exist yet (the store creates it 0700)."""
+    return tmp_path / "state"
+
+
+@pytest.fixture
+def store(root: Path):
+    from agentmsg.store import FileStore
+
+    return FileStore(root)
+
+
+@dataclass(frozen=True)
+class Collab:
+    """An open collaboration with three participants."""
+
+    id: str
+    root: Path
+    driver: object  # agentmsg.model.Pin
+    reviewer: object
+    carol: object
+
+    @property
+    def pins(self) -> dict[str, object]:
+        return {"driver": self.driver, "reviewer": self.reviewer, "carol": self.carol}
+
+    @property
+    def dir(self) -> Path:
+        return self.root / "collabs" / self.id
+
+
+DRIVER_PIN = "codex:0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
+REVIEWER_PIN = "claude-code:5418c0de-1111-4222-8333-944455556666"
+CAROL_PIN = "human:carol"
+
+
+@pytest.fixture
+def collab(store) -> Collab:
+    """driver (codex) opened it; reviewer (claude-code) and carol (human) joined."""
+    from agentmsg import model
+
+    driver, reviewer, carol = model.pin(DRIVER_PIN), model.pin(REVIEWER_PIN), model.pin(CAROL_PIN)
+    reg = store.open(driver, "driver", "review", "review the store", {"adapter": "hook"})
+    store.join(reg.collab, reviewer, "reviewer")
+    store.join(reg.collab, carol, "carol")
+    return Collab(reg.collab, store.root, driver, reviewer, carol)
+
+
+@pytest.fixture
+def child_env(_isolated_home: Path) -> dict[str, str]:
+    """Environment for child Python processes: isolated HOME, this checkout on the path."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+    return env
