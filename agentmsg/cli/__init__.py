@@ -13,7 +13,6 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-import portalocker
 import typer
 
 from .. import TOOL, fsio
@@ -22,6 +21,10 @@ from . import output
 
 
 def _portalocker_nb(fh: object) -> None:
+    # Imported on first lock only: it costs ~45 ms (importlib.metadata), which
+    # read-only commands (inbox, show, status) should not pay.
+    import portalocker
+
     portalocker.lock(fh, portalocker.LOCK_EX | portalocker.LOCK_NB)  # type: ignore[arg-type]
 
 
