@@ -140,7 +140,7 @@ def send(ctx: Ctx, collab: str | None, self_flag: str | None, to: str, kind: str
 
 def _guard_secrets(subject: str, body: str, redact: bool) -> tuple[str, str, int]:
     """Refuse (or redact) credentials before anything is stored."""
-    from . import secrets
+    from . import secret_scan as secrets
 
     if not redact:
         for where, text in (("subject", subject), ("body", body)):

@@ -1,0 +1,138 @@
+"""Flag instruction-like text in peer messages; never block or rewrite it.
+
+Why flag, not block: peers legitimately quote prompts, logs and attack
+examples, and a filter an attacker can probe only teaches evasion. The text
+is delivered unchanged; wherever it is rendered for a model it carries a
+visible flag naming the rules that matched, so the reader knows this
+untrusted text imitates instructions or authority.
+
+Rules (`RULES`, case-insensitive, tolerant of extra spaces/punctuation;
+text is also checked with hidden characters removed and NFKC-folded):
+
+==================  =====================================================
+name                matches
+==================  =====================================================
+act-as-authority    "the user has approved", "you have permission to",
+                    "override your safety", "this message is from the
+                    user"
+hidden-text         zero-width, bidi-override and Unicode tag characters
+hide-from-user      "don't tell the user", "without asking the user"
+ignore-previous     "ignore/disregard/forget (all) previous instructions"
+new-instructions    "new instructions:" (colon required)
+role-markup         <system>, <system-reminder>, <|im_start|>, [INST],
+                    "### System:", lines starting "System:" etc., and
+                    look-alikes of agentmsg's own boundary lines (⟦ ⟧)
+system-prompt       "system prompt", "system instructions"
+you-are-now         "you are now a/an/the/my ...", "you are now DAN"
+==================  =====================================================
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["RULES", "Rule", "detect"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A named pattern; the name is what readers see in the flag."""
+
+    name: str
+    pattern: re.Pattern[str]
+
+
+# Between words: spaces, punctuation, markdown, newlines. Written as [\W_]
+# because a negated class under IGNORECASE costs milliseconds to compile.
+_W = r"[\W_]{1,6}"
+_HIDDEN = "\u200b-\u200f\u2060-\u2064\ufeff\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f"
+_HIDDEN_RE = re.compile(f"[{_HIDDEN}]")
+
+_VERB = r"\b(?:ignore|disregard|forget|overlook)"
+_FILL = r"(?:the|of|all|any|these|those)"
+_STRONG = r"(?:previous|prior|above|earlier|preceding|former|foregoing|original|initial|your)"
+_NOUN = (
+    r"(?:instructions?|messages?|rules?|prompts?|directions?|directives?|guidelines?"
+    r"|guidance|commands?|context|constraints?)\b"
+)
+_INSTR = r"(?:instructions?|prompts?|directives?|guidelines?|guardrails?)\b"
+_ROLE_TAGS = (
+    r"system(?:[-_][a-z]+){0,2}|developer|instructions?|assistant|im_start|im_end"
+    r"|function_calls|function_results|tool_(?:use|result|call)|command-(?:name|message|args)"
+    r"|user-prompt-submit-hook|untrusted[-_a-z]{0,30}|agentmsg[-_a-z]{0,30}|peer[-_]message"
+)
+_WHO = r"(?:user|human|operator|owner|admin(?:istrator)?|developer|maintainer)s?"
+
+
+def _rule(name: str, *alternatives: str) -> Rule:
+    return Rule(name, re.compile("|".join(alternatives), re.IGNORECASE | re.MULTILINE))
+
+
+RULES: tuple[Rule, ...] = (
+    _rule(
+        "act-as-authority",
+        rf"\b(?:the|your){_W}{_WHO}{_W}(?:has|have|had){_W}(?:(?:already|explicitly|now){_W}){{0,2}}"
+        rf"(?:pre-?)?(?:approved|authori[sz]ed|permitted|allowed|consented|granted|signed{_W}off|okayed)\b",
+        rf"\byou{_W}(?:now{_W})?(?:have|are{_W}(?:given|granted)){_W}"
+        rf"(?:(?:full|explicit|my|the|root|admin|special){_W}){{0,2}}"
+        rf"(?:permission|authori[sz]ation|clearance|consent){_W}to\b",
+        rf"\byou{_W}are{_W}(?:now{_W})?(?:authori[sz]ed|cleared|pre-?approved){_W}to\b",
+        rf"\boverride{_W}(?:(?:your|the|all|any|my|these){_W}){{0,2}}(?:safety|security|instructions?"
+        rf"|rules|guidelines|restrictions|guardrails|polic(?:y|ies)|system{_W}prompt|programming)\b",
+        rf"\b(?:this|the){_W}(?:message|request|instruction)s?{_W}(?:is|comes|came){_W}"
+        rf"(?:directly{_W})?from{_W}(?:the|your){_W}(?:user|human|operator|admin(?:istrator)?|developer|system)\b",
+    ),
+    _rule("hidden-text", f"[{_HIDDEN}]"),
+    _rule(
+        "hide-from-user",
+        rf"\b(?:do{_W}not|don['’]?t|never){_W}(?:tell|inform|notify|alert|show|ask"
+        rf"|(?:mention|reveal){_W}(?:this|it|that){_W}to){_W}(?:the|your){_W}(?:user|human|operator)\b",
+        rf"\bwithout{_W}(?:asking|telling|informing|notifying|alerting|confirming{_W}with)"
+        rf"{_W}(?:the|your){_W}(?:user|human|operator)\b",
+        rf"\b(?:keep|hide){_W}(?:this|it){_W}(?:secret{_W})?from{_W}(?:the|your){_W}(?:user|human)\b",
+    ),
+    _rule(
+        "ignore-previous",
+        rf"{_VERB}(?:{_W}{_FILL}){{0,3}}{_W}{_STRONG}(?:{_W}(?:{_FILL}|{_STRONG}|other|system)){{0,3}}{_W}{_NOUN}",
+        rf"{_VERB}(?:{_W}(?:the|of)){{0,2}}{_W}(?:all|any|every)(?:{_W}{_FILL}){{0,2}}{_W}{_INSTR}",
+        rf"\bforget{_W}everything{_W}(?:above|before|you{_W}(?:were|have{_W}been){_W}told)\b",
+    ),
+    _rule(
+        "new-instructions",
+        rf"\b(?:new|updated|revised|real|actual|true|secret|hidden|override){_W}"
+        r"(?:instructions?|directives?|orders)(?:[^\w\n]|_){0,3}:",
+    ),
+    _rule(
+        "role-markup",
+        rf"<\s{{0,3}}/?\s{{0,3}}(?:{_ROLE_TAGS})\b[^<>\n]{{0,80}}>",
+        r"<\|[a-z_]{2,30}\|>",
+        r"\[/?INST\]|<</?SYS>>",
+        r"^[ \t>*_#]{0,8}(?:system|developer|assistant|human)[ \t*_]{0,4}:",
+        r"^[ \t]{0,3}#{1,6}[ \t]*(?:instructions?|user)[ \t*_]{0,4}:",
+        rf"[⟦⟧]|\bagentmsg{_W}peer{_W}data\b",  # agentmsg's own boundary lines (boundary.py)
+    ),
+    _rule("system-prompt", r"\bsystem[\W_]{0,3}(?:prompts?|instructions?)\b"),
+    _rule(
+        "you-are-now",
+        rf"\byou(?:{_W}are|['’]re){_W}now{_W}(?:an?|the|my|no{_W}longer|acting|playing|unrestricted"
+        rf"|unfiltered|uncensored|jailbroken|freed?{_W}(?:from|of)|dan|developer{_W}mode"
+        rf"|in{_W}(?:developer|god|admin|jailbreak|dan|unrestricted){_W}mode)\b",
+    ),
+)
+
+
+def _folded(text: str) -> str:
+    """Text as a model would read it: hidden characters dropped, NFKC-folded."""
+    if text.isascii():
+        return text
+    import unicodedata
+
+    return unicodedata.normalize("NFKC", _HIDDEN_RE.sub("", text))
+
+
+def detect(text: str) -> tuple[str, ...]:
+    """Sorted unique names of the rules that match `text` (empty if none)."""
+    folded = _folded(text)
+    views = (text,) if folded == text else (text, folded)
+    return tuple(sorted({r.name for r in RULES if any(r.pattern.search(v) for v in views)}))

@@ -1,0 +1,359 @@
+"""Tests for agentmsg.secret_scan.
+
+Every secret-shaped value is assembled at run time from fragments and
+seeded random characters, so no real-looking credential sits in the repo
+as a single literal (and repo secret scanners stay quiet).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import string
+from itertools import pairwise
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentmsg.secret_scan import RULES, Finding, redact, scan
+
+ALNUM = string.ascii_letters + string.digits
+UPPER_DIGITS = string.ascii_uppercase + string.digits
+B64 = ALNUM + "+/"
+B64URL = ALNUM + "-_"
+HEX = "0123456789abcdef"
+BEGIN, END = "-----" + "BEGIN", "-----" + "END"
+
+
+def rnd(alphabet: str, n: int, seed: int) -> str:
+    r = random.Random(seed)
+    return "".join(r.choice(alphabet) for _ in range(n))
+
+
+def b64url(data: dict[str, object]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(data).encode()).decode().rstrip("=")
+
+
+def pem(label: str, seed: int, lines: int = 4) -> str:
+    body = "\n".join(rnd(B64, 64, seed + i) for i in range(lines))
+    return f"{BEGIN} {label} KEY-----\n{body}\n{END} {label} KEY-----"
+
+
+def jwt(seed: int, header: dict[str, object] | None = None) -> str:
+    head = b64url(header or {"alg": "HS256", "typ": "JWT"})
+    payload = b64url({"sub": rnd(ALNUM, 10, seed), "iat": 1700000000 + seed})
+    return f"{head}.{payload}.{rnd(B64URL, 43, seed)}"
+
+
+def aws(seed: int, prefix: str = "AKIA") -> str:
+    return prefix + rnd(UPPER_DIGITS, 16, seed)
+
+
+def gh(prefix: str, seed: int) -> str:
+    return prefix + "_" + rnd(ALNUM, 36, seed)
+
+
+def slack_webhook(seed: int) -> str:
+    path = f"T{rnd(UPPER_DIGITS, 8, seed)}/B{rnd(UPPER_DIGITS, 10, seed + 1)}/{rnd(ALNUM, 24, seed + 2)}"
+    return "https://hooks." + "slack.com/services/" + path
+
+
+def sk(seed: int, middle: str = "", n: int = 48, alphabet: str = ALNUM) -> str:
+    return "sk-" + middle + rnd(alphabet, n, seed)
+
+
+def value(seed: int, n: int = 20) -> str:
+    return rnd(ALNUM + "!@#%^*+=", n, seed)
+
+
+PASSWORD = "pass" + "word"
+
+# (kind, text, the exact secret span, expected 1-based line)
+CASES: list[tuple[str, str, str, int]] = [
+    ("aws-access-key", f"AWS_ACCESS_KEY_ID={aws(1)}", aws(1), 1),
+    ("aws-access-key", f"first\n  key: {aws(2, 'ASIA')}\n", aws(2, "ASIA"), 2),
+    ("aws-access-key", f"creds `{aws(3)}` leaked", aws(3), 1),
+    ("gcp-api-key", f"GOOGLE_API_KEY=AIza{rnd(B64URL, 35, 4)}", f"AIza{rnd(B64URL, 35, 4)}", 1),
+    ("gcp-api-key", f"\n\nfetch('/maps?key=AIza{rnd(ALNUM, 35, 5)}&q=1')", f"AIza{rnd(ALNUM, 35, 5)}", 3),
+    ("github-token", f"export GITHUB_TOKEN={gh('ghp', 6)}", gh("ghp", 6), 1),
+    ("github-token", f"a\nb\n{gh('gho', 7)}", gh("gho", 7), 3),
+    ("github-token", f"token '{gh('ghu', 8)}'", gh("ghu", 8), 1),
+    ("github-token", f"x {gh('ghs', 9)} y", gh("ghs", 9), 1),
+    ("github-token", f"x\n{gh('ghr', 10)}", gh("ghr", 10), 2),
+    (
+        "github-token",
+        f"pat: github_pat_{rnd(ALNUM, 22, 11)}_{rnd(ALNUM, 59, 12)}",
+        f"github_pat_{rnd(ALNUM, 22, 11)}_{rnd(ALNUM, 59, 12)}",
+        1,
+    ),
+    ("gitlab-token", f"CI_TOKEN=glpat-{rnd(B64URL, 20, 13)}", f"glpat-{rnd(B64URL, 20, 13)}", 1),
+    ("gitlab-token", f"\n glpat-{rnd(ALNUM, 26, 14)} ", f"glpat-{rnd(ALNUM, 26, 14)}", 2),
+    (
+        "slack-token",
+        f"bot: xoxb-{rnd('0123456789', 12, 15)}-{rnd('0123456789', 13, 16)}-{rnd(ALNUM, 24, 17)}",
+        f"xoxb-{rnd('0123456789', 12, 15)}-{rnd('0123456789', 13, 16)}-{rnd(ALNUM, 24, 17)}",
+        1,
+    ),
+    (
+        "slack-token",
+        f"\nxoxp-{rnd('0123456789', 11, 18)}-{rnd('0123456789', 11, 19)}-{rnd(HEX, 32, 20)}",
+        f"xoxp-{rnd('0123456789', 11, 18)}-{rnd('0123456789', 11, 19)}-{rnd(HEX, 32, 20)}",
+        2,
+    ),
+    ("slack-token", f"xoxa-2-{rnd(ALNUM, 30, 21)}", f"xoxa-2-{rnd(ALNUM, 30, 21)}", 1),
+    ("slack-token", f"r=xoxr-1-{rnd(ALNUM, 30, 22)}", f"xoxr-1-{rnd(ALNUM, 30, 22)}", 1),
+    ("slack-token", f"s xoxs-9-{rnd(ALNUM, 30, 23)}", f"xoxs-9-{rnd(ALNUM, 30, 23)}", 1),
+    ("slack-token", f"post to {slack_webhook(24)} now", slack_webhook(24), 1),
+    ("openai-api-key", f"OPENAI_API_KEY={sk(25)}", sk(25), 1),
+    ("openai-api-key", f"\n\n\nkey: {sk(26, 'proj-', 120, B64URL)}", sk(26, "proj-", 120, B64URL), 4),
+    ("openai-api-key", f'"{sk(27, "svcacct-", 60)}"', sk(27, "svcacct-", 60), 1),
+    (
+        "anthropic-api-key",
+        f"ANTHROPIC_API_KEY={sk(28, 'ant-api03-', 93, B64URL)}AA",
+        sk(28, "ant-api03-", 93, B64URL) + "AA",
+        1,
+    ),
+    ("anthropic-api-key", f"\n{sk(29, 'ant-admin01-', 80)}", sk(29, "ant-admin01-", 80), 2),
+    ("anthropic-api-key", f"use `{sk(30, 'ant-', 40)}`", sk(30, "ant-", 40), 1),
+    ("private-key", f"key:\n{pem('RSA PRIVATE', 31)}\nthanks", pem("RSA PRIVATE", 31), 2),
+    ("private-key", pem("EC PRIVATE", 35), pem("EC PRIVATE", 35), 1),
+    ("private-key", f"a\nb\n{pem('OPENSSH PRIVATE', 40)}", pem("OPENSSH PRIVATE", 40), 3),
+    ("private-key", pem("PRIVATE", 45), pem("PRIVATE", 45), 1),
+    ("private-key", pem("ENCRYPTED PRIVATE", 50), pem("ENCRYPTED PRIVATE", 50), 1),
+    (
+        "private-key",
+        f"\n{pem('PGP PRIVATE', 55).replace(' KEY-----', ' KEY BLOCK-----')}",
+        pem("PGP PRIVATE", 55).replace(" KEY-----", " KEY BLOCK-----"),
+        2,
+    ),
+    (
+        "private-key",
+        '{"private_key": "' + pem("PRIVATE", 60).replace("\n", "\\n") + '\\n"}',
+        pem("PRIVATE", 60).replace("\n", "\\n"),
+        1,
+    ),
+    ("jwt", f"Authorization: Bearer {jwt(61)}", jwt(61), 1),
+    ("jwt", f"\ncookie={jwt(62, {'alg': 'RS256', 'kid': 'k1'})}; Path=/", jwt(62, {"alg": "RS256", "kid": "k1"}), 2),
+    ("jwt", f"token: {jwt(63)}", jwt(63), 1),
+    ("assignment", f'{PASSWORD} = "{value(64)}"', value(64), 1),
+    ("assignment", f'{{\n  "api_key": "{value(65)}"\n}}', value(65), 2),
+    ("assignment", f"DB_{PASSWORD.upper()}={rnd(ALNUM, 24, 66)}", rnd(ALNUM, 24, 66), 1),
+    ("assignment", f"x\nclient_secret: '{value(67, 32)}'", value(67, 32), 2),
+    ("assignment", f"Authorization: Bearer {rnd(ALNUM, 40, 68)}", rnd(ALNUM, 40, 68), 1),
+    ("assignment", f"passwd: {rnd(ALNUM, 16, 69)}", rnd(ALNUM, 16, 69), 1),
+    ("assignment", f"accessToken := {rnd(HEX, 40, 70)}", rnd(HEX, 40, 70), 1),
+    ("assignment", f"curl 'https://api.example.com/v1?access_token={rnd(ALNUM, 32, 71)}'", rnd(ALNUM, 32, 71), 1),
+    ("url-credentials", f"DATABASE_URL=postgres://app:{rnd(ALNUM, 16, 72)}@db:5432/app", rnd(ALNUM, 16, 72), 1),
+    (
+        "url-credentials",
+        f"\ngit clone https://deploy:{rnd(ALNUM, 12, 73)}@git.example.com/r.git",
+        rnd(ALNUM, 12, 73),
+        2,
+    ),
+]
+
+
+@pytest.mark.parametrize(("kind", "text", "secret", "line"), CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_each_kind_detected(kind: str, text: str, secret: str, line: int) -> None:
+    found = scan(text)
+    assert [(f.kind, f.line) for f in found] == [(kind, line)]
+    assert text[found[0].start : found[0].end] == secret
+
+
+def test_every_kind_has_a_case() -> None:
+    assert {rule.kind for rule in RULES} == {case[0] for case in CASES}
+
+
+def test_redact_exact() -> None:
+    token, pw = gh("ghp", 100), value(101)
+    text = f'line one\nexport GITHUB_TOKEN={token}\n{PASSWORD}: "{pw}"\nbye'
+    out, found = redact(text)
+    assert out == 'line one\nexport GITHUB_TOKEN=[REDACTED:github-token]\npassword: "[REDACTED:assignment]"\nbye'
+    assert [(f.kind, f.line) for f in found] == [("github-token", 2), ("assignment", 3)]
+
+
+def test_redact_keeps_key_names_and_url_shape() -> None:
+    pw = rnd(ALNUM, 14, 102)
+    out, _ = redact(f"api_key={rnd(ALNUM, 30, 103)} url=https://u:{pw}@h/p")
+    assert out == "api_key=[REDACTED:assignment] url=https://u:[REDACTED:url-credentials]@h/p"
+
+
+def test_redact_private_key_block() -> None:
+    out, found = redact(f"before\n{pem('RSA PRIVATE', 104)}\nafter")
+    assert out == "before\n[REDACTED:private-key]\nafter"
+    assert found == [Finding("private-key", 2, 7, 7 + len(pem("RSA PRIVATE", 104)))]
+
+
+def test_redact_clean_text_unchanged() -> None:
+    assert redact("nothing to see\n") == ("nothing to see\n", [])
+
+
+def test_multiple_kinds_sorted_by_position() -> None:
+    text = f"{jwt(105)}\n{aws(106)} and {sk(107)}\n\n{PASSWORD}={value(108)}"
+    found = scan(text)
+    assert [(f.kind, f.line) for f in found] == [
+        ("jwt", 1),
+        ("aws-access-key", 2),
+        ("openai-api-key", 2),
+        ("assignment", 4),
+    ]
+    assert all(a.end <= b.start for a, b in pairwise(found))
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        (sk(109, "ant-api03-", 90), "anthropic-api-key"),  # never reported as openai
+        (f"token = {jwt(110)}", "jwt"),  # the specific kind, not the assignment
+        (f'{PASSWORD}: "{aws(111)}"', "aws-access-key"),
+        (f"SLACK_TOKEN=xoxb-1-{rnd(ALNUM, 30, 112)}", "slack-token"),
+    ],
+)
+def test_specific_kind_wins_over_general(text: str, kind: str) -> None:
+    assert [f.kind for f in scan(text)] == [kind]
+
+
+def test_overlap_merges_into_the_more_specific_kind() -> None:
+    token = gh("ghp", 113)
+    text = f"token=abcdefghijk9.{token}"  # the assignment value swallows the token
+    out, found = redact(text)
+    assert [f.kind for f in found] == ["github-token"]
+    assert out == "token=[REDACTED:github-token]"
+
+
+def test_value_rejected_only_because_of_its_neighbour_is_still_found() -> None:
+    # The whole value looks like filler ("00000" inside the AWS key); once the
+    # key is a marker, the rest is a high-entropy password: scan reports both.
+    key = "AKIA" + "A00000" + rnd(UPPER_DIGITS, 10, 114)
+    text = f"token=Ab1!Cd2@Ef3#.{key} rest"
+    out, found = redact(text)
+    assert [(f.kind, f.start, f.end) for f in found] == [("assignment", 6, 19), ("aws-access-key", 19, 39)]
+    assert out == "token=[REDACTED:assignment][REDACTED:aws-access-key] rest"
+
+
+def test_key_cannot_swallow_adjacent_private_key_dashes() -> None:
+    key, block = sk(115), pem("RSA PRIVATE", 116)
+    assert [f.kind for f in scan(f"{key}-{block}")] == ["openai-api-key", "private-key"]
+    assert [f.kind for f in scan(f"PASSWD:0123456789=?@{block}")] == ["assignment", "private-key"]
+
+
+IMAGE = "![diagram](data:image/png;base64," + rnd(B64, 4000, 200) + "==)"
+FALSE_POSITIVES = [
+    "request 550e8400-e29b-41d4-a716-446655440000 failed",
+    '{"id": "550e8400-e29b-41d4-a716-446655440000", "session_id": "6ba7b810-9dad-11d1-80b4-00c04fd430c8"}',
+    f"fixed in commit {rnd(HEX, 40, 201)}",
+    f"git object {rnd(HEX, 64, 202)} (sha256 repo)",
+    IMAGE,
+    f"digest: sha256:{rnd(HEX, 64, 203)}",
+    f"image@sha256:{rnd(HEX, 64, 204)}",
+    "the token expired, please log in again",
+    f"{PASSWORD}: see vault",
+    f"Rotate the {PASSWORD}; the token: ask ops. Secret sauce is caching.",
+    "password reset tokens are single-use",
+    f'{PASSWORD} = "changeme"',
+    'token: "<your-token>"',
+    "API_KEY=${TOKEN}",
+    f"{PASSWORD}: xxxxxxxxxxxxxxxx",
+    'secret = "****************"',
+    "OPENAI_API_KEY=sk-...",
+    "AWS_ACCESS_KEY_ID=AKIA" + "IOSFODNN7" + "EXAMPLE",
+    "token: $GITHUB_TOKEN",
+    f'{PASSWORD}: "{{{{ db_password }}}}"',
+    "Authorization: Bearer $TOKEN",
+    'db_password: "{{.Values.database.password}}"',
+    "token: <paste-your-gitlab-token-here>",
+    'api_key = "your-api-key-goes-here"',
+    "https://github.com/org/repo/blob/main/agentmsg/secret_scan.py#L10",
+    "https://example.com:8443/path?q=1&page=2",
+    "git@github.com:org/repo.git",
+    "postgres://postgres:postgres@localhost:5432/dev",
+    "https://user:pass@example.com/",
+    f'"integrity": "sha512-{rnd(B64, 86, 205)}=="',
+    f'EXPECTED = "{rnd(HEX, 64, 206)}"',
+    f"blob = b'{rnd(B64, 200, 207)}'",
+    f"assert h.hexdigest() == '{rnd(HEX, 64, 208)}'",
+    "the task-sk-review step and sk-learn",
+    "v1.2.3-rc.1+build.20240101, python 3.11.7, node v20.11.0",
+    "password_reset_token_ttl: 3600",
+    "max_tokens=4096",
+    "tokenizer = AutoTokenizer.from_pretrained('gpt2')",
+    f"{PASSWORD} = os.environ['DB_PASSWORD']",
+    "token = request.headers.get('X-Token')",
+    "SECRET_KEY = settings.DJANGO_SECRET_KEY",
+    "secretName: app-tls-cert-production",
+    "private_key: /home/me/.ssh/id_ed25519",
+    "token_url: https://auth.example.com/oauth2/v1/token",
+    f"look for {BEGIN} RSA PRIVATE KEY----- headers in the repo",
+    "xoxb-your-token-here",
+    "https://hooks." + "slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
+    "ghp_" + "X" * 36,
+    "eyJhbGciOiJIUzI1NiJ9 is just a header",
+    f"eyJ{rnd(ALNUM, 20, 209)}.{rnd(ALNUM, 20, 210)}.{rnd(ALNUM, 20, 211)}",  # header is not JSON
+    "",
+]
+
+
+@pytest.mark.parametrize("text", FALSE_POSITIVES, ids=range(len(FALSE_POSITIVES)))
+def test_false_positives_not_flagged(text: str) -> None:
+    assert scan(text) == []
+
+
+# Fragments that make random text likely to contain secrets, near-secrets
+# and redaction markers next to each other.
+FRAGMENTS = [
+    *(aws(300), gh("ghp", 301), sk(302), sk(303, "ant-", 40), jwt(304), pem("RSA PRIVATE", 305)),
+    *(f"glpat-{rnd(ALNUM, 24, 306)}", f"xoxb-1-{rnd(ALNUM, 24, 307)}", f"AIza{rnd(ALNUM, 35, 308)}"),
+    *(
+        slack_webhook(309),
+        value(310),
+        rnd(ALNUM, 20, 311),
+        f"{BEGIN} RSA PRIVATE KEY-----",
+        f"{END} RSA PRIVATE KEY-----",
+    ),
+    *"AKIA sk- sk-ant- ghp_ eyJ glpat- xoxb-1- ----- ---- password token token] secret api_key = [ ] ( . - _".split(),
+    *"@ u: https:// 0123456789 [REDACTED: [REDACTED:jwt] [REDACTED:github-token] [REDACTED:url-credentials]".split(),
+    *(": ", '"', "'", "\n", "\\n", " ", "Bearer "),
+]
+texts = st.lists(st.one_of(st.text(max_size=30), st.sampled_from(FRAGMENTS)), max_size=14).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(texts)
+def test_redact_leaves_nothing_to_find(text: str) -> None:
+    out, found = redact(text)
+    assert all(0 <= f.start < f.end <= len(text) for f in found)
+    assert all(a.end <= b.start for a, b in pairwise(found))
+    assert [f.line for f in found] == [text.count("\n", 0, f.start) + 1 for f in found]
+    assert scan(out) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text())
+def test_scan_never_raises(text: str) -> None:
+    assert isinstance(scan(text), list)
+
+
+ADVERSARIAL = [
+    "a" * 65536,
+    "-----BEGIN " * 5000,
+    "password=" * 8000,
+    'token: "' * 8000,
+    "sk-" + "a" * 65533,
+    "AKIA" * 16384,
+    "eyJaaaaaaaaaaa." * 4096,
+    "https://u:" * 6500,
+    (f"{BEGIN} PRIVATE KEY-----" + "a b " * 10) * 300,
+    f"{BEGIN} PRIVATE KEY-----\n" + "A" * 65000,
+    "xoxb-1-" * 9000,
+    "=" * 65536,
+    "\n" * 65536,
+]
+
+
+@pytest.mark.parametrize("text", ADVERSARIAL, ids=range(len(ADVERSARIAL)))
+def test_adversarial_inputs_complete(text: str) -> None:
+    out, found = redact(text)
+    assert scan(out) == []
+    assert isinstance(found, list)
