@@ -131,8 +131,7 @@ def send(ctx: Ctx, collab: str | None, self_flag: str | None, to: str, kind: str
     payload: Payload = {"collab": cid, "redacted": redacted, "results": results}
     failed = [r for r in results if r["notify_error"]]
     if failed:
-        err = NotifyFailed(f"notify failed: {failed[0]['notify_error']}; retry with "
-                           f"agentmsg notify --retry {failed[0]['id']} --collab {cid}")
+        err = NotifyFailed(failed[0]["notify_error"], f"agentmsg notify --retry {failed[0]['id']} --collab {cid}")
         err.result = payload
         raise err
     return payload
@@ -177,7 +176,7 @@ def notify_retry(ctx: Ctx, collab: str | None, message_id: str) -> Payload:
     msg = ctx.store.message(cid, model.message_id(message_id))
     result = _notify(ctx.store, cid, Sent(msg, already=False))
     if result["notify_error"]:
-        err = NotifyFailed(f"notify failed again: {result['notify_error']}")
+        err = NotifyFailed(result["notify_error"], f"agentmsg notify --retry {msg.id} --collab {cid}")
         err.result = {"collab": cid, "results": [result]}
         raise err
     return {"collab": cid, "results": [result]}
@@ -234,13 +233,12 @@ def status(ctx: Ctx, collab: str | None, self_flag: str | None) -> Payload:
     cid = ctx.collab(collab, who)
     reg = store.registry(cid)
     people = []
-    awaiting = []
+    awaiting: list[str] = []
     for alias, p in sorted(reg.participants.items()):
-        pending = store.inbox(cid, alias).messages
-        people.append({"alias": alias, "pin": p.pin, "runtime": p.runtime, "active": p.active,
-                       "notify": p.notify.get("adapter", "hook"), "pending": len(pending),
-                       "pending_requests": sum(m.kind == "request" for m in pending)})
-        awaiting += store.awaiting_notification(cid, alias)
+        row = {"alias": alias, "pin": p.pin, "runtime": p.runtime, "active": p.active,
+               "notify": p.notify.get("adapter", "hook")}
+        row.update(_mail_states(store, cid, alias, awaiting))
+        people.append(row)
     return {
         "root": str(ctx.root), "root_source": ctx.root_source, "collab": cid, "label": reg.label,
         "task": reg.task, "self": str(who) if who else None,
@@ -248,6 +246,21 @@ def status(ctx: Ctx, collab: str | None, self_flag: str | None) -> Payload:
         "participants": people, "awaiting_notification": awaiting,
         "closed_at": reg.closed_at, "closed": reg.closed,
     }
+
+
+def _mail_states(store: FileStore, cid: str, alias: str, awaiting: list[str]) -> Payload:
+    """Counts per distinct state; reads only unacknowledged mail, never history."""
+    pending = store.inbox(cid, alias).messages
+    counts = {"pending": len(pending), "pending_requests": sum(m.kind == "request" for m in pending),
+              "enqueued": 0, "presented": 0, "replied": 0,
+              "acknowledged": store.inbox_total(cid, alias) - len(pending)}
+    for msg in pending:
+        state = store.state(cid, msg)
+        counts["presented" if state.presented else "enqueued"] += 1
+        counts["replied"] += bool(state.replied)
+        if state.notify is not None and not state.notify["ok"]:
+            awaiting.append(msg.id)
+    return counts
 
 
 def log_append(ctx: Ctx, collab: str | None, self_flag: str | None, text: str,
@@ -269,8 +282,13 @@ def log_render(ctx: Ctx, collab: str | None) -> Payload:
 
 
 def log_show(ctx: Ctx, collab: str | None) -> Payload:
+    """Notes and membership events (joins, takeovers, leaves, closure), in order."""
     cid = ctx.collab(collab)
-    return {"collab": cid, "entries": [_entry(r) for r in ctx.store.log_entries(cid)]}
+    notes = [dict(_entry(r), kind="note", cseq=r["cseq"]) for r in ctx.store.log_entries(cid)]
+    events = [{"kind": "event", "cseq": ev["cseq"], "ts": ev["ts"], "author": ev.get("alias") or ev.get("by"),
+               "text": render.event_text(ev), "id": None, "corrects": None, "seq": ev["seq"]}
+              for ev in ctx.store.events(cid)]
+    return {"collab": cid, "entries": sorted(notes + events, key=lambda e: e["cseq"])}
 
 
 def registry(ctx: Ctx, collab: str | None) -> Payload:

@@ -57,7 +57,13 @@ class NotifyFailed(AgentmsgError):
     """Stored durably, but the notification adapter failed."""
 
     code = 7
-    prefix = "stored, not yet surfaced"
+
+    def __init__(self, detail: str, retry: str) -> None:
+        super().__init__(detail)
+        self.retry = retry
+
+    def line(self) -> str:
+        return f"stored, not yet surfaced (notify failed: {self}); retry: {self.retry}"
 
 
 class StoreFailed(AgentmsgError):

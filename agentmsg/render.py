@@ -77,6 +77,11 @@ _EVENTS = {
 }
 
 
+def event_text(ev: dict[str, Any]) -> str:
+    text = _EVENTS.get(ev["type"], ev["type"]).format_map(_Fields(ev))
+    return text + (f" (reason: {ev['reason']})" if ev.get("reason") else "")
+
+
 def event_section(ev: dict[str, Any]) -> str:
     text = _EVENTS.get(ev["type"], ev["type"]).format_map(_Fields(ev))
     out = []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import uuid
 from collections.abc import Callable, Iterator
@@ -103,7 +104,9 @@ REGISTRY_HEADER = (
 
 class FileStore:
     def __init__(self, root: Path, *, lock_timeout: float = 30.0) -> None:
-        self.root = root
+        # The root itself may be a link (e.g. onto a shared disk); links
+        # *inside* it are refused.  Resolving once makes that rule uniform.
+        self.root = Path(os.path.realpath(root))
         self.lock_timeout = lock_timeout
 
     # ---- paths -----------------------------------------------------------
@@ -541,10 +544,10 @@ class FileStore:
                 notify = {"ok": rec["ok"], "detail": rec["detail"], "ts": rec["ts"]}
         return MessageState(msg.ts, presented, acked, replied, notify)
 
-    def awaiting_notification(self, collab: str, alias: str) -> list[str]:
-        """Unacknowledged messages whose latest notification failed."""
-        return [m.id for m in self.inbox(collab, alias).messages
-                if (n := self.state(collab, m).notify) is not None and not n["ok"]]
+    def inbox_total(self, collab: str, alias: str) -> int:
+        """How many messages ``alias`` was ever sent (the last sequence number)."""
+        last = Journal(self._cdir(collab) / "inbox" / f"{model.alias(alias)}.jsonl").last()
+        return last["seq"] if last else 0
 
     # ---- log and transcripts ---------------------------------------------------
 

@@ -313,6 +313,10 @@ def test_succeeds_keeps_inbox_and_records_takeover(cli: Cli) -> None:
     md = (cli.dir / "collaboration.md").read_text()
     assert f"reviewer was taken over by a new session (claude-code); previous pin {REVIEWER}" in md
     assert "- reason: `old session crashed`" in md
+    code, doc, err = cli.json("log", "show", "--collab", cli.collab)
+    assert code == 0, err
+    assert (f"reviewer was taken over by a new session (claude-code); previous pin {REVIEWER} "
+            "(reason: old session crashed)") in [e["text"] for e in doc["result"]["entries"]]
     assert cli.status(new)["binding"] == {"alias": "reviewer"}
     # the old pin can no longer act
     for args in (["inbox"], ["send", "--to", "driver", "--body", "x"], ["ack", "--message", mid]):
@@ -533,7 +537,7 @@ def test_notify_failure_is_stored_not_surfaced_then_retried(cli: Cli, tmp_path: 
     mid = r["id"]
     assert r["state"] == "stored, not yet surfaced (notify failed: sh exited 1)"
     assert doc["error"]["type"] == "NotifyFailed"
-    assert err == (f"stored, not yet surfaced: notify failed: sh exited 1; retry with agentmsg notify --retry "
+    assert err == (f"stored, not yet surfaced (notify failed: sh exited 1); retry: agentmsg notify --retry "
                    f"{mid} --collab {cli.collab}\n")
     # the human form says the same on stdout
     code, out, err = cli.run("send", "--collab", cli.collab, "--self", DRIVER, "--to", "pager", "--body", "second")
@@ -547,7 +551,8 @@ def test_notify_failure_is_stored_not_surfaced_then_retried(cli: Cli, tmp_path: 
     assert cli.show(mid)["states"]["notify"]["ok"] is False
 
     code, doc, err = cli.json("notify", "--retry", mid, "--collab", cli.collab)
-    assert code == 7 and err == "stored, not yet surfaced: notify failed again: sh exited 1\n"
+    assert code == 7 and err == (f"stored, not yet surfaced (notify failed: sh exited 1); retry: agentmsg notify "
+                                 f"--retry {mid} --collab {cli.collab}\n")
     assert not argv.exists()
 
     marker.touch()
@@ -736,11 +741,14 @@ def test_log_append_show_correct_render(cli: Cli) -> None:
     code, doc, err = cli.json("log", "show", "--collab", cli.collab)
     assert code == 0, err
     entries = doc["result"]["entries"]
-    assert [(e["id"], e["author"], e["text"], e["corrects"]) for e in entries] == [
+    assert [(e["id"], e["author"], e["text"], e["corrects"]) for e in entries if e["kind"] == "note"] == [
         (first["id"], "driver", "first note", None), (fix, "reviewer", "corrected note\nwith two lines", first["id"])]
+    # membership events are part of the log too, in collaboration order
+    assert [e["text"] for e in entries if e["kind"] == "event"][:2] == [
+        "driver opened the collaboration (codex)", "reviewer joined (claude-code)"]
     code, out, err = cli.run("log", "show", "--collab", cli.collab)
     assert code == 0, err
-    assert f" reviewer {fix} (corrects {first['id']})\n" in out
+    assert f" note by reviewer {fix} (corrects {first['id']})\n" in out
     assert "\n    corrected note\n    with two lines\n" in out
 
     # render regenerates exactly what was written incrementally
@@ -838,7 +846,7 @@ def test_status_shows_everything(cli: Cli) -> None:
     assert lines[:6] == [f"root: {cli.root}  (from AGENTMSG_HOME)", f"self: {DRIVER}",
                          f"collaboration: {cli.collab}  label: `cli`", "task: `test the CLI`", "binding: driver",
                          "closed: no"]
-    assert f"reviewer\t{REVIEWER}\tyes\thook\t1\t1" in lines
+    assert f"reviewer\t{REVIEWER}\tyes\thook\t1\t1\t1\t0\t0\t0" in lines
     assert lines[-1] == "awaiting notification: none"
     # with no identity and no collab, status still reports the root and what is under it
     code, doc, err = cli.json("status")

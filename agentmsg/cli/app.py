@@ -139,7 +139,7 @@ def inbox(
 
 @app.command()
 def show(
-    message_id: Annotated[str, typer.Argument(help="Message UUID.")],
+    message_id: Annotated[str, typer.Argument(metavar="MESSAGE_ID", help="Message UUID.")],
     collab: Collab = None,
     root: Root = None,
     json_: Json = False,

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import AgentmsgError
 from ..model import Message
-from ..render import body_block, message_section, one_line
+from ..render import body_block, escape_hidden, message_section, one_line
 
 Payload = dict[str, Any]
 
@@ -142,9 +142,11 @@ def _status(p: Payload) -> None:
     print(f"task: {one_line(p['task'])}")
     print(f"binding: {p['binding']['alias'] if p['binding'] else 'none'}")
     print(f"closed: {p['closed_at'] or 'no'}")
-    rows = [[x["alias"], x["pin"], "yes" if x["active"] else "left", x["notify"], str(x["pending"]),
-             str(x["pending_requests"])] for x in p["participants"]]
-    _table(["alias", "pin", "active", "notify", "pending", "requests"], rows, title="participants")
+    keys = ("pending", "pending_requests", "enqueued", "presented", "replied", "acknowledged")
+    rows = [[x["alias"], x["pin"], "yes" if x["active"] else "left", x["notify"], *(str(x[k]) for k in keys)]
+            for x in p["participants"]]
+    _table(["alias", "pin", "active", "notify", "pending", "requests", "enqueued", "presented", "replied",
+            "acked"], rows, title="participants (enqueued/presented/replied count pending mail)")
     print(f"awaiting notification: {', '.join(p['awaiting_notification']) or 'none'}")
 
 
@@ -153,6 +155,11 @@ def _close(p: Payload) -> None:
     print(f"unresolved (not acknowledged, left as is): {p['unresolved_count']}")
     for alias, ids in sorted(p["unresolved"].items()):
         print(f"  {alias}: {', '.join(ids)}")
+
+
+def _notify(p: Payload) -> None:
+    for r in p["results"]:
+        print(f"{r['state']}: {r['id']} -> {r['to']}" + (f" ({r['detail']})" if r.get("detail") else ""))
 
 
 def _log_append(p: Payload) -> None:
@@ -180,9 +187,12 @@ def _verify(p: Payload) -> None:
 
 def _log_show(p: Payload) -> None:
     for e in p["entries"]:
+        if e["kind"] == "event":
+            print(f"{e['ts']} · {escape_hidden(e['text'])}")
+            continue
         fix = f" (corrects {e['corrects']})" if e.get("corrects") else ""
-        print(f"{e['ts']} {e['author']} {e['id']}{fix}")
-        sys.stdout.write(body_block(e["text"]))
+        print(f"{e['ts']} · note by {escape_hidden(e['author'])} {e['id']}{fix}")
+        sys.stdout.write(body_block(e["text"], "note"))
 
 
 def _table(headers: list[str], rows: list[list[str]], title: str = "") -> None:
@@ -205,5 +215,5 @@ def _table(headers: list[str], rows: list[list[str]], title: str = "") -> None:
 HUMAN: dict[str, Callable[[Payload], None]] = {
     "open": _open, "join": _join, "send": _send, "inbox": _inbox, "show": _show, "ack": _ack,
     "status": _status, "close": _close, "leave": _leave, "log show": _log_show, "log append": _log_append,
-    "log render": _log_render, "verify": _verify,
+    "log render": _log_render, "verify": _verify, "notify": _notify,
 }
