@@ -8,6 +8,7 @@ tests) get exactly the same behaviour.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -338,6 +339,14 @@ def watch(ctx: Ctx, collab: str | None, self_flag: str | None, for_reply: str | 
     for e in events:
         emit(f"{e['kind']} {e['id']} from {e['from']}: {render.one_line(e['subject'])}")
     return {"collab": cid, "alias": alias, "events": events}
+
+
+def version(ctx: Ctx) -> Payload:
+    """What ``doctor`` compares across entry points: a stale copy shows up here."""
+    from . import TOOL, __version__
+
+    return {"version": __version__, "tool": TOOL, "python": sys.executable,
+            "package": str(Path(__file__).resolve().parent), "root": str(ctx.root), "root_source": ctx.root_source}
 
 
 # ---- integrity ---------------------------------------------------------------------

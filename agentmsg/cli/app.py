@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from .. import __version__, actions
+from .. import actions
 from ..errors import UsageError
 from . import output
 
@@ -255,9 +255,9 @@ def verify(collab: Collab = None, root: Root = None, json_: Json = False) -> int
 
 
 @app.command()
-def version(json_: Json = False) -> int:
-    """Print the version."""
-    return _done("version", {"version": __version__, "python": sys.executable}, json_)
+def version(root: Root = None, json_: Json = False) -> int:
+    """Print the version, the interpreter and the state root this copy resolves."""
+    return _done("version", actions.version(_ctx(root)), json_)
 
 
 def app_command() -> Any:
