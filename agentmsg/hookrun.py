@@ -1,0 +1,422 @@
+"""The hooks: SessionStart, UserPromptSubmit and Stop, for Claude Code and Codex.
+
+Entry points: ``hooks/run claude|codex`` (the plugin's launcher), which runs
+``hooks/agentmsg_hook.py``, which calls :func:`main`; or
+``python3 -m agentmsg.hookrun claude|codex``.  The host's hook JSON is on
+stdin; ``hook_event_name`` picks the hook.
+
+Rules for all three:
+
+* **Fail open.**  Any error (bad stdin, corrupt or missing state, a lock
+  held more than ``LOCK_TIMEOUT`` seconds, a bug) means exit 0, nothing on
+  stdout, and one line in ``<root>/hooks.log``.  No traceback, ever.
+* **Strict host JSON.**  Context goes out as ``{"hookSpecificOutput":
+  {"hookEventName", "additionalContext"}}``; a Stop continuation as
+  ``{"decision": "block", "reason"}``; nothing else, on either host (Codex
+  rejects unknown keys).  "Nothing to do" is empty stdout.
+* **Bounded.**  Injected text stays within ``boundary.cap_from_env`` (default
+  8,000; UTF-16 code units for Claude Code, UTF-8 bytes for Codex: what each
+  host counts against its 10,000 limit).
+* **Attempts, never acks.**  Showing a message appends a ``presented``
+  receipt (one per message, one attempt id) *before* printing, and an
+  ``attempt-complete`` receipt after printing.  A message is shown again
+  only if it is still unacknowledged ``REPRESENT_AFTER`` prompts later, after
+  ``agentmsg delivery retry``, or after the context was cleared or compacted.
+* **Lean.**  Imports only ``hookio``, ``boundary`` and the pure part of
+  ``delivery``: it runs on every prompt.
+
+Per-binding hook state (prompt counter, when each message was last shown,
+the requests of the last Stop block, the receipts read so far, the last run)
+is derived data in ``collabs/<uuid>/state/<alias>.hook.json``, replaced
+atomically.  A corrupt one is logged and reset, and that prompt gets no
+output.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from . import TOOL, boundary, delivery, hookio
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any
+
+    Binding = tuple[str, str, dict[str, Any]]
+
+HOSTS = {"claude": "claude-code", "codex": "codex"}
+EVENTS = ("SessionStart", "UserPromptSubmit", "Stop")
+REPRESENT_AFTER = 5  # prompts before a still-unacknowledged message is shown again
+LOCK_TIMEOUT = 2.0  # seconds; AGENTMSG_HOOK_LOCK_TIMEOUT overrides (at most 10)
+STDIN_MAX = 16 << 20
+LOG_MAX = 1 << 20
+
+
+class HookError(Exception):
+    """A reason to fail open, written to hooks.log."""
+
+
+class _Sink:
+    """Stands in for stderr: a stray warning must never reach the host."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+class Msg:
+    """A message record with ``model.Message``'s attribute names (without importing model)."""
+
+    __slots__ = ("body", "collab", "flags", "id", "kind", "priority", "reply_to", "sender", "sender_runtime",
+                 "seq", "subject", "to", "ts")
+
+    def __init__(self, rec: Mapping[str, Any]) -> None:
+        for name in ("body", "collab", "id", "kind", "priority", "sender", "sender_runtime", "seq", "subject",
+                     "to", "ts"):
+            setattr(self, name, rec[name])
+        self.reply_to = rec.get("reply_to")
+        self.flags = tuple(rec.get("flags") or ())
+
+
+def main(host: str) -> int:
+    """Run one hook for ``host`` ("claude" or "codex") on the JSON from stdin; always 0."""
+    saved = sys.stderr
+    sys.stderr = _Sink()  # type: ignore[assignment]
+    hook = Hook(host, os.environ)
+    try:
+        raw = sys.stdin.buffer.read(STDIN_MAX + 1)
+        out, after = hook.run(raw)
+        if out:
+            _write_stdout(out)
+            after()
+    except BaseException as exc:  # fail open, whatever happened
+        hook.log(exc)
+    finally:
+        sys.stderr = saved
+    return 0
+
+
+def _write_stdout(data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(1, view) :]
+
+
+def _nothing() -> None:
+    pass
+
+
+class Hook:
+    def __init__(self, host: str, env: Mapping[str, str]) -> None:
+        self.host, self.env = host, env
+        self.event = "?"
+        self.pin = "?"
+        self.root: str | None = None
+        try:
+            self.lock_timeout = min(10.0, max(0.05, float(env.get("AGENTMSG_HOOK_LOCK_TIMEOUT") or LOCK_TIMEOUT)))
+        except ValueError:
+            self.lock_timeout = LOCK_TIMEOUT
+        self.cap = boundary.cap_from_env(env)
+        self.unit = "bytes" if host == "codex" else "utf16"  # how each host counts (docs/HOSTS-NOTES.md)
+
+    # ---- plumbing ------------------------------------------------------------
+
+    def run(self, raw: bytes) -> tuple[bytes, Callable[[], None]]:
+        if self.host not in HOSTS:
+            raise HookError(f"unknown host {self.host[:20]!r}: expected claude or codex")
+        try:  # resolved once, as FileStore does: the root may be a link, nothing inside it may
+            self.root = os.path.realpath(hookio.resolve_root(self.env))
+        except ValueError:
+            self.root = None
+        if len(raw) > STDIN_MAX:
+            raise HookError(f"stdin is over {STDIN_MAX} bytes")
+        try:
+            data = hookio.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise HookError(f"stdin is not JSON: {type(exc).__name__}") from None
+        if not isinstance(data, dict):
+            raise HookError(f"stdin is JSON {type(data).__name__}, not an object")
+        event, session = data.get("hook_event_name"), data.get("session_id")
+        if event not in EVENTS:
+            raise HookError(f"unsupported hook_event_name {str(event)[:40]!r}")
+        self.event = event
+        if not hookio.is_session(session):
+            raise HookError(f"invalid session_id {str(session)[:40]!r}")
+        self.pin = f"{HOSTS[self.host]}:{session}"
+        if self.root is None or not os.path.isdir(self.root):
+            return b"", _nothing  # no state root: this machine never used agentmsg
+        binds = hookio.bindings(self.root, self.pin)
+        if not binds:
+            return b"", _nothing  # not joined: joining never happens implicitly
+        handler = {"SessionStart": self.session_start, "UserPromptSubmit": self.prompt, "Stop": self.stop}[event]
+        return handler(data, binds)
+
+    def log(self, exc: BaseException) -> None:
+        """One line in ``<root>/hooks.log``; silent if there is no root to write to."""
+        try:
+            root = self.root or hookio.resolve_root(self.env)
+            if not os.path.isdir(root):
+                return
+            path = os.path.join(root, "hooks.log")
+            if hookio.size(path) > LOG_MAX:
+                os.replace(path, path + ".1")
+            what = boundary.one_line(f"{type(exc).__name__}: {exc}")[:400]
+            line = f"{hookio.now_utc()} {TOOL} {self.host[:10]} {self.event} {self.pin[:80]}: {what}\n"
+            hookio.append_line(path, line.encode("utf-8", "backslashreplace"))
+        except BaseException:  # nowhere left to report to
+            pass
+
+    def _state_path(self, base: str, alias: str) -> str:
+        return os.path.join(base, "state", delivery.hook_state_name(alias))
+
+    def load_state(self, base: str, alias: str) -> dict[str, Any]:
+        fresh = {"v": 1, "pin": self.pin, "prompt": 0, "shown": {}, "blocked": [], "rc": None, "seen": None}
+        raw = hookio.read_file(self._state_path(base, alias))
+        if raw is None:
+            return fresh
+        try:
+            doc = hookio.loads(raw.decode("utf-8"))
+            ok = (isinstance(doc, dict) and doc.get("v") == 1 and type(doc.get("prompt")) is int
+                  and isinstance(doc.get("shown"), dict) and isinstance(doc.get("blocked"), list)
+                  and all(type(v) is int for v in doc["shown"].values()))
+        except (UnicodeDecodeError, ValueError):
+            ok = False
+        if not ok:
+            self.save_state(base, alias, fresh)
+            raise HookError(f"corrupt hook state {self._state_path(base, alias)}; reset it")
+        return doc if doc.get("pin") == self.pin else fresh  # another pin's state: a takeover
+
+    def save_state(self, base: str, alias: str, doc: dict[str, Any]) -> None:
+        doc["seen"] = {"host": self.host, "event": self.event, "ts": hookio.now_utc()}
+        hookio.ensure_dir(base, "state")
+        hookio.atomic_write(self._state_path(base, alias), hookio.dumps(doc).encode(), durable=False)
+
+    def locked(self, base: str) -> hookio.locked:
+        return hookio.locked(os.path.join(base, "write.lock"), self.lock_timeout)
+
+    def claim(self, base: str, alias: str, ids: tuple[str, ...], attempt: str) -> Callable[[], None]:
+        """Record one presented attempt for ``ids`` (caller holds the lock); returns its completer."""
+        fields = [{"type": delivery.PRESENTED, "message": mid, "attempt": attempt, "host": self.host,
+                   "hook": self.event, "pin": self.pin} for mid in ids]
+        path = os.path.join(hookio.ensure_dir(base, "receipts"), f"{alias}.jsonl")
+        placed = hookio.append_records(path, fields, head=False)  # durable before printing; completion moves the head
+        hookio.index_receipts(base, placed)  # so `agentmsg show` reports them as presented
+
+        def complete() -> None:
+            # Not fsynced: losing it in a crash only makes the attempt look interrupted (retry exists).
+            with self.locked(base):
+                hookio.append_records(path, [{"type": delivery.COMPLETE, "attempt": attempt, "host": self.host,
+                                              "hook": self.event, "messages": len(ids)}], durable=False)
+
+        return complete
+
+    def output(self, text: str) -> bytes:
+        if self.event == "Stop":
+            return hookio.dumps({"decision": "block", "reason": text}).encode()
+        return hookio.dumps({"hookSpecificOutput": {"hookEventName": self.event,
+                                                    "additionalContext": text}}).encode()
+
+    def _base(self, collab: str) -> str:
+        base = hookio.collab_dir(self.root or "", collab)
+        if base is None:
+            raise HookError(f"collaboration {collab} vanished")
+        return base
+
+    # ---- SessionStart ------------------------------------------------------------
+
+    def session_start(self, data: Mapping[str, Any], binds: list[Binding]) -> tuple[bytes, Callable[[], None]]:
+        lines = []
+        for collab, alias, reg in binds:
+            base = self._base(collab)
+            st = self.load_state(base, alias)
+            if data.get("source") in ("clear", "compact"):
+                st["shown"] = {}  # the context that held them is gone: show them again
+            msgs, view, _ = hookio.pending(base, alias, st.get("rc"))
+            st["rc"] = view.document({m["id"] for m in msgs})
+            self.save_state(base, alias, st)
+            lines.append(self._identity(collab, alias, reg, msgs) + self._envelope_note(base, alias, reg))
+        if self.host == "claude":
+            self._export(binds)
+        return self.output("".join(lines)), _nothing
+
+    def _identity(self, collab: str, alias: str, reg: Mapping[str, Any], msgs: list[dict[str, Any]]) -> str:
+        requests = sum(1 for m in msgs if m["kind"] == "request")
+        counts = f"{len(msgs)} ({requests} request{'s' * (requests != 1)}, {len(msgs) - requests} other)"
+        opener = next((a for a, p in reg["participants"].items() if p.get("pin") == reg.get("opener")), "?")
+        task = str(reg.get("task", ""))
+        task = boundary.one_line(task[:300]) + ("…" if len(task) > 300 else "")
+        return (
+            f"agentmsg: this session ({self.pin}) is participant {alias} in collaboration {collab}, "
+            f"label \"{boundary.one_line(str(reg.get('label', ''))[:64])}\", task \"{task}\" "
+            f"(set by {boundary.one_line(opener)}). "
+            f"State root: {self.root}. Unacknowledged messages for {alias}: {counts}; they are quoted at "
+            f"the next prompt inside an untrusted peer-data boundary, and "
+            f"`{boundary.inbox_command(collab)}` lists them."
+        )
+
+    def _envelope_note(self, base: str, alias: str, reg: Mapping[str, Any]) -> str:
+        env = self._envelope(base, alias, reg)
+        if env is None:
+            return "\n"
+        return (f" Stop continuations are enabled for this session until {delivery.iso(env.expires_at)}: "
+                f"{env.remaining} of {env.slots} slots left.\n")
+
+    def _export(self, binds: list[Binding]) -> None:
+        """Identity for later Bash commands, idempotently (SessionStart fires again on resume/clear/compact)."""
+        path = self.env.get("CLAUDE_ENV_FILE")
+        if not path:
+            return
+        wanted = [f"export AGENTMSG_HOME={_sh_quote(self.root or '')}"]
+        if len(binds) == 1:
+            wanted.append(f"export AGENTMSG_COLLAB={_sh_quote(binds[0][0])}")
+        have = set((hookio.read_file(path) or b"").decode("utf-8", "replace").splitlines())
+        missing = [line for line in wanted if line not in have]
+        if missing:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                os.write(fd, ("\n" + "\n".join(missing) + "\n").encode())
+            finally:
+                os.close(fd)
+
+    # ---- UserPromptSubmit -----------------------------------------------------------
+
+    def prompt(self, data: Mapping[str, Any], binds: list[Binding]) -> tuple[bytes, Callable[[], None]]:
+        work = []
+        for collab, alias, _reg in binds:
+            base = self._base(collab)
+            st = self.load_state(base, alias)
+            st["prompt"] += 1
+            msgs, view, _ = hookio.pending(base, alias, st.get("rc"))
+            ids = {m["id"] for m in msgs}
+            shown = {k: v for k, v in st["shown"].items() if k in ids}
+            for mid in view.retries:
+                shown.pop(mid, None)
+            st["shown"], st["rc"] = shown, view.document(ids)
+            due = [m for m in msgs if m["id"] not in shown or st["prompt"] - shown[m["id"]] >= REPRESENT_AFTER]
+            work.append((collab, alias, base, st, due))
+        due_all = [Msg(m) for *_, due in work for m in due]
+        if not due_all:
+            for _collab, alias, base, st, _due in work:
+                self.save_state(base, alias, st)
+            return b"", _nothing
+        aliases = ", ".join(sorted({alias for _c, alias, *_ in work}))
+        collabs = list(dict.fromkeys(m.collab for m in due_all))
+        where = f" in collaboration {collabs[0]}" if len(collabs) == 1 else ""
+
+        def lead(shown: int) -> str:
+            return (f"agentmsg: {len(due_all)} peer message{'s' * (len(due_all) != 1)} for {aliases}{where} "
+                    f"{'are' if len(due_all) != 1 else 'is'} unacknowledged and not shown in the last "
+                    f"{REPRESENT_AFTER} prompts; {shown} quoted below.\n")
+
+        rendered = boundary.render(due_all, alias=aliases, cap=self.cap, unit=self.unit, lead=lead)
+        included = set(rendered.included)
+        completers = []
+        for _collab, alias, base, st, due in work:
+            ids = tuple(m["id"] for m in due if m["id"] in included)
+            if ids:
+                with self.locked(base):
+                    completers.append(self.claim(base, alias, ids, hookio.uuid4()))
+                for mid in ids:
+                    st["shown"][mid] = st["prompt"]
+            self.save_state(base, alias, st)
+
+        def after() -> None:
+            for complete in completers:
+                complete()
+
+        return self.output(rendered.text), after
+
+    # ---- Stop -------------------------------------------------------------------------
+
+    def _envelope(self, base: str, alias: str, reg: Mapping[str, Any]) -> delivery.Envelope | None:
+        """This exact binding's envelope, if it is active."""
+        path = os.path.join(base, delivery.JOURNAL)
+        if not os.path.exists(path):
+            return None
+        env = delivery.latest(delivery.fold(rec for _p, rec, _e in hookio.scan(path)), alias, self.pin)
+        if env is None:
+            return None
+        holder = hookio.holder(reg, alias)
+        status = env.status(time.time(), holder=holder, closed=reg.get("closed_at") is not None)
+        return env if status == "active" else None
+
+    def stop(self, data: Mapping[str, Any], binds: list[Binding]) -> tuple[bytes, Callable[[], None]]:
+        again = data.get("stop_hook_active") is True
+        for collab, alias, reg in binds:
+            base = self._base(collab)
+            env = self._envelope(base, alias, reg)
+            if env is None:
+                continue
+            st = self.load_state(base, alias)
+            requests = self._requests(base, alias, st)
+            if not requests and env.wait > 0 and not again:
+                requests = self._wait_for_request(base, alias, st, env.wait)
+            if not requests:
+                continue
+            if again and {m["id"] for m in requests} <= set(st["blocked"]):
+                continue  # nothing new since the last block: let it stop, never loop
+            return self._block(collab, alias, base, reg, st)
+        return b"", _nothing
+
+    def _requests(self, base: str, alias: str, st: dict[str, Any]) -> list[dict[str, Any]]:
+        msgs, view, _ = hookio.pending(base, alias, st.get("rc"))
+        st["rc"] = view.document({m["id"] for m in msgs})
+        return [m for m in msgs if m["kind"] == "request"]
+
+    def _wait_for_request(self, base: str, alias: str, st: dict[str, Any], wait: float) -> list[dict[str, Any]]:
+        inbox = os.path.join(base, "inbox", f"{alias}.jsonl")
+        deadline = time.monotonic() + min(wait, delivery.MAX_WAIT)
+        seen = hookio.size(inbox)
+        while time.monotonic() < deadline:
+            time.sleep(0.2)
+            if hookio.size(inbox) != seen:
+                seen = hookio.size(inbox)
+                found = self._requests(base, alias, st)
+                if found:
+                    return found
+        return []
+
+    def _block(self, collab: str, alias: str, base: str, reg: Mapping[str, Any],
+               st: dict[str, Any]) -> tuple[bytes, Callable[[], None]]:
+        """Spend one slot and present the pending requests, all under the lock, before printing."""
+        with self.locked(base):
+            env = self._envelope(base, alias, reg)  # again, under the lock: slots are never reused
+            requests = self._requests(base, alias, st)
+            if env is None or not requests:
+                return b"", _nothing
+            slot = 1 + max((s["slot"] for s in env.spent), default=0)
+
+            def lead(shown: int) -> str:
+                return (f"agentmsg: {len(requests)} unacknowledged request{'s' * (len(requests) != 1)} from peers "
+                        f"{'are' if len(requests) != 1 else 'is'} waiting for {alias} in collaboration {collab}; "
+                        f"{shown} quoted below. Stop continuations are enabled for this session until "
+                        f"{delivery.iso(env.expires_at)}; this one used slot {slot} of {env.slots}.\n")
+
+            msgs = [Msg(m) for m in requests]
+            rendered = boundary.render(msgs, alias=alias, cap=self.cap, unit=self.unit, lead=lead)
+            if not rendered.included:
+                return b"", _nothing
+            attempt = hookio.uuid4()
+            hookio.append_records(os.path.join(base, delivery.JOURNAL), [{
+                "type": delivery.SLOT, "envelope": env.id, "slot": slot, "alias": alias, "pin": self.pin,
+                "host": self.host, "attempt": attempt, "messages": list(rendered.included),
+            }])
+            complete = self.claim(base, alias, rendered.included, attempt)
+            st["blocked"] = [m["id"] for m in requests]
+            for mid in rendered.included:
+                st["shown"][mid] = st["prompt"]
+            self.save_state(base, alias, st)
+        return self.output(rendered.text), complete
+
+
+def _sh_quote(value: str) -> str:
+    return "'" + value.replace("'", "'\"'\"'") + "'"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1] if len(sys.argv) > 1 else ""))

@@ -1,0 +1,50 @@
+"""Hook entry from a plugin checkout: ``python3 -I -S hooks/agentmsg_hook.py claude|codex``.
+
+Puts the plugin root (this file's parent directory) first on ``sys.path`` and
+runs ``agentmsg.hookrun.main``: no virtual environment, no site-packages,
+standard library only.  Whatever goes wrong (an interpreter too old to import
+the package, a broken checkout) it exits 0 with no output, like the hooks.
+Kept free of newer syntax so that even an old python3 reaches the guard.
+"""
+
+import os
+import sys
+
+
+def _main():
+    plugin_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, plugin_root)
+    host = sys.argv[1] if len(sys.argv) > 1 else ""
+    try:
+        package = os.path.join(plugin_root, "agentmsg")
+        if not os.access(package, os.W_OK) and os.environ.get("CLAUDE_PLUGIN_DATA", os.environ.get("PLUGIN_DATA")):
+            # A read-only checkout: keep compiled modules in the plugin's data folder instead.
+            data = os.environ.get("CLAUDE_PLUGIN_DATA") or os.environ.get("PLUGIN_DATA")
+            sys.pycache_prefix = os.path.join(data, "pycache")
+        from agentmsg.hookrun import main
+    except BaseException as exc:  # fail open, before hookrun can
+        _log(host, exc)
+        return 0
+    return main(host)
+
+
+def _log(host, exc):
+    try:
+        env = os.environ
+        if env.get("AGENTMSG_HOME"):
+            root = env["AGENTMSG_HOME"]
+        elif env.get("XDG_STATE_HOME"):
+            root = os.path.join(env["XDG_STATE_HOME"], "agentmsg")
+        else:
+            root = os.path.join(env.get("HOME", "/nonexistent"), ".local", "state", "agentmsg")
+        if os.path.isdir(root):
+            line = "hooks/agentmsg_hook.py {}: cannot load agentmsg (python {}): {}: {}\n".format(
+                host[:10], sys.version.split()[0], type(exc).__name__, str(exc).replace("\n", " ")[:300])
+            with open(os.path.join(root, "hooks.log"), "a") as fh:
+                fh.write(line)
+    except BaseException:  # nowhere left to report to
+        pass
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())
