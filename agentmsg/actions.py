@@ -370,3 +370,74 @@ def verify(ctx: Ctx, collab: str | None) -> Payload:
         err.result = payload
         raise err
     return payload
+
+
+# ---- delivery and host adapters -------------------------------------------------------
+
+
+def delivery_enable(ctx: Ctx, collab: str | None, self_flag: str | None, expires_in: str, max_duration: str,
+                    slots: int, wait: str) -> Payload:
+    from . import delivery
+
+    who = ctx.who(self_flag)
+    cid = ctx.collab(collab, who)
+    return delivery.enable(
+        ctx.store, cid, who,
+        expires_in=model.duration(expires_in, "--expires-in", maximum=delivery.MAX_DURATION),
+        max_duration=model.duration(max_duration, "--max-duration", maximum=delivery.MAX_DURATION),
+        slots=slots, wait=model.duration(wait, "--wait", maximum=delivery.MAX_WAIT, allow_zero=True),
+    )
+
+
+def delivery_disable(ctx: Ctx, collab: str | None, self_flag: str | None) -> Payload:
+    from . import delivery
+
+    who = ctx.who(self_flag)
+    return delivery.disable(ctx.store, ctx.collab(collab, who), who)
+
+
+def delivery_inspect(ctx: Ctx, collab: str | None, self_flag: str | None) -> Payload:
+    from . import delivery
+
+    who = ctx.who(self_flag)
+    return delivery.inspect(ctx.store, ctx.collab(collab, who), who, home=ctx.env.get("HOME"),
+                            codex_home=ctx.env.get("CODEX_HOME"))
+
+
+def delivery_retry(ctx: Ctx, collab: str | None, self_flag: str | None, attempt: str, message: str) -> Payload:
+    from . import delivery
+
+    who = ctx.who(self_flag)
+    return delivery.retry(ctx.store, ctx.collab(collab, who), who, attempt, message)
+
+
+def doctor(ctx: Ctx) -> Payload:
+    """Every entry point's version, interpreter and root; disagreement is an error (exit 16)."""
+    from . import doctor as checks
+    from .errors import Disagreement
+
+    # Probes get this environment unchanged: the question is which root each
+    # entry point resolves on its own, not whether it can be told one.
+    payload = checks.run(ctx.env, str(ctx.root))
+    if payload["warnings"]:
+        err = Disagreement(f"{len(payload['warnings'])} warning(s); first: {payload['warnings'][0]}")
+        err.result = payload
+        raise err
+    return payload
+
+
+def install_codex(ctx: Ctx, codex_home: str | None) -> Payload:
+    from . import installer
+
+    root = installer.plugin_root()
+    if root is None:
+        raise UsageError("this agentmsg does not run from a plugin checkout; install the plugin instead")
+    return installer.install_codex(codex_home or installer.default_codex_home(ctx.env.get("HOME")), root,
+                                   home=ctx.env.get("HOME"))
+
+
+def uninstall_codex(ctx: Ctx, codex_home: str | None) -> Payload:
+    from . import installer
+
+    return installer.uninstall_codex(codex_home or installer.default_codex_home(ctx.env.get("HOME")),
+                                     home=ctx.env.get("HOME"))

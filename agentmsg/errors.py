@@ -112,6 +112,13 @@ class DeliveryInactive(AgentmsgError):
     prefix = "delivery"
 
 
+class Disagreement(AgentmsgError):
+    """Entry points run different agentmsg copies, or resolve different roots."""
+
+    code = 16
+    prefix = "doctor"
+
+
 EXIT_CODES: tuple[tuple[int, str], ...] = (
     (0, "success"),
     (1, "internal error (a crash log is written under the state root)"),
@@ -129,5 +136,6 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     (TamperDetected.code, "verify found edited, removed or reordered records"),
     (WatchTimeout.code, "watch timed out with no matching event"),
     (DeliveryInactive.code, "delivery envelope missing, expired or spent"),
+    (Disagreement.code, "doctor: entry points disagree or did not answer"),
     (130, "interrupted (Ctrl-C)"),
 )

@@ -102,8 +102,8 @@ def _encodable(value: str, what: str) -> bytes:
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
-def duration(value: str, what: str, *, maximum: float) -> float:
-    """``90``, ``90s``, ``10m``, ``2h``, ``1d`` -> seconds, within (0, maximum]."""
+def duration(value: str, what: str, *, maximum: float, allow_zero: bool = False) -> float:
+    """``90``, ``90s``, ``10m``, ``2h``, ``1d`` -> seconds, within (0, maximum] ([0, maximum] if allowed)."""
     raw = value.strip().lower()
     unit = raw[-1:] if raw[-1:] in _UNITS else "s"
     number = raw[:-1] if raw[-1:] in _UNITS else raw
@@ -111,9 +111,17 @@ def duration(value: str, what: str, *, maximum: float) -> float:
         seconds = float(number) * _UNITS[unit]
     except ValueError:
         raise UsageError(f"invalid {what} {value[:20]!r}: expected e.g. 90s, 10m, 2h") from None
-    if not 0 < seconds <= maximum:
-        raise UsageError(f"{what} must be more than 0 and at most {maximum / 60:g} minutes")
+    if not (0 <= seconds if allow_zero else 0 < seconds) or not seconds <= maximum:
+        floor = "at least 0" if allow_zero else "more than 0"
+        raise UsageError(f"{what} must be {floor} and at most {_human(maximum)}")
     return seconds
+
+
+def _human(seconds: float) -> str:
+    for unit, size in (("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g}{unit}"
+    return f"{seconds:g}s"
 
 
 def choice(value: str, allowed: tuple[str, ...], what: str) -> str:

@@ -26,6 +26,13 @@ app = typer.Typer(
 log_app = typer.Typer(help="The collaboration log: immutable notes and the rendered transcript.",
                       no_args_is_help=True)
 app.add_typer(log_app, name="log")
+delivery_app = typer.Typer(help="Stop continuations for one binding, inside a finite, immutable envelope.",
+                           no_args_is_help=True)
+app.add_typer(delivery_app, name="delivery")
+install_app = typer.Typer(help="Install host adapters that are not installed as a plugin.", no_args_is_help=True)
+app.add_typer(install_app, name="install")
+uninstall_app = typer.Typer(help="Remove exactly what `agentmsg install` wrote.", no_args_is_help=True)
+app.add_typer(uninstall_app, name="uninstall")
 
 Json = Annotated[bool, typer.Option("--json", help="Print one JSON envelope on stdout.")]
 Root = Annotated[str | None, typer.Option("--root", help="State root (else AGENTMSG_HOME, "
@@ -252,6 +259,68 @@ def watch(
 def verify(collab: Collab = None, root: Root = None, json_: Json = False) -> int:
     """Check every record's checksum and hash chain; exit 13 on edited, removed or reordered records."""
     return _done("verify", actions.verify(_ctx(root), collab), json_)
+
+
+@delivery_app.command("enable")
+def delivery_enable(
+    expires_in: Annotated[str, typer.Option(help="When the envelope expires (at most --max-duration).")] = "2h",
+    max_duration: Annotated[str, typer.Option(help="Hard cap, at most 24h.")] = "24h",
+    max_continuations: Annotated[int, typer.Option(help="Stop continuation slots; never reused.")] = 20,
+    wait: Annotated[str, typer.Option(help="How long a Stop may wait for a request (0 = no wait).")] = "0",
+    collab: Collab = None,
+    self_: Self = None,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Let pending requests hold this session's Stop, within a finite envelope nothing renews."""
+    payload = actions.delivery_enable(_ctx(root), collab, self_, expires_in, max_duration, max_continuations, wait)
+    return _done("delivery enable", payload, json_)
+
+
+@delivery_app.command("disable")
+def delivery_disable(collab: Collab = None, self_: Self = None, root: Root = None, json_: Json = False) -> int:
+    """Make this binding's envelope inert now. History is kept."""
+    return _done("delivery disable", actions.delivery_disable(_ctx(root), collab, self_), json_)
+
+
+@delivery_app.command("inspect")
+def delivery_inspect(collab: Collab = None, self_: Self = None, root: Root = None, json_: Json = False) -> int:
+    """Show the envelope: owner, remaining slots, expiry, interrupted attempts, installed adapters."""
+    return _done("delivery inspect", actions.delivery_inspect(_ctx(root), collab, self_), json_)
+
+
+@delivery_app.command("retry")
+def delivery_retry(
+    attempt: Annotated[str, typer.Option(help="The interrupted attempt id (from delivery inspect).")],
+    message: Annotated[str, typer.Option(help="The message id to present again.")],
+    collab: Collab = None,
+    self_: Self = None,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Present a message again at the next prompt because its attempt was interrupted."""
+    return _done("delivery retry", actions.delivery_retry(_ctx(root), collab, self_, attempt, message), json_)
+
+
+CodexHome = Annotated[str | None, typer.Option(help="Codex home (default: $CODEX_HOME, else ~/.codex).")]
+
+
+@install_app.command("codex")
+def install_codex(codex_home: CodexHome = None, json_: Json = False) -> int:
+    """Write agentmsg's hooks into Codex's user hooks.json and its skill; idempotent."""
+    return _done("install codex", actions.install_codex(_ctx(None), codex_home), json_)
+
+
+@uninstall_app.command("codex")
+def uninstall_codex(codex_home: CodexHome = None, json_: Json = False) -> int:
+    """Remove exactly the hooks and skill that `agentmsg install codex` wrote."""
+    return _done("uninstall codex", actions.uninstall_codex(_ctx(None), codex_home), json_)
+
+
+@app.command()
+def doctor(root: Root = None, json_: Json = False) -> int:
+    """Check which agentmsg each entry point runs (CLI, launcher, hooks); exit 16 if they disagree."""
+    return _done("doctor", actions.doctor(_ctx(root)), json_)
 
 
 @app.command()

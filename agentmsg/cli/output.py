@@ -157,6 +157,38 @@ def _close(p: Payload) -> None:
         print(f"  {alias}: {', '.join(ids)}")
 
 
+def _envelope(e: Payload) -> None:
+    print(f"envelope {e['envelope']} for {e['owner']['alias']} ({e['owner']['pin']}): {e['status']}")
+    print(f"  slots: {e['remaining']} of {e['slots']} left (never reused); expires {e['expires']}; "
+          f"hard cap {e['hard_cap']}; wait {e['wait_seconds']:g}s")
+
+
+def _inspect(p: Payload) -> None:
+    print(f"binding: {p['alias']} = {p['pin']} in {p['collab']}")
+    if p["envelope"]:
+        _envelope(p["envelope"])
+    else:
+        print("no delivery envelope: Stop is never held (inbox at turn start and end is the fallback)")
+    for a in p["interrupted"]:
+        print(f"interrupted attempt {a['attempt']} ({a['host']} {a['hook']}, {a['ts']}): "
+              f"{', '.join(a['messages'])}; retry: agentmsg delivery retry --attempt {a['attempt']} --message ID")
+    run = p["last_hook_run"]
+    print(f"last hook run: {run['host']} {run['event']} at {run['ts']}" if run else "last hook run: none seen")
+    for host, info in p["adapters"].items():
+        print(f"{host} adapter: {'installed' if info['installed'] else 'not installed'}")
+
+
+def _doctor(p: Payload) -> None:
+    rows = [[x["name"], x["version"] or "-", x["python"] or "-", x["root"] or "-",
+             "ok" if x["ok"] else f"FAILED: {x['error']}"] for x in p["probes"]]
+    _table(["entry point", "version", "python", "state root", "status"], rows, title="agentmsg entry points")
+    for host, info in p["adapters"].items():
+        print(f"{host} hooks: {'installed and enabled' if info['installed'] else 'not installed'}"
+              + (f" ({info['note']})" if info.get("note") else ""))
+    for warning in p["warnings"]:
+        print(f"WARNING: {warning}")
+
+
 def _notify(p: Payload) -> None:
     for r in p["results"]:
         print(f"{r['state']}: {r['id']} -> {r['to']}" + (f" ({r['detail']})" if r.get("detail") else ""))
@@ -215,5 +247,6 @@ def _table(headers: list[str], rows: list[list[str]], title: str = "") -> None:
 HUMAN: dict[str, Callable[[Payload], None]] = {
     "open": _open, "join": _join, "send": _send, "inbox": _inbox, "show": _show, "ack": _ack,
     "status": _status, "close": _close, "leave": _leave, "log show": _log_show, "log append": _log_append,
-    "log render": _log_render, "verify": _verify, "notify": _notify,
+    "log render": _log_render, "verify": _verify, "notify": _notify, "delivery enable": _envelope,
+    "delivery disable": _envelope, "delivery inspect": _inspect, "doctor": _doctor,
 }
