@@ -127,7 +127,7 @@ def _when(ts: str) -> str:
     return f"{ts[:10]} {ts[11:16]} UTC" if len(ts) >= 16 else one_line(ts)
 
 
-def ack_command(collab: str, message_id: str = "<ID>") -> str:
+def ack_command(collab: str, message_id: str = "MESSAGE_ID") -> str:
     return f"agentmsg ack --collab {collab} --message {message_id}"
 
 
@@ -169,17 +169,16 @@ def body_block(msg: Any, budget: int, size: Any) -> tuple[str, bool]:
         if size(text) <= budget:
             return text, False
     room = budget - size(_cut_marker(msg, len(body)))
-    keep = min(len(body), max(room, 0))
-    text = ""
-    while keep > 0:
-        text = quote(body[:keep])
-        over = size(text) - room
-        if over <= 0:
-            break
-        keep -= over  # each dropped character frees at least one unit
-        text = ""
-    keep = max(keep, 0)
-    return text + _cut_marker(msg, keep), True
+    # The largest prefix whose quoted form fits: size grows with the prefix,
+    # but not one unit per character (wide characters, line prefixes).
+    low, high = 0, min(len(body), max(room, 0))
+    while low < high:
+        mid = (low + high + 1) // 2
+        if size(quote(body[:mid])) <= room:
+            low = mid
+        else:
+            high = mid - 1
+    return (quote(body[:low]) if low else "") + _cut_marker(msg, low), True
 
 
 def default_lead(alias: str, total: int, shown: int, collabs: Sequence[str]) -> str:
@@ -255,9 +254,10 @@ def render(messages: Sequence[Any], *, alias: str, cap: int = DEFAULT_CAP, unit:
     for number, msg in enumerate(msgs, start=1):
         attr = attribution(msg, number, several)
         room = budget - size(attr)
-        if room < size(_cut_marker(msg, 0)):
-            break
-        body, cut = body_block(msg, min(room, _excerpt_cost(msg, size)), size)
+        excerpt = _excerpt_cost(msg, size)
+        if room < size(_cut_marker(msg, 0)) or (blocks and room < excerpt):
+            break  # a shown message gets its first EXCERPT characters (the first one: what fits)
+        body, cut = body_block(msg, min(room, excerpt), size)
         cost = size(attr) + size(body)
         blocks.append([msg, attr, body, cost, cut])
         budget -= cost
