@@ -1,0 +1,1 @@
+"""The adversarial corpus for the trust boundary (issue 4): cases as data, run by tests/test_adversarial.py."""
