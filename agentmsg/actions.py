@@ -75,6 +75,7 @@ def message_payload(msg: Message) -> Payload:
 def open_collab(ctx: Ctx, self_flag: str | None, alias: str, label: str, task: str,
                 notify_command: str | None = None) -> Payload:
     who = ctx.who(self_flag)
+    _refuse_secrets(label=label, task=task)
     reg = ctx.store.open(
         who, model.alias(alias), model.text(label, "label", model.LABEL_MAX_CHARS, single_line=True),
         model.text(task, "task", model.TASK_MAX_CHARS), notify.command_config(notify_command),
@@ -90,6 +91,7 @@ def join(ctx: Ctx, collab: str | None, self_flag: str | None, alias: str, succee
     old = model.pin(succeeds) if succeeds else None
     if reason is not None:
         model.text(reason, "reason", model.REASON_MAX_CHARS)
+        _refuse_secrets(reason=reason)
     reg = ctx.store.join(cid, who, model.alias(alias), succeeds=old, reason=reason,
                          notify=notify.command_config(notify_command) if notify_command else None)
     return {"collab": cid, "root": str(ctx.root), "alias": alias, "pin": str(who),
@@ -138,15 +140,22 @@ def send(ctx: Ctx, collab: str | None, self_flag: str | None, to: str, kind: str
     return payload
 
 
+def _refuse_secrets(**fields: str) -> None:
+    """Every text that other agents will read is checked, not only message bodies."""
+    from . import secret_scan
+
+    for where, text in fields.items():
+        found = secret_scan.scan(text)
+        if found:
+            raise SecretRefused(found[0].kind, found[0].line, where)
+
+
 def _guard_secrets(subject: str, body: str, redact: bool) -> tuple[str, str, int]:
     """Refuse (or redact) credentials before anything is stored."""
     from . import secret_scan as secrets
 
     if not redact:
-        for where, text in (("subject", subject), ("body", body)):
-            found = secrets.scan(text)
-            if found:
-                raise SecretRefused(found[0].kind, found[0].line, where)
+        _refuse_secrets(subject=subject, body=body)
         return subject, body, 0
     subject, in_subject = secrets.redact(subject)
     body, in_body = secrets.redact(body)
@@ -195,7 +204,7 @@ def inbox(ctx: Ctx, collab: str | None, self_flag: str | None, include_acked: bo
     return {
         "collab": cid, "alias": alias, "count": len(box.messages),
         "messages": [message_payload(m) for m in msgs],
-        "problems": [asdict(p) for p in box.problems],
+        "problems": [p.as_dict() for p in box.problems],
     }
 
 
@@ -269,6 +278,7 @@ def log_append(ctx: Ctx, collab: str | None, self_flag: str | None, text: str,
     who = ctx.who(self_flag)
     cid = ctx.collab(collab, who)
     model.body(text, "log entry", model.LOG_MAX_BYTES)
+    _refuse_secrets(note=text)
     rec = ctx.store.log_append(cid, who, text, model.as_uuid(corrects, "log entry id") if corrects else None)
     return {"collab": cid, "entry": _entry(rec)}
 

@@ -85,7 +85,7 @@ class SecretRefused(AgentmsgError):
     code = 11
 
     def __init__(self, kind: str, line_no: int, where: str = "body") -> None:
-        super().__init__(f"{kind} at line {line_no}" + (" of the subject" if where == "subject" else ""))
+        super().__init__(f"{kind} at line {line_no}" + (f" of the {where}" if where not in ("body", "note") else ""))
         self.kind = kind
 
     def line(self) -> str:
@@ -121,7 +121,7 @@ class Disagreement(AgentmsgError):
 
 EXIT_CODES: tuple[tuple[int, str], ...] = (
     (0, "success"),
-    (1, "internal error (a crash log is written under the state root)"),
+    (1, "internal error (the traceback goes to ~/.cache/agentmsg/crash.log)"),
     (UsageError.code, "bad arguments or bad input"),
     (NotFound.code, "no such collaboration, message or attempt"),
     (UnknownAgent.code, "FAILED(unknown agent): recipient not in the registry"),

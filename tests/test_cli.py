@@ -1140,3 +1140,24 @@ def test_verify_detects_an_edited_record(cli: Cli) -> None:
     assert code == 13
     assert err.startswith("verify: 1 problem(s); first: ")
     assert doc["result"]["tampering"] == 1
+
+
+def test_secrets_are_refused_in_every_text_peers_read(tmp_path: Path) -> None:
+    """Not only send: task, label, takeover reasons and log notes reach peers too."""
+    key = "sk-proj-" + "Ab3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1eF3hJ5"
+    root = tmp_path / "state"
+    code, _, err = run("open", "--self", DRIVER, "--alias", "driver", "--label", "l", "--task", f"use {key}",
+                       root=root)
+    assert code == 11 and err == "REFUSED(secret): openai-api-key at line 1 of the task\n"
+    assert not (root / "collabs").exists() or not any((root / "collabs").iterdir())
+    code, doc, err = run_json("open", "--self", DRIVER, "--alias", "driver", "--label", "l", "--task", "t",
+                              root=root)
+    collab = doc["result"]["collab"]
+    assert run("join", "--collab", collab, "--self", REVIEWER, "--alias", "reviewer", root=root).code == 0
+    before = snapshot(root)
+    code, _, err = run("join", "--collab", collab, "--self", "claude-code:new", "--alias", "reviewer",
+                       "--succeeds", REVIEWER, "--reason", f"token={key}", root=root)
+    assert code == 11 and err.startswith("REFUSED(secret): ") and err.endswith(" of the reason\n")
+    code, _, err = run("log", "append", "--collab", collab, "--self", DRIVER, "--text", f"\nkey {key}", root=root)
+    assert code == 11 and err == "REFUSED(secret): openai-api-key at line 2\n"
+    assert snapshot(root) == before

@@ -846,9 +846,7 @@ case("cli-send-redact-subject-and-body", "cli", "base",
      checks=(JsonIs("result.redacted", 2),))
 case("cli-log-append-secret-is-refused", "cli", "base",
      Cli(("log", "append", "--collab", C, "--self", DRIVER, "--text", secret_body("openai-api-key"))), 11,
-     "REFUSED(secret): openai-api-key at line 1", NOTHING,
-     bug="log append stores notes without the secret guard: a credential in a note is written to log.jsonl "
-         "and collaboration.md, which peers read (exit 0)")
+     "REFUSED(secret): openai-api-key at line 1", NOTHING)
 
 # -- replays of the same id --------------------------------------------------------------------------------------
 
