@@ -290,7 +290,7 @@ def inspect(store: FileStore, collab: str, pin: Pin | str, *, home: str | None =
         if fsio.existing_dir(store._cdir(collab), "state") else None
     if raw:
         try:
-            from .hookio import loads
+            from .records import loads
 
             doc = loads(raw.decode())
             seen = doc.get("seen") if isinstance(doc, dict) and doc.get("pin") == who else None

@@ -2,35 +2,45 @@
 
 Rules that hold for every path built here: components are created 0700
 (files 0600), no component may be a symlink (``O_NOFOLLOW`` plus ``lstat``),
-appends are fsynced before returning, small state files are replaced
-atomically, and a new file's directory is fsynced so the name is durable.
+appends are fsynced before returning (unless the caller marks the data
+expendable), small state files are replaced atomically, and a new file's
+directory is fsynced so the name is durable.
+
+Paths are ``str`` or ``pathlib.Path``; a function that builds a path returns
+the kind it was given.  The hooks use ``str``: this module imports neither
+``pathlib`` nor ``typing``, and ``errors``/``fcntl`` only when it raises or
+locks (see records.py for why).
 """
 
 from __future__ import annotations
 
 import errno
-import fcntl
 import os
-import secrets
 import stat
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
-from typing import IO, Any
 
-from .errors import StoreFailed, UnsafePath
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from pathlib import Path
+    from typing import IO, Any, TypeVar
+
+    from .errors import UnsafePath
+
+    P = TypeVar("P", str, Path)
+    StrPath = str | os.PathLike[str]
+    LockFn = Callable[[IO[Any]], None]
 
 _NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
 CHUNK = 1 << 16
 
+
 # The CLI swaps in portalocker (see cli/__init__); the hook path keeps plain
 # flock, which is what portalocker uses on POSIX, so the two exclude each other.
-LockFn = Callable[[IO[Any]], None]
-
-
 def _flock_nb(fh: IO[Any]) -> None:
+    import fcntl  # on first lock: most hook runs take none
+
     fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
@@ -38,62 +48,84 @@ lock_nonblocking: LockFn = _flock_nb
 wait_notice: Callable[[str], None] | None = None
 
 
-def ensure_dir(root: Path, *parts: str) -> Path:
+def join(root: P, *parts: str) -> P:
+    """``root/parts...``, as the same kind of path as ``root``."""
+    return os.path.join(root, *parts) if isinstance(root, str) else root.joinpath(*parts)
+
+
+def sibling(path: P, name: str) -> P:
+    """The file called ``name`` in ``path``'s directory, as the same kind of path."""
+    return os.path.join(os.path.dirname(path), name) if isinstance(path, str) else path.with_name(name)
+
+
+def _parent(path: StrPath) -> str:
+    return os.path.dirname(os.path.normpath(os.fspath(path))) or "."
+
+
+def _unsafe(path: StrPath, what: str = "is a symlink; refusing to follow it inside the state root") -> UnsafePath:
+    # errors.py is imported when an error is raised, not on every hook run (it costs ~0.3 ms bare)
+    from .errors import UnsafePath
+
+    return UnsafePath(f"{os.fspath(path)} {what}")
+
+
+def ensure_dir(root: P, *parts: str) -> P:
     """Create ``root/parts...`` as 0700 dirs, refusing any symlinked component."""
     path = root
     for part in ("", *parts):
-        path = path / part if part else path
+        if part:
+            path = join(path, part)
         try:
             st = os.lstat(path)
         except FileNotFoundError:
             if not part:  # the root itself: its parents may be missing too (fresh ~/.local/state)
-                os.makedirs(path.parent, 0o700, exist_ok=True)
+                os.makedirs(_parent(path), 0o700, exist_ok=True)
             try:
                 os.mkdir(path, 0o700)
             except FileExistsError:
                 pass
             st = os.lstat(path)
         if stat.S_ISLNK(st.st_mode):
-            raise UnsafePath(f"{path} is a symlink; refusing to follow it inside the state root")
+            raise _unsafe(path)
         if not stat.S_ISDIR(st.st_mode):
-            raise UnsafePath(f"{path} is not a directory")
+            raise _unsafe(path, "is not a directory")
     return path
 
 
-def existing_dir(root: Path, *parts: str) -> Path | None:
+def existing_dir(root: P, *parts: str) -> P | None:
     """Like ensure_dir but never creates: None when absent."""
     path = root
     for part in parts:
-        path = path / part
+        path = join(path, part)
         try:
             st = os.lstat(path)
         except FileNotFoundError:
             return None
         if stat.S_ISLNK(st.st_mode):
-            raise UnsafePath(f"{path} is a symlink; refusing to follow it inside the state root")
+            raise _unsafe(path)
     return path
 
 
-def refuse_link(path: Path) -> None:
+def refuse_link(path: StrPath) -> None:
     """Raise if ``path`` is a symlink; checked before a write that must not fail later."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
         return
     if stat.S_ISLNK(st.st_mode):
-        raise UnsafePath(f"{path} is a symlink; refusing to follow it inside the state root")
+        raise _unsafe(path)
 
 
-def _open(path: Path, flags: int, mode: int = 0o600) -> int:
+def _open(path: StrPath, flags: int, mode: int = 0o600) -> int:
     try:
         return os.open(path, flags | _NOFOLLOW, mode)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise UnsafePath(f"{path} is a symlink; refusing to follow it") from None
+            raise _unsafe(path, "is a symlink; refusing to follow it") from None
         raise
 
 
-def fsync_dir(path: Path) -> None:
+def fsync_dir(path: StrPath) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         os.fsync(fd)
@@ -101,11 +133,20 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def append(path: Path, data: bytes) -> int:
-    """Append ``data`` durably; returns the offset it was written at.
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def append(path: StrPath, data: bytes, *, durable: bool = True) -> int:
+    """Append ``data``; returns the offset it was written at.
 
     A torn last line (no trailing newline) is terminated first, so it stays
-    on disk as evidence and cannot merge with the new record.
+    on disk as evidence and cannot merge with the new record.  ``durable``
+    (the default) fsyncs the file, and its directory when the file is new,
+    before returning; ``durable=False`` is for data whose loss in a crash
+    is harmless.
     """
     fd = _open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
     try:
@@ -114,18 +155,17 @@ def append(path: Path, data: bytes) -> int:
         if size and os.pread(fd, 1, size - 1) != b"\n":
             data = b"\n" + data
             size += 1
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        _write_all(fd, data)
+        if durable:
+            os.fsync(fd)
     finally:
         os.close(fd)
-    if created:
-        fsync_dir(path.parent)
+    if created and durable:
+        fsync_dir(_parent(path))
     return size
 
 
-def next_offset(path: Path) -> int:
+def next_offset(path: StrPath) -> int:
     """Where ``append`` will put its data (a torn tail gets a newline first)."""
     try:
         fd = _open(path, os.O_RDONLY)
@@ -138,40 +178,52 @@ def next_offset(path: Path) -> int:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+def atomic_write(path: StrPath, data: bytes, *, durable: bool = True) -> None:
+    head, name = os.path.split(os.fspath(path))
+    tmp = os.path.join(head, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     fd = _open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
     try:
-        os.write(fd, data)
+        _write_all(fd, data)
         if durable:
             os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(tmp, path)
     if durable:
-        fsync_dir(path.parent)
+        fsync_dir(head or ".")
 
 
-def read_bytes(path: Path) -> bytes | None:
+def read_bytes(path: StrPath, offset: int = 0) -> bytes | None:
+    """The file's bytes from ``offset`` on; None when it does not exist."""
     try:
         fd = _open(path, os.O_RDONLY)
     except FileNotFoundError:
         return None
-    with os.fdopen(fd, "rb") as fh:
-        return fh.read()
+    try:
+        chunks = []
+        want = max(os.fstat(fd).st_size - offset, 0) + 1  # one read, unless the file grows meanwhile
+        while True:
+            chunk = os.pread(fd, want, offset)
+            chunks.append(chunk)
+            if len(chunk) < want:
+                return b"".join(chunks)
+            offset += len(chunk)
+            want = CHUNK
+    finally:
+        os.close(fd)
 
 
-def file_size(path: Path) -> int:
+def file_size(path: StrPath) -> int:
     try:
         st = os.lstat(path)
     except FileNotFoundError:
         return 0
     if stat.S_ISLNK(st.st_mode):
-        raise UnsafePath(f"{path} is a symlink; refusing to follow it")
+        raise _unsafe(path, "is a symlink; refusing to follow it")
     return st.st_size
 
 
-def lines(path: Path, offset: int = 0) -> Iterator[tuple[int, bytes, bool]]:
+def lines(path: StrPath, offset: int = 0) -> Iterator[tuple[int, bytes, bool]]:
     """Yield ``(offset, line, complete)`` from ``offset``; the last may be torn."""
     try:
         fd = _open(path, os.O_RDONLY)
@@ -186,55 +238,72 @@ def lines(path: Path, offset: int = 0) -> Iterator[tuple[int, bytes, bool]]:
             pos += len(raw)
 
 
-def last_lines(path: Path) -> Iterator[bytes]:
+def last_lines(path: StrPath) -> Iterator[bytes]:
     """Complete lines from the end backwards, reading only what is needed."""
     try:
         fd = _open(path, os.O_RDONLY)
     except FileNotFoundError:
         return
-    with os.fdopen(fd, "rb") as fh:
-        end = fh.seek(0, os.SEEK_END)
+    try:
+        pos = os.fstat(fd).st_size
         buf = b""
-        pos = end
         step = 4096
         while pos > 0:
             step = min(step * 2, CHUNK, pos)
             pos -= step
-            fh.seek(pos)
-            buf = fh.read(step) + buf
-            parts = buf.split(b"\n")
+            parts = (os.pread(fd, step, pos) + buf).split(b"\n")
             buf = parts[0]
             for part in reversed(parts[1:]):
                 if part:
                     yield part
         if buf:
             yield buf
-
-
-@contextmanager
-def locked(path: Path, timeout: float) -> Iterator[None]:
-    """Exclusive lock on a lock file that is never deleted."""
-    fd = _open(path, os.O_RDWR | os.O_CREAT)
-    fh = os.fdopen(fd, "r+b")
-    try:
-        deadline = time.monotonic() + timeout
-        told = False
-        while True:
-            try:
-                lock_nonblocking(fh)
-                break
-            except Exception as exc:  # portalocker raises its own exception types
-                if not _is_contention(exc):
-                    raise
-            if time.monotonic() >= deadline:
-                raise StoreFailed(f"lock {path} held for more than {timeout:g}s; nothing was written")
-            if not told and wait_notice and time.monotonic() > deadline - timeout + 1:
-                wait_notice(f"waiting for lock {path} ...")
-                told = True
-            time.sleep(0.005)
-        yield
     finally:
-        fh.close()
+        os.close(fd)
+
+
+class locked:  # lower case: used like the function it replaced, ``with fsio.locked(path, timeout):``
+    """Exclusive lock on a lock file that is never deleted, waiting at most ``timeout`` seconds.
+
+    Raises StoreFailed when the lock stays held that long.
+    """
+
+    __slots__ = ("_fh", "path", "timeout")
+
+    def __init__(self, path: StrPath, timeout: float) -> None:
+        self.path, self.timeout = path, timeout
+        self._fh: IO[Any] | None = None
+
+    def __enter__(self) -> None:
+        fh = os.fdopen(_open(self.path, os.O_RDWR | os.O_CREAT), "r+b")
+        try:
+            deadline = time.monotonic() + self.timeout
+            told = False
+            while True:
+                try:
+                    lock_nonblocking(fh)
+                    break
+                except Exception as exc:  # portalocker raises its own exception types
+                    if not _is_contention(exc):
+                        raise
+                if time.monotonic() >= deadline:
+                    from .errors import StoreFailed
+
+                    raise StoreFailed(f"lock {os.fspath(self.path)} held for more than {self.timeout:g}s; "
+                                      "nothing was written")
+                if not told and wait_notice and time.monotonic() > deadline - self.timeout + 1:
+                    wait_notice(f"waiting for lock {os.fspath(self.path)} ...")
+                    told = True
+                time.sleep(0.005)
+        except BaseException:
+            fh.close()
+            raise
+        self._fh = fh
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
 
 
 def _is_contention(exc: BaseException) -> bool:

@@ -22,8 +22,13 @@ Rules for all three:
   ``attempt-complete`` receipt after printing.  A message is shown again
   only if it is still unacknowledged ``REPRESENT_AFTER`` prompts later, after
   ``agentmsg delivery retry``, or after the context was cleared or compacted.
-* **Lean.**  Imports only ``hookio``, ``boundary`` and the pure part of
-  ``delivery``: it runs on every prompt.
+* **Lean.**  Imports only the lean core (``records``, ``fsio``,
+  ``journal``, ``paths``, ``mailbox``: the same code the store uses),
+  ``boundary`` and the pure part of ``delivery``: it runs on every prompt.
+
+``{"hook_event_name": "AgentmsgProbe"}`` on stdin (an event no host sends)
+answers ``agentmsg doctor``: one JSON object naming the version, the
+interpreter, the package directory and the state root this hook would use.
 
 Per-binding hook state (prompt counter, when each message was last shown,
 the requests of the last Stop block, the receipts read so far, the last run)
@@ -38,17 +43,21 @@ import os
 import sys
 import time
 
-from . import TOOL, boundary, delivery, hookio
+from . import TOOL, __version__, boundary, delivery, fsio, mailbox, records
+from .journal import Journal
+from .paths import resolve_root_str
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
+    from types import ModuleType
     from typing import Any
 
     Binding = tuple[str, str, dict[str, Any]]
 
 HOSTS = {"claude": "claude-code", "codex": "codex"}
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop")
+PROBE = "AgentmsgProbe"  # agentmsg doctor's question: which agentmsg, interpreter and root would a hook use?
 REPRESENT_AFTER = 5  # prompts before a still-unacknowledged message is shown again
 LOCK_TIMEOUT = 2.0  # seconds; AGENTMSG_HOOK_LOCK_TIMEOUT overrides (at most 10)
 STDIN_MAX = 16 << 20
@@ -57,6 +66,25 @@ LOG_MAX = 1 << 20
 
 class HookError(Exception):
     """A reason to fail open, written to hooks.log."""
+
+
+class LockTimeout(HookError):
+    """The collaboration's write lock stayed held past ``LOCK_TIMEOUT``: nothing was written."""
+
+
+def _errors() -> ModuleType:
+    """``agentmsg.errors``, imported only when an exception is being matched (it costs ~0.3 ms bare)."""
+    from . import errors
+
+    return errors
+
+
+class _Locked(fsio.locked):
+    def __enter__(self) -> None:
+        try:
+            super().__enter__()
+        except _errors().StoreFailed as exc:
+            raise LockTimeout(str(exc)) from None
 
 
 class _Sink:
@@ -130,57 +158,83 @@ class Hook:
         if self.host not in HOSTS:
             raise HookError(f"unknown host {self.host[:20]!r}: expected claude or codex")
         try:  # resolved once, as FileStore does: the root may be a link, nothing inside it may
-            self.root = os.path.realpath(hookio.resolve_root(self.env))
-        except ValueError:
-            self.root = None
+            named, source = resolve_root_str(None, self.env)
+            self.root = os.path.realpath(named)
+        except _errors().UsageError:
+            named = source = self.root = None
         if len(raw) > STDIN_MAX:
             raise HookError(f"stdin is over {STDIN_MAX} bytes")
         try:
-            data = hookio.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
+            data = records.loads(raw.decode("utf-8"))
+        except ValueError as exc:
             raise HookError(f"stdin is not JSON: {type(exc).__name__}") from None
         if not isinstance(data, dict):
             raise HookError(f"stdin is JSON {type(data).__name__}, not an object")
         event, session = data.get("hook_event_name"), data.get("session_id")
+        if event == PROBE:
+            self.event = event
+            return self.probe(named, source), _nothing
         if event not in EVENTS:
             raise HookError(f"unsupported hook_event_name {str(event)[:40]!r}")
         self.event = event
-        if not hookio.is_session(session):
+        if not is_session(session):
             raise HookError(f"invalid session_id {str(session)[:40]!r}")
         self.pin = f"{HOSTS[self.host]}:{session}"
         if self.root is None or not os.path.isdir(self.root):
             return b"", _nothing  # no state root: this machine never used agentmsg
-        binds = hookio.bindings(self.root, self.pin)
+        binds = mailbox.bindings(self.root, self.pin, self._registry)
         if not binds:
             return b"", _nothing  # not joined: joining never happens implicitly
         handler = {"SessionStart": self.session_start, "UserPromptSubmit": self.prompt, "Stop": self.stop}[event]
         return handler(data, binds)
 
+    def probe(self, root: str | None, source: str | None) -> bytes:
+        """The answer to ``agentmsg doctor``: what this hook runs and where it would read and write."""
+        return records.dumps({
+            "agentmsg": __version__, "tool": TOOL, "python": sys.executable, "root": root, "root_source": source,
+            "package": os.path.dirname(os.path.abspath(__file__)), "host": self.host,
+        }).encode() + b"\n"
+
     def log(self, exc: BaseException) -> None:
         """One line in ``<root>/hooks.log``; silent if there is no root to write to."""
         try:
-            root = self.root or hookio.resolve_root(self.env)
+            root = self.root or resolve_root_str(None, self.env)[0]
             if not os.path.isdir(root):
                 return
             path = os.path.join(root, "hooks.log")
-            if hookio.size(path) > LOG_MAX:
+            if fsio.file_size(path) > LOG_MAX:
                 os.replace(path, path + ".1")
             what = boundary.one_line(f"{type(exc).__name__}: {exc}")[:400]
-            line = f"{hookio.now_utc()} {TOOL} {self.host[:10]} {self.event} {self.pin[:80]}: {what}\n"
-            hookio.append_line(path, line.encode("utf-8", "backslashreplace"))
+            line = f"{records.now_utc()} {TOOL} {self.host[:10]} {self.event} {self.pin[:80]}: {what}\n"
+            fsio.append(path, line.encode("utf-8", "backslashreplace"), durable=False)  # best effort
         except BaseException:  # nowhere left to report to
             pass
+
+    def _registry(self, collab: str) -> dict[str, Any] | None:
+        """The registry document; a damaged ``registry.yaml`` is replayed from the records by the store (rare)."""
+        base = mailbox.collab_dir(self.root or "", collab)
+        if base is None:
+            return None
+        doc = mailbox.registry_document(base)
+        if doc is None:
+            from pathlib import Path
+
+            from . import model
+            from .store import FileStore
+
+            doc = model.registry_document(FileStore(Path(self.root or "")).registry(collab))
+        return doc
 
     def _state_path(self, base: str, alias: str) -> str:
         return os.path.join(base, "state", delivery.hook_state_name(alias))
 
     def load_state(self, base: str, alias: str) -> dict[str, Any]:
         fresh = {"v": 1, "pin": self.pin, "prompt": 0, "shown": {}, "blocked": [], "rc": None, "seen": None}
-        raw = hookio.read_file(self._state_path(base, alias))
+        raw = fsio.read_bytes(self._state_path(base, alias))
         if raw is None:
             return fresh
         try:
-            doc = hookio.loads(raw.decode("utf-8"))
+            doc = records.loads(raw.decode("utf-8"))
             ok = (isinstance(doc, dict) and doc.get("v") == 1 and type(doc.get("prompt")) is int
                   and isinstance(doc.get("shown"), dict) and isinstance(doc.get("blocked"), list)
                   and all(type(v) is int for v in doc["shown"].values()))
@@ -192,37 +246,38 @@ class Hook:
         return doc if doc.get("pin") == self.pin else fresh  # another pin's state: a takeover
 
     def save_state(self, base: str, alias: str, doc: dict[str, Any]) -> None:
-        doc["seen"] = {"host": self.host, "event": self.event, "ts": hookio.now_utc()}
-        hookio.ensure_dir(base, "state")
-        hookio.atomic_write(self._state_path(base, alias), hookio.dumps(doc).encode(), durable=False)
+        doc["seen"] = {"host": self.host, "event": self.event, "ts": records.now_utc()}
+        fsio.ensure_dir(base, "state")
+        fsio.atomic_write(self._state_path(base, alias), records.dumps(doc).encode(), durable=False)
 
-    def locked(self, base: str) -> hookio.locked:
-        return hookio.locked(os.path.join(base, "write.lock"), self.lock_timeout)
+    def locked(self, base: str) -> fsio.locked:
+        return _Locked(os.path.join(base, "write.lock"), self.lock_timeout)
 
     def claim(self, base: str, alias: str, ids: tuple[str, ...], attempt: str) -> Callable[[], None]:
         """Record one presented attempt for ``ids`` (caller holds the lock); returns its completer."""
         fields = [{"type": delivery.PRESENTED, "message": mid, "attempt": attempt, "host": self.host,
                    "hook": self.event, "pin": self.pin} for mid in ids]
-        path = os.path.join(hookio.ensure_dir(base, "receipts"), f"{alias}.jsonl")
-        placed = hookio.append_records(path, fields, head=False)  # durable before printing; completion moves the head
-        hookio.index_receipts(base, placed)  # so `agentmsg show` reports them as presented
+        receipts = Journal(os.path.join(fsio.ensure_dir(base, "receipts"), f"{alias}.jsonl"))
+        placed = receipts.append_many(fields, head=False)  # durable before printing; completion moves the head
+        for offset, rec in placed:  # so `agentmsg show` reports them as presented
+            mailbox.index_receipt(base, rec["message"], offset)
 
         def complete() -> None:
             # Not fsynced: losing it in a crash only makes the attempt look interrupted (retry exists).
             with self.locked(base):
-                hookio.append_records(path, [{"type": delivery.COMPLETE, "attempt": attempt, "host": self.host,
-                                              "hook": self.event, "messages": len(ids)}], durable=False)
+                receipts.append_many([{"type": delivery.COMPLETE, "attempt": attempt, "host": self.host,
+                                       "hook": self.event, "messages": len(ids)}], durable=False)
 
         return complete
 
     def output(self, text: str) -> bytes:
         if self.event == "Stop":
-            return hookio.dumps({"decision": "block", "reason": text}).encode()
-        return hookio.dumps({"hookSpecificOutput": {"hookEventName": self.event,
-                                                    "additionalContext": text}}).encode()
+            return records.dumps({"decision": "block", "reason": text}).encode()
+        return records.dumps({"hookSpecificOutput": {"hookEventName": self.event,
+                                                     "additionalContext": text}}).encode()
 
     def _base(self, collab: str) -> str:
-        base = hookio.collab_dir(self.root or "", collab)
+        base = mailbox.collab_dir(self.root or "", collab)
         if base is None:
             raise HookError(f"collaboration {collab} vanished")
         return base
@@ -236,8 +291,8 @@ class Hook:
             st = self.load_state(base, alias)
             if data.get("source") in ("clear", "compact"):
                 st["shown"] = {}  # the context that held them is gone: show them again
-            msgs, view, _ = hookio.pending(base, alias, st.get("rc"))
-            st["rc"] = view.document({m["id"] for m in msgs})
+            msgs, view = mailbox.pending(base, alias, st.get("rc"))
+            st["rc"] = view.document()
             self.save_state(base, alias, st)
             lines.append(self._identity(collab, alias, reg, msgs) + self._envelope_note(base, alias, reg))
         if self.host == "claude":
@@ -274,7 +329,7 @@ class Hook:
         wanted = [f"export AGENTMSG_HOME={_sh_quote(self.root or '')}"]
         if len(binds) == 1:
             wanted.append(f"export AGENTMSG_COLLAB={_sh_quote(binds[0][0])}")
-        have = set((hookio.read_file(path) or b"").decode("utf-8", "replace").splitlines())
+        have = set((fsio.read_bytes(path) or b"").decode("utf-8", "replace").splitlines())
         missing = [line for line in wanted if line not in have]
         if missing:
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
@@ -291,12 +346,12 @@ class Hook:
             base = self._base(collab)
             st = self.load_state(base, alias)
             st["prompt"] += 1
-            msgs, view, _ = hookio.pending(base, alias, st.get("rc"))
+            msgs, view = mailbox.pending(base, alias, st.get("rc"))
             ids = {m["id"] for m in msgs}
             shown = {k: v for k, v in st["shown"].items() if k in ids}
             for mid in view.retries:
                 shown.pop(mid, None)
-            st["shown"], st["rc"] = shown, view.document(ids)
+            st["shown"], st["rc"] = shown, view.document()
             due = [m for m in msgs if m["id"] not in shown or st["prompt"] - shown[m["id"]] >= REPRESENT_AFTER]
             work.append((collab, alias, base, st, due))
         due_all = [Msg(m) for *_, due in work for m in due]
@@ -320,7 +375,7 @@ class Hook:
             ids = tuple(m["id"] for m in due if m["id"] in included)
             if ids:
                 with self.locked(base):
-                    completers.append(self.claim(base, alias, ids, hookio.uuid4()))
+                    completers.append(self.claim(base, alias, ids, uuid4()))
                 for mid in ids:
                     st["shown"][mid] = st["prompt"]
             self.save_state(base, alias, st)
@@ -338,10 +393,10 @@ class Hook:
         path = os.path.join(base, delivery.JOURNAL)
         if not os.path.exists(path):
             return None
-        env = delivery.latest(delivery.fold(rec for _p, rec, _e in hookio.scan(path)), alias, self.pin)
+        env = delivery.latest(delivery.fold(rec for _p, rec in Journal(path).scan()), alias, self.pin)
         if env is None:
             return None
-        holder = hookio.holder(reg, alias)
+        holder = mailbox.holder(reg, alias)
         status = env.status(time.time(), holder=holder, closed=reg.get("closed_at") is not None)
         return env if status == "active" else None
 
@@ -364,18 +419,18 @@ class Hook:
         return b"", _nothing
 
     def _requests(self, base: str, alias: str, st: dict[str, Any]) -> list[dict[str, Any]]:
-        msgs, view, _ = hookio.pending(base, alias, st.get("rc"))
-        st["rc"] = view.document({m["id"] for m in msgs})
+        msgs, view = mailbox.pending(base, alias, st.get("rc"))
+        st["rc"] = view.document()
         return [m for m in msgs if m["kind"] == "request"]
 
     def _wait_for_request(self, base: str, alias: str, st: dict[str, Any], wait: float) -> list[dict[str, Any]]:
         inbox = os.path.join(base, "inbox", f"{alias}.jsonl")
         deadline = time.monotonic() + min(wait, delivery.MAX_WAIT)
-        seen = hookio.size(inbox)
+        seen = fsio.file_size(inbox)
         while time.monotonic() < deadline:
             time.sleep(0.2)
-            if hookio.size(inbox) != seen:
-                seen = hookio.size(inbox)
+            if fsio.file_size(inbox) != seen:
+                seen = fsio.file_size(inbox)
                 found = self._requests(base, alias, st)
                 if found:
                     return found
@@ -401,17 +456,36 @@ class Hook:
             rendered = boundary.render(msgs, alias=alias, cap=self.cap, unit=self.unit, lead=lead)
             if not rendered.included:
                 return b"", _nothing
-            attempt = hookio.uuid4()
-            hookio.append_records(os.path.join(base, delivery.JOURNAL), [{
+            attempt = uuid4()
+            Journal(os.path.join(base, delivery.JOURNAL)).append({
                 "type": delivery.SLOT, "envelope": env.id, "slot": slot, "alias": alias, "pin": self.pin,
                 "host": self.host, "attempt": attempt, "messages": list(rendered.included),
-            }])
+            })
             complete = self.claim(base, alias, rendered.included, attempt)
             st["blocked"] = [m["id"] for m in requests]
             for mid in rendered.included:
                 st["shown"][mid] = st["prompt"]
             self.save_state(base, alias, st)
         return self.output(rendered.text), complete
+
+
+_SESSION_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_SESSION_REST = _SESSION_FIRST | frozenset("._@-")
+
+
+def is_session(value: object) -> bool:
+    """``model.SESSION_RE`` without ``re``: a session id that may become part of a pin."""
+    return (isinstance(value, str) and 0 < len(value) <= 128 and value[0] in _SESSION_FIRST
+            and set(value) <= _SESSION_REST)
+
+
+def uuid4() -> str:
+    """``str(uuid.uuid4())`` without ``uuid``."""
+    b = bytearray(os.urandom(16))
+    b[6] = b[6] & 0x0F | 0x40
+    b[8] = b[8] & 0x3F | 0x80
+    h = b.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def _sh_quote(value: str) -> str:

@@ -3,31 +3,51 @@
 Writers must hold the collaboration's write lock: the tail (last sequence
 number and checksum) is read and extended under it, which is what makes the
 sequence gap-free however many processes send at once.
+
+Lean like records.py (the hooks append and scan with it); the path may be a
+``str`` or a ``pathlib.Path``.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from pathlib import Path
+import os
 
 from . import fsio, records
-from .records import Record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
+
+    from .fsio import StrPath
+    from .records import Record
 
 
-@dataclass(frozen=True)
 class Problem:
     """A line a reader skipped: torn (crash mid-write) or damaged."""
 
-    path: str
-    offset: int
-    reason: str
-    torn: bool
+    __slots__ = ("offset", "path", "reason", "torn")
+
+    def __init__(self, path: str, offset: int, reason: str, torn: bool) -> None:
+        self.path, self.offset, self.reason, self.torn = path, offset, reason, torn
+
+    def as_dict(self) -> dict[str, object]:
+        return {"path": self.path, "offset": self.offset, "reason": self.reason, "torn": self.torn}
+
+    def _key(self) -> tuple[str, int, str, bool]:
+        return self.path, self.offset, self.reason, self.torn
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Problem) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Problem(path={self.path!r}, offset={self.offset!r}, reason={self.reason!r}, torn={self.torn!r})"
 
 
 class Journal:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: StrPath) -> None:
         self.path = path
 
     def last(self) -> Record | None:
@@ -44,33 +64,59 @@ class Journal:
         about to land at: an index written there is a reservation that a
         crash can leave dangling but never missing.
         """
+        return self.append_many([fields], before=before)[0]
+
+    def append_many(self, items: Sequence[Record], *, before: Callable[[int, Record], None] | None = None,
+                    durable: bool = True, head: bool = True) -> list[tuple[int, Record]]:
+        """Seal records and append them with one write; returns (offset, record) for each.
+
+        ``before`` runs for each record first, as for :meth:`append`.  By
+        default the records are durable (fsynced, and the directory of a new
+        file) and the ``.head`` sidecar names the last one, as one
+        :meth:`append` per record would leave them.  ``durable=False`` skips
+        the fsyncs, for records whose loss in a crash is harmless.
+        ``head=False`` leaves the sidecar as it was: ``verify`` accepts a
+        sidecar that lags the file (never one that leads it), and the next
+        append with ``head=True`` brings it up to date.
+        """
+        if not items:
+            return []
         tail = self.last()
-        rec = records.seal(
-            fields,
-            seq=tail["seq"] + 1 if tail else 1,
-            prev=tail["sum"] if tail else "",
-            prev_ts=tail.get("ts") if tail else None,
-        )
+        sealed, lines = [], []
+        for fields in items:
+            tail = records.seal(fields, seq=tail["seq"] + 1 if tail else 1, prev=tail["sum"] if tail else "",
+                                prev_ts=tail.get("ts") if tail else None)
+            sealed.append(tail)
+            lines.append(records.encode(tail))
         if before is not None:
-            before(fsio.next_offset(self.path), rec)
-        offset = fsio.append(self.path, records.encode(rec))
-        fsio.atomic_write(self.head_path, records.canonical({"seq": rec["seq"], "sum": rec["sum"]}), durable=False)
-        return offset, rec
+            at = fsio.next_offset(self.path)
+            for rec, line in zip(sealed, lines, strict=True):
+                before(at, rec)
+                at += len(line)
+        at = fsio.append(self.path, b"".join(lines), durable=durable)
+        if head:
+            fsio.atomic_write(self.head_path, records.canonical({"seq": tail["seq"], "sum": tail["sum"]}),
+                              durable=False)
+        placed = []
+        for rec, line in zip(sealed, lines, strict=True):
+            placed.append((at, rec))
+            at += len(line)
+        return placed
 
     @property
-    def head_path(self) -> Path:
+    def head_path(self) -> StrPath:
         """Sidecar naming the newest record: lets ``verify`` see records cut off the end."""
-        return self.path.with_name(f".{self.path.name}.head")
+        return fsio.sibling(self.path, f".{os.path.basename(self.path)}.head")
 
     def head(self) -> Record | None:
         raw = fsio.read_bytes(self.head_path)
         try:
-            return json.loads(raw) if raw else None
+            return records.loads(raw) if raw else None
         except ValueError:
             return None
 
-    def scan(self, offset: int = 0, problems: list[Problem] | None = None) -> Iterator[tuple[int, Record]]:
-        """Valid records from ``offset``; skipped lines go to ``problems``."""
+    def entries(self, offset: int = 0, problems: list[Problem] | None = None) -> Iterator[tuple[int, Record, int]]:
+        """``(offset, record, end)`` of each valid record from ``offset``; skipped lines go to ``problems``."""
         for pos, line, complete in fsio.lines(self.path, offset):
             if not line:
                 continue
@@ -78,18 +124,23 @@ class Journal:
                 rec = records.decode(line)
             except records.BadRecord as bad:
                 if problems is not None:
-                    problems.append(Problem(str(self.path), pos, str(bad), bad.torn or not complete))
+                    problems.append(Problem(os.fspath(self.path), pos, str(bad), bad.torn or not complete))
                 continue
             if not complete:
                 # Complete JSON but no newline yet: a write in progress or a
                 # crash right before the newline; the next writer settles it.
                 if problems is not None:
-                    problems.append(Problem(str(self.path), pos, "unterminated last line", True))
+                    problems.append(Problem(os.fspath(self.path), pos, "unterminated last line", True))
                 continue
+            yield pos, rec, pos + len(line) + 1
+
+    def scan(self, offset: int = 0, problems: list[Problem] | None = None) -> Iterator[tuple[int, Record]]:
+        """Valid records from ``offset``; skipped lines go to ``problems``."""
+        for pos, rec, _end in self.entries(offset, problems):
             yield pos, rec
 
     def read_at(self, offset: int) -> Record | None:
-        for _pos, rec in self.scan(offset):
+        for _pos, rec, _end in self.entries(offset):
             return rec
         return None
 

@@ -1,17 +1,31 @@
-"""Where state lives: one root, resolved explicitly, never from the cwd."""
+"""Where state lives: one root, resolved explicitly, never from the cwd.
+
+Lean (the hooks resolve the root with :func:`resolve_root_str`); only
+:func:`resolve_root`, for the CLI, imports ``pathlib``.
+"""
 
 from __future__ import annotations
 
-import hashlib
 import os
-from collections.abc import Mapping
-from pathlib import Path
 
-from .errors import UsageError
+from .records import sha256_hex
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
 
 
 def resolve_root(flag: str | None = None, env: Mapping[str, str] | None = None) -> tuple[Path, str]:
-    """Return the root and which rule chose it.
+    """:func:`resolve_root_str` as a ``Path``."""
+    from pathlib import Path
+
+    root, source = resolve_root_str(flag, env)
+    return Path(root), source
+
+
+def resolve_root_str(flag: str | None = None, env: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """Return the root (normalized, absolute) and which rule chose it; UsageError when there is none.
 
     Order: ``--root``, ``AGENTMSG_HOME``, ``$XDG_STATE_HOME/agentmsg``,
     ``~/.local/state/agentmsg``.  A relative path would make the root depend
@@ -23,21 +37,26 @@ def resolve_root(flag: str | None = None, env: Mapping[str, str] | None = None) 
     if env.get("AGENTMSG_HOME"):
         return _absolute(env["AGENTMSG_HOME"], "AGENTMSG_HOME"), "AGENTMSG_HOME"
     if env.get("XDG_STATE_HOME"):
-        base = _absolute(env["XDG_STATE_HOME"], "XDG_STATE_HOME")
-        return base / "agentmsg", "XDG_STATE_HOME"
+        return os.path.join(_absolute(env["XDG_STATE_HOME"], "XDG_STATE_HOME"), "agentmsg"), "XDG_STATE_HOME"
     home = env.get("HOME")
     if not home:
-        raise UsageError("cannot resolve the state root: set AGENTMSG_HOME or HOME")
-    return _absolute(home, "HOME") / ".local" / "state" / "agentmsg", "HOME"
+        raise _usage("cannot resolve the state root: set AGENTMSG_HOME or HOME")
+    return os.path.join(_absolute(home, "HOME"), ".local", "state", "agentmsg"), "HOME"
 
 
-def _absolute(value: str, what: str) -> Path:
-    path = Path(os.path.expanduser(value))
-    if not path.is_absolute():
-        raise UsageError(f"{what} must be an absolute path, got {value[:80]!r}")
-    return Path(os.path.normpath(path))
+def _absolute(value: str, what: str) -> str:
+    path = os.path.expanduser(value)
+    if not os.path.isabs(path):
+        raise _usage(f"{what} must be an absolute path, got {value[:80]!r}")
+    return os.path.normpath(path)
+
+
+def _usage(message: str) -> Exception:
+    from .errors import UsageError  # only when raising: the hooks resolve the root on every prompt
+
+    return UsageError(message)
 
 
 def pin_key(pin: str) -> str:
     """File name for a pin: a hash, so raw session text never names a file."""
-    return hashlib.sha256(pin.encode()).hexdigest()[:32]
+    return sha256_hex(pin.encode())[:32]

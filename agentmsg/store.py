@@ -8,7 +8,6 @@ method returns, so a returned value means "durably stored".
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -19,9 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from . import fsio, model, records
+from . import fsio, mailbox, model, records
 from .errors import Closed, Conflict, IdentityError, NotFound, UnknownAgent, UnsafePath, UsageError
 from .journal import Journal, Problem
+from .mailbox import COLLAB_SUBDIRS as COLLAB_SUBDIRS  # re-exported: the layout, as before
 from .model import Message, Pin, Registry
 from .paths import pin_key
 from .records import Record
@@ -92,9 +92,6 @@ class Store(Protocol):
     def collabs(self) -> list[str]: ...
 
 
-#: Subdirectories of a collaboration; each is checked for a symlink on every access.
-COLLAB_SUBDIRS = ("inbox", "receipts", "state", "ids", "transcripts")
-
 REGISTRY_HEADER = (
     "# agentmsg registry: authoritative alias -> participant map.\n"
     "# Rebuilt from collab.jsonl under the write lock; edits here are overwritten.\n"
@@ -112,11 +109,9 @@ class FileStore:
     # ---- paths -----------------------------------------------------------
 
     def _cdir(self, collab: str) -> Path:
-        path = fsio.existing_dir(self.root, "collabs", collab)
-        if path is None or not (path / "collab.jsonl").exists():
+        path = mailbox.collab_dir(self.root, collab)  # a planted link is refused before anything is read
+        if path is None:
             raise NotFound(f"no collaboration {collab} under {self.root}")
-        for sub in COLLAB_SUBDIRS:  # a planted link is refused before anything is read or written
-            fsio.existing_dir(path, sub)
         return path
 
     def _journal(self, collab: str, *parts: str) -> Journal:
@@ -205,11 +200,11 @@ class FileStore:
             self._rebuild_registry(collab)
 
     def registry(self, collab: str) -> Registry:
-        raw = fsio.read_bytes(self._cdir(collab) / "registry.yaml")
-        if raw is not None:
+        doc = mailbox.registry_document(self._cdir(collab))
+        if doc is not None:
             try:
-                return model.registry_from_document(json.loads(_strip_comments(raw)))
-            except (ValueError, KeyError, TypeError):
+                return model.registry_from_document(doc)
+            except (ValueError, KeyError, TypeError, AttributeError):
                 pass  # damaged derived file: fall back to the records
         return self._replay(collab)
 
@@ -262,23 +257,19 @@ class FileStore:
 
     def collabs(self) -> list[str]:
         base = fsio.existing_dir(self.root, "collabs")
-        return sorted(p.name for p in base.iterdir() if _is_uuid(p.name)) if base else []
+        return sorted(p.name for p in base.iterdir() if mailbox.is_uuid(p.name)) if base else []
 
     # ---- pin index (derived) ----------------------------------------------
 
     def bindings(self, who: str) -> list[tuple[str, str]]:
         """Active (collab, alias) bindings of a pin, confirmed against each registry."""
-        base = fsio.existing_dir(self.root, "pins")
-        raw = fsio.read_bytes(base / f"{pin_key(who)}.json") if base else None
-        found = []
-        for entry in json.loads(raw)["bindings"] if raw else []:
-            try:
-                reg = self.registry(entry["collab"])
-            except NotFound:
-                continue
-            if not reg.closed and reg.alias_of(who) == entry["alias"]:
-                found.append((entry["collab"], entry["alias"]))
-        return found
+        return [(collab, alias) for collab, alias, _doc in mailbox.bindings(self.root, who, self._registry_document)]
+
+    def _registry_document(self, collab: str) -> dict[str, Any] | None:
+        try:
+            return model.registry_document(self.registry(collab))
+        except NotFound:
+            return None
 
     @contextmanager
     def _pins(self, who: str) -> Iterator[tuple[Path, list[dict[str, str]]]]:
@@ -429,13 +420,7 @@ class FileStore:
 
     def _index_receipt(self, base: Path, mid: str, offset: int) -> None:
         """Point the message's index entry at its receipt, so ``state`` never scans history."""
-        path = base / "ids" / mid[:2] / f"{mid}.json"
-        raw = fsio.read_bytes(path)
-        if raw is None:
-            return
-        doc = json.loads(raw)
-        doc.setdefault("receipts", []).append(offset)
-        fsio.atomic_write(path, json.dumps(doc).encode(), durable=False)
+        mailbox.index_receipt(base, mid, offset)
 
     def _message_receipts(self, base: Path, mid: str) -> list[Record]:
         raw = fsio.read_bytes(base / "ids" / mid[:2] / f"{mid}.json")
@@ -453,28 +438,12 @@ class FileStore:
         """Unacknowledged messages, oldest first; cost follows unread, not history."""
         base = self._cdir(collab)
         model.alias(alias)
-        cur = self._cursor(base, alias)
-        acked = set(cur["acked"])
-        for _, rec in Journal(base / "receipts" / f"{alias}.jsonl").scan(cur["rcpt"]):
-            if rec["type"] == "ack":
-                acked.add(rec["message"])
         problems: list[Problem] = []
-        msgs = [
-            Message.from_record(rec)
-            for _, rec in Journal(base / "inbox" / f"{alias}.jsonl").scan(cur["low"], problems)
-            if rec["id"] not in acked
-        ]
-        return Inbox(alias, msgs, problems)
+        msgs, _view = mailbox.pending(base, alias, problems=problems)
+        return Inbox(alias, [Message.from_record(rec) for rec in msgs], problems)
 
     def _cursor(self, base: Path, alias: str) -> dict[str, Any]:
-        raw = fsio.read_bytes(base / "state" / f"{alias}.json") if fsio.existing_dir(base, "state") else None
-        try:
-            cur = json.loads(raw) if raw else None
-            if isinstance(cur, dict) and {"low", "rcpt", "acked"} <= cur.keys():
-                return cur
-        except ValueError:
-            pass
-        return {"low": 0, "rcpt": 0, "acked": []}
+        return mailbox.cursor(base, alias)
 
     def _advance(self, base: Path, alias: str) -> None:
         """Move the cursor past the acknowledged prefix (caller holds the lock)."""
@@ -632,17 +601,6 @@ def _yaml_json(doc: dict[str, Any]) -> str:
     return _YAML_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-def _strip_comments(raw: bytes) -> bytes:
-    return b"\n".join(line for line in raw.splitlines() if not line.startswith(b"#"))
-
-
-def _is_uuid(name: str) -> bool:
-    try:
-        return model.as_uuid(name, "id") == name
-    except UsageError:
-        return False
-
-
 def _other_party(parent: Message, sender: str) -> str:
     return parent.sender if parent.to == sender else parent.to
 
@@ -654,7 +612,7 @@ def _copy_id(base_id: str, alias: str) -> str:
 
 def _digest(fields: Record) -> str:
     keys = ("sender", "to", "kind", "priority", "subject", "body", "reply_to")
-    return hashlib.sha256(records.canonical({k: fields[k] for k in keys})).hexdigest()
+    return records.sha256_hex(records.canonical({k: fields[k] for k in keys}))
 
 
 def _flags(text: str) -> tuple[str, ...]:

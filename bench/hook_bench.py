@@ -240,8 +240,9 @@ def markdown(res: dict, info: dict[str, str], command: str) -> str:
               "| module | cumulative |", "|---|---:|",
               f"| `agentmsg.hookrun` (everything a hook imports) | {imp['agentmsg.hookrun'] / 1e3:.2f} ms |",
               f"| `agentmsg.store` (for comparison; not on the hook path) | {imp['agentmsg.store'] / 1e3:.2f} ms |",
-              "", "The hook path uses `agentmsg/hookio.py` (os, fcntl, time, `_json`, `_sha256`) instead of",
-              "json/re/pathlib/dataclasses/hashlib/uuid/typing, each of which costs milliseconds bare."]
+              "", "The hook path imports the same lean core as the store (records, fsio, journal, paths,",
+              "mailbox: os, time, `_json`, `_sha256`, fcntl on first lock), boundary and the pure half of delivery;",
+              "none of json/re/pathlib/dataclasses/hashlib/uuid/typing, each of which costs milliseconds bare."]
     lines += ["", "### Version-manager shims", ""]
     if "shim" in res:
         s = res["shim"]

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import fcntl
+import io
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -476,3 +478,54 @@ def test_hooks_files_name_the_launcher_for_each_host():
             (hook,) = group["hooks"]
             assert hook["command"].startswith('/bin/sh "${') and hook["command"].endswith(f'/hooks/run" {host}')
             assert set(hook) == {"type", "command", "timeout"}
+
+
+# ---- the probe for `agentmsg doctor` ---------------------------------------------------
+
+
+def probe(tmp_path: Path, root: Path | None, host: str = "claude", **extra_env: str):
+    return run_hook(host, "AgentmsgProbe", tmp_path, root, "agentmsg-doctor", extra_env=extra_env,
+                    stdin={"hook_event_name": "AgentmsgProbe", "session_id": "agentmsg-doctor"})
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_probe_names_version_interpreter_package_and_root(tmp_path, collab, host):
+    from agentmsg import TOOL, __version__
+
+    res = probe(tmp_path, collab.root, host)
+    assert res.returncode == 0 and res.stderr == ""
+    assert res.stdout.endswith("\n") and res.stdout.count("\n") == 1
+    doc = res.json
+    assert doc == {"agentmsg": __version__, "tool": TOOL, "python": doc["python"], "root": str(collab.root),
+                   "root_source": "AGENTMSG_HOME", "package": str(REPO / "agentmsg"), "host": host}
+    assert os.path.isabs(doc["python"]) and os.access(doc["python"], os.X_OK)
+    assert log_lines(collab.root) == []
+    assert receipts(collab.root, collab.id, "reviewer") == []
+
+
+def test_probe_answers_without_a_state_root(tmp_path):
+    res = probe(tmp_path, None)
+    doc = res.json
+    assert doc["root"] == str(tmp_path / "home" / ".local" / "state" / "agentmsg") and doc["root_source"] == "HOME"
+    assert not (tmp_path / "home" / ".local").exists()
+    doc = probe(tmp_path, None, HOME="").json
+    assert doc["root"] is None and doc["root_source"] is None
+
+
+def test_probe_reports_the_root_as_named(tmp_path, collab):
+    link = tmp_path / "root-link"
+    link.symlink_to(collab.root)
+    assert probe(tmp_path, link).json["root"] == str(link)  # as `agentmsg version` reports it
+
+
+def test_probe_fails_open(tmp_path, collab, monkeypatch, capfd):
+    def broken(*_args):
+        raise RuntimeError("probe broke")
+
+    monkeypatch.setattr(hookrun.Hook, "probe", broken)
+    monkeypatch.setenv("AGENTMSG_HOME", str(collab.root))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b'{"hook_event_name": "AgentmsgProbe"}')))
+    assert hookrun.main("claude") == 0
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+    assert "AgentmsgProbe" in log_lines(collab.root)[-1] and "probe broke" in log_lines(collab.root)[-1]
