@@ -15,7 +15,7 @@ What a model sees at a prompt (or in a Stop reason) is one block:
 Why peer text cannot escape: it never starts a line (body lines carry the
 prefix; one-line fields sit after a label), line breaks other than ``\\n``
 and control/invisible/bidi characters are shown as escapes (the set of
-``render.escape_hidden``, plus Unicode tag characters), and the boundary's
+``visible``, shared with the transcripts), and the boundary's
 bracket characters ``⟦ ⟧`` are escaped too, so nothing inside can look like
 a marker, whatever nonce it guesses.
 
@@ -27,12 +27,14 @@ priority first, then oldest first (inbox ``seq``).  A body that does not fit
 is cut with a marker giving the exact ``agentmsg show`` command; messages
 that do not fit at all are counted, with the ``agentmsg inbox`` command.
 
-Imports nothing beyond ``os``: this runs on every prompt.
+Imports nothing beyond ``os`` and ``visible``: this runs on every prompt.
 """
 
 from __future__ import annotations
 
 import os
+
+from . import visible
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -47,31 +49,19 @@ EXCERPT = 200  # body characters every shown message gets before the rest is sha
 PREFIX = "│ "
 OPEN, CLOSE = "⟦", "⟧"
 
-# render._HIDDEN, plus Unicode tag characters and the boundary's own brackets.
-_HIDDEN_RANGES = (
-    (0x00, 0x08), (0x0B, 0x1F), (0x7F, 0x9F), (0xAD, 0xAD), (0x61C, 0x61C), (0x180E, 0x180E),
-    (0x200B, 0x200F), (0x2028, 0x202E), (0x2060, 0x2069), (0xFEFF, 0xFEFF), (0xFFF9, 0xFFFB),
-    (0xE0000, 0xE007F), (ord(OPEN), ord(CLOSE)),
-)
 _TABLES: list[dict[int, str]] = []  # built on first use: a prompt with nothing to show never pays for it
 
 
 def _tables() -> list[dict[int, str]]:
     if not _TABLES:
-        hidden = {cp: chr(cp).encode("unicode_escape").decode("ascii")
-                  for lo, hi in _HIDDEN_RANGES for cp in range(lo, hi + 1)}
+        hidden = visible.table(ord(OPEN), ord(CLOSE))  # the markers' brackets never appear in peer text
         _TABLES.extend((hidden, {**hidden, ord("\n"): "\\n", ord("\t"): "\\t"}))
     return _TABLES
 
 
 def escape(text: str) -> str:
     """Every control, line-break, invisible and boundary character made visible (``\\n`` kept)."""
-    out = text.translate(_tables()[0])
-    try:
-        out.encode("utf-8")
-    except UnicodeEncodeError:  # lone surrogates: show them as escapes too
-        out = "".join(f"\\u{ord(c):04x}" if 0xD800 <= ord(c) <= 0xDFFF else c for c in out)
-    return out
+    return visible.escape(text, _tables()[0])
 
 
 def one_line(text: str) -> str:
@@ -113,10 +103,19 @@ def _measure(unit: str) -> Any:
     if unit == "chars":
         return len
     if unit == "utf16":  # what Claude Code counts (JavaScript string length)
-        return lambda s: len(s.encode("utf-16-le", "surrogatepass")) // 2
+        return _utf16_units
     if unit == "bytes":  # what Codex counts
         return lambda s: len(s.encode("utf-8", "surrogatepass"))
     raise ValueError(f"unit must be chars, utf16 or bytes, not {unit!r}")
+
+
+_ASTRAL_LEADS = bytes(range(0xF0, 0x100))
+
+
+def _utf16_units(s: str) -> int:
+    """``len(s.encode("utf-16-le")) // 2`` without loading that codec: astral characters count twice."""
+    raw = s.encode("utf-8", "surrogatepass")
+    return len(s) + len(raw) - len(raw.translate(None, _ASTRAL_LEADS))
 
 
 def _n(count: int, word: str) -> str:
@@ -169,9 +168,12 @@ def body_block(msg: Any, budget: int, size: Any) -> tuple[str, bool]:
         if size(text) <= budget:
             return text, False
     room = budget - size(_cut_marker(msg, len(body)))
-    # The largest prefix whose quoted form fits: size grows with the prefix,
-    # but not one unit per character (wide characters, line prefixes).
-    low, high = 0, min(len(body), max(room, 0))
+    # The largest prefix whose quoted form fits.  Dropping ``over`` characters
+    # frees at least ``over`` units, so ``high - over`` fits: search only above it.
+    high = min(len(body), max(room, 0))
+    over = size(quote(body[:high])) - room if high else 0
+    low = high if over <= 0 else max(high - over, 0)
+    high = high if over <= 0 else high - 1
     while low < high:
         mid = (low + high + 1) // 2
         if size(quote(body[:mid])) <= room:

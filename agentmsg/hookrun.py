@@ -257,6 +257,8 @@ class Hook:
         """Record one presented attempt for ``ids`` (caller holds the lock); returns its completer."""
         fields = [{"type": delivery.PRESENTED, "message": mid, "attempt": attempt, "host": self.host,
                    "hook": self.event, "pin": self.pin} for mid in ids]
+        for mid in ids:  # a planted link in ids/ is refused before anything is written
+            mailbox.index_path(base, mid)
         receipts = Journal(os.path.join(fsio.ensure_dir(base, "receipts"), f"{alias}.jsonl"))
         placed = receipts.append_many(fields, head=False)  # durable before printing; completion moves the head
         for offset, rec in placed:  # so `agentmsg show` reports them as presented

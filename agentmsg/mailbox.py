@@ -187,21 +187,49 @@ def pending(base: P, alias: str, view: object = None,
     return msgs, rv
 
 
-def index_receipt(base: P, message: str, offset: int) -> None:
-    """Point a message's id index entry at a receipt for it, so ``FileStore.state`` never scans history.
+def index_path(base: P, message: str) -> P:
+    """``ids/<2 hex>/<id>.json``; a symlinked shard raises UnsafePath."""
+    fsio.existing_dir(base, "ids", message[:2])
+    return fsio.join(base, "ids", message[:2], f"{message}.json")
 
-    A missing or damaged entry (derived data) is left as it is: the receipt
-    itself is stored, which is what counts.
+
+def read_index(base: P, message: str) -> tuple[dict[str, Any], list[int]] | None:
+    """An id's index entry and the offsets of its receipts, or None.
+
+    The entry is one JSON line (where the message is, or which copies a
+    broadcast made), then one line per receipt offset, appended without a
+    rewrite.  A damaged line is skipped: this is derived data.
+    """
+    if not is_uuid(message):
+        return None
+    raw = fsio.read_bytes(index_path(base, message))
+    if raw is None:
+        return None
+    head, _, tail = raw.partition(b"\n")
+    try:
+        doc = records.loads(head.decode())
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    offsets = [int(line) for line in tail.split(b"\n") if line.isdigit()]
+    return doc, offsets
+
+
+def write_index(base: P, message: str, doc: dict[str, Any]) -> None:
+    fsio.ensure_dir(base, "ids", message[:2])
+    fsio.atomic_write(index_path(base, message), records.dumps_plain(doc).encode() + b"\n")
+
+
+def index_receipt(base: P, message: str, offset: int) -> None:
+    """Point a message's index entry at a receipt for it, so ``FileStore.state`` never scans history.
+
+    An append, not a rewrite: a prompt that shows twenty messages pays for
+    twenty small appends.  A missing entry is left alone (the receipt itself
+    is stored, which is what counts).
     """
     if not is_uuid(message):
         return
-    path = fsio.join(base, "ids", message[:2], f"{message}.json")
-    raw = fsio.read_bytes(path)
-    try:
-        doc = records.loads(raw) if raw is not None else None
-    except ValueError:
-        doc = None
-    if not isinstance(doc, dict) or not isinstance(doc.setdefault("receipts", []), list):
-        return
-    doc["receipts"].append(offset)
-    fsio.atomic_write(path, records.dumps_plain(doc).encode(), durable=False)
+    path = index_path(base, message)
+    if fsio.file_size(path):
+        fsio.append(path, f"{offset}\n".encode(), durable=False)

@@ -14,16 +14,13 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from . import visible
 from .model import Message, Registry
-
-_HIDDEN = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]"
-)
 
 
 def escape_hidden(text: str) -> str:
     """Make every control, line-break and invisible character visible."""
-    return _HIDDEN.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+    return visible.escape(text)
 
 
 def one_line(text: str) -> str:

@@ -130,7 +130,7 @@ class FileStore:
 
     def open(self, opener: Pin, alias: str, label: str, task: str, notify: dict[str, Any]) -> Registry:
         collab = str(uuid.uuid4())
-        fsio.ensure_dir(self.root, "pins")  # refuse a planted link before writing anything
+        self._check_pin_index(str(opener))  # refuse a planted link before writing anything
         base = fsio.ensure_dir(self.root, "collabs", collab)
         with fsio.locked(base / "write.lock", self.lock_timeout):
             ev = {"type": "opened", "collab": collab, "alias": alias, "pin": str(opener),
@@ -142,7 +142,9 @@ class FileStore:
 
     def join(self, collab: str, who: Pin, alias: str, *, succeeds: Pin | None = None,
              reason: str | None = None, notify: dict[str, Any] | None = None) -> Registry:
-        fsio.ensure_dir(self.root, "pins")
+        self._check_pin_index(str(who))
+        if succeeds is not None:
+            self._check_pin_index(str(succeeds))
         with self._locked(collab) as base:
             reg = self._open_registry(collab)
             current = reg.alias_of(str(who))
@@ -261,6 +263,9 @@ class FileStore:
 
     # ---- pin index (derived) ----------------------------------------------
 
+    def _check_pin_index(self, who: str) -> None:
+        fsio.refuse_link(fsio.ensure_dir(self.root, "pins") / f"{pin_key(who)}.json")
+
     def bindings(self, who: str) -> list[tuple[str, str]]:
         """Active (collab, alias) bindings of a pin, confirmed against each registry."""
         return [(collab, alias) for collab, alias, _doc in mailbox.bindings(self.root, who, self._registry_document)]
@@ -297,21 +302,52 @@ class FileStore:
             sender = self.require_alias(reg, who)
             parent = self._reply_target(collab, sender, draft.reply_to) if draft.reply_to else None
             to = draft.to or (_other_party(parent, sender) if parent else "")
-            recipients = self._recipients(reg, sender, to)
             base_id = draft.id or str(uuid.uuid4())
-            out = []
+            recipients = self._recipients(reg, sender, to)
+            if draft.id:
+                recipients = self._replayed_recipients(base, base_id, to, recipients)
+            planned = []
             for alias in recipients:
-                msg_id = base_id if len(recipients) == 1 and to != "all" else _copy_id(base_id, alias)
                 fields = {
-                    "type": "message", "id": msg_id, "collab": collab, "sender": sender,
-                    "sender_pin": str(who), "sender_runtime": who.runtime, "to": alias,
-                    "kind": draft.kind, "priority": draft.priority, "subject": draft.subject,
+                    "type": "message", "id": base_id if to != "all" else _copy_id(base_id, alias),
+                    "collab": collab, "sender": sender, "sender_pin": str(who), "sender_runtime": who.runtime,
+                    "to": alias, "kind": draft.kind, "priority": draft.priority, "subject": draft.subject,
                     "body": draft.body, "reply_to": f"{parent.to}/{parent.id}" if parent else None,
                     "broadcast": base_id if to == "all" else None,
                 }
                 fields["digest"] = _digest(fields)
-                out.append(self._store_message(base, fields, parent))
-        return out
+                planned.append((fields, self._existing(base, fields)))
+            # Every copy is checked (conflicts, planted links) before any is stored:
+            # a refused broadcast leaves nothing behind.
+            for fields, existing in planned:
+                if existing is None:
+                    for view in (fsio.ensure_dir(base, "transcripts") / f"{fields['to']}.md",
+                                 base / "collaboration.md"):
+                        fsio.refuse_link(view)
+            if to == "all" and all(existing is None for _, existing in planned):
+                mailbox.write_index(base, base_id, {"broadcast": recipients})
+            return [Sent(Message.from_record(existing), already=True) if existing is not None
+                    else self._store_message(base, fields, parent) for fields, existing in planned]
+
+    def _replayed_recipients(self, base: Path, base_id: str, to: str, recipients: list[str]) -> list[str]:
+        """A re-sent id keeps its first meaning: same kind (broadcast or not), same recipients."""
+        found = mailbox.read_index(base, base_id)
+        doc = found[0] if found else None
+        if doc is None:
+            return recipients
+        if ("broadcast" in doc) != (to == "all"):
+            what = "a broadcast" if "broadcast" in doc else "a direct message"
+            raise Conflict(f"message id {base_id} is already stored as {what}; nothing was stored")
+        return list(doc["broadcast"]) if to == "all" else recipients
+
+    def _existing(self, base: Path, fields: Record) -> Record | None:
+        """The stored record for this id if its content matches; Conflict if it differs."""
+        found = self._lookup(base, fields["id"])
+        if found is None:
+            return None
+        if found[1]["digest"] != fields["digest"]:
+            raise Conflict(f"message id {fields['id']} is already stored with different content")
+        return found[1]
 
     def _recipients(self, reg: Registry, sender: str, to: str) -> list[str]:
         if to == "all":
@@ -336,18 +372,10 @@ class FileStore:
         return parent
 
     def _store_message(self, base: Path, fields: Record, parent: Message | None) -> Sent:
-        existing = self._lookup(base, fields["id"])
-        if existing is not None:
-            if existing[1]["digest"] != fields["digest"]:
-                raise Conflict(f"message id {fields['id']} is already stored with different content")
-            return Sent(Message.from_record(existing[1]), already=True)
         flagged = _flags(fields["subject"] + "\n" + fields["body"])
         if flagged:
             fields["flags"] = list(flagged)
         fields["cseq"] = self._next_cseq(base)
-        views = fsio.ensure_dir(base, "transcripts") / f"{fields['to']}.md", base / "collaboration.md"
-        for view in views:  # a planted link is refused before the message is stored, not after
-            fsio.refuse_link(view)
         inbox = Journal(fsio.ensure_dir(base, "inbox") / f"{fields['to']}.jsonl")
         _, rec = inbox.append(fields, before=lambda at, sealed: self._index(base, sealed, at))
         if parent is not None:
@@ -357,9 +385,8 @@ class FileStore:
         return Sent(msg, already=False)
 
     def _index(self, base: Path, rec: Record, offset: int) -> None:
-        mid = rec["id"]
         doc = {"inbox": rec["to"], "offset": offset, "seq": rec["seq"], "digest": rec["digest"]}
-        fsio.atomic_write(fsio.ensure_dir(base, "ids", mid[:2]) / f"{mid}.json", json.dumps(doc).encode())
+        mailbox.write_index(base, rec["id"], doc)
 
     def _lookup(self, base: Path, mid: str) -> tuple[int, Record] | None:
         """(offset, record) for an id, checked against the inbox it points to.
@@ -368,11 +395,9 @@ class FileStore:
         between indexing and appending; it counts as absent.
         """
         mid = model.message_id(mid)
-        raw = fsio.read_bytes(base / "ids" / mid[:2] / f"{mid}.json") if fsio.existing_dir(base, "ids") else None
-        if raw is None:
-            return None
-        doc = json.loads(raw)
-        if not model.ALIAS_RE.fullmatch(doc["inbox"]):
+        found = mailbox.read_index(base, mid) if fsio.existing_dir(base, "ids") else None
+        doc = found[0] if found else None
+        if doc is None or not isinstance(doc.get("inbox"), str) or not model.ALIAS_RE.fullmatch(doc["inbox"]):
             return None
         rec = Journal(base / "inbox" / f"{doc['inbox']}.jsonl").read_at(doc["offset"])
         return (doc["offset"], rec) if rec is not None and rec.get("id") == mid else None
@@ -423,13 +448,12 @@ class FileStore:
         mailbox.index_receipt(base, mid, offset)
 
     def _message_receipts(self, base: Path, mid: str) -> list[Record]:
-        raw = fsio.read_bytes(base / "ids" / mid[:2] / f"{mid}.json")
-        if raw is None:
+        found = mailbox.read_index(base, mid)
+        if found is None or not isinstance(found[0].get("inbox"), str):
             return []
-        doc = json.loads(raw)
-        journal = Journal(base / "receipts" / f"{model.alias(doc['inbox'])}.jsonl")
-        found = (journal.read_at(offset) for offset in doc.get("receipts", []))
-        return [rec for rec in found if rec is not None and rec.get("message") == mid]
+        journal = Journal(base / "receipts" / f"{model.alias(found[0]['inbox'])}.jsonl")
+        recs = (journal.read_at(offset) for offset in found[1])
+        return [rec for rec in recs if rec is not None and rec.get("message") == mid]
 
     def receipts(self, collab: str, alias: str, offset: int = 0) -> Iterator[tuple[int, Record]]:
         return Journal(self._cdir(collab) / "receipts" / f"{model.alias(alias)}.jsonl").scan(offset)

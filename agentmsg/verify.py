@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import fsio, records
+from . import fsio, mailbox, records
 from .journal import Journal
 
 
@@ -35,6 +35,7 @@ def journals(root: Path, collab: str | None = None) -> Iterator[Path]:
         return
     for cdir in sorted(base.iterdir()) if collab is None else [base / collab]:
         fsio.existing_dir(base, cdir.name)
+        mailbox.collab_dir(root, cdir.name)  # a symlinked subdirectory is refused, not skipped
         yield from sorted(p for p in cdir.rglob("*.jsonl") if not p.is_symlink())
 
 

@@ -364,13 +364,13 @@ def test_a_receipt_indexed_by_the_hook_path_is_found_by_the_store(store, collab)
     placed = Journal(str(collab.dir / "receipts" / "reviewer.jsonl")).append_many(
         [{"type": "presented", "message": mid, "attempt": "a2", "host": "y"}], head=False)
     mailbox.index_receipt(str(collab.dir), mid, placed[0][0])
-    doc = json.loads(by_store)
-    doc["receipts"].append(placed[0][0])
-    assert index.read_bytes() == json.dumps(doc).encode()
+    assert index.read_bytes() == by_store + f"{placed[0][0]}\n".encode()  # appended, not rewritten
+    assert json.loads(by_store.split(b"\n")[0])["inbox"] == "reviewer"
     assert [p["attempt"] for p in store.state(collab.id, sent.message).presented] == ["a1", "a2"]
-    index.write_bytes(b"{damaged")  # derived: left as it is, the receipt is stored regardless
-    store.receipt(collab.id, "reviewer", {"type": "presented", "message": mid, "attempt": "a3", "host": "x"})
-    assert index.read_bytes() == b"{damaged"
+    index.write_bytes(b"{damaged")  # derived: unreadable now, and the receipt is stored regardless
+    rec = store.receipt(collab.id, "reviewer", {"type": "presented", "message": mid, "attempt": "a3", "host": "x"})
+    assert rec["attempt"] == "a3"
+    assert mailbox.read_index(collab.dir, mid) is None
 
 
 @pytest.mark.parametrize("sub", mailbox.COLLAB_SUBDIRS)
