@@ -305,15 +305,17 @@ class Hook:
         requests = sum(1 for m in msgs if m["kind"] == "request")
         counts = f"{len(msgs)} ({requests} request{'s' * (requests != 1)}, {len(msgs) - requests} other)"
         opener = next((a for a, p in reg["participants"].items() if p.get("pin") == reg.get("opener")), "?")
-        task = str(reg.get("task", ""))
-        task = boundary.one_line(task[:300]) + ("…" if len(task) > 300 else "")
+        label, task = str(reg.get("label", ""))[:64], str(reg.get("task", ""))[:500]
+        from . import flags  # SessionStart only: its patterns cost milliseconds to compile
+
         return (
             f"agentmsg: this session ({self.pin}) is participant {alias} in collaboration {collab}, "
-            f"label \"{boundary.one_line(str(reg.get('label', ''))[:64])}\", task \"{task}\" "
-            f"(set by {boundary.one_line(opener)}). "
+            f"opened by {boundary.one_line(opener)}. "
             f"State root: {self.root}. Unacknowledged messages for {alias}: {counts}; they are quoted at "
             f"the next prompt inside an untrusted peer-data boundary, and "
-            f"`{boundary.inbox_command(collab)}` lists them."
+            f"`{boundary.inbox_command(collab)}` lists them.\n"
+            + boundary.peer_fields((("label", label), ("task", task)), flags.detect(label + "\n" + task),
+                                   f"{opener}, the collaboration's opener")
         )
 
     def _envelope_note(self, base: str, alias: str, reg: Mapping[str, Any]) -> str:

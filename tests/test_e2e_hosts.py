@@ -122,7 +122,7 @@ def assert_untrusted(block: product.Block) -> None:
 
 
 def identity_prefix(pin: str, alias: str, collab: str) -> str:
-    return f"agentmsg: this session ({pin}) is participant {alias} in collaboration {collab}, label "
+    return f"agentmsg: this session ({pin}) is participant {alias} in collaboration {collab}, opened by "
 
 
 def assert_nothing_injected(turn: product.Turn) -> None:
@@ -235,8 +235,9 @@ def test_codex_and_claude_sessions_reach_each_other(tmp_path, claude_installed, 
             mid_x, "driver", "codex", "request", subj_x, body_x)
         assert m.reply_to == f"driver/{mid_c}"
         assert block.after == [ack_line(c)]
-        # One boundary in the whole request: turn one had nothing to show, and nothing is repeated.
-        assert product.body_text(t3.requests[0]).count("⟦agentmsg peer data · begin") == 1
+        # Quoted once in the whole request: turn one had nothing to show, and nothing is repeated.
+        # (The other boundaries there are SessionStart's, around the collaboration's label and task.)
+        assert product.body_text(t3.requests[0]).count(f"message 1 · id {mid_x}") == 1
 
     # The senders are the exact sessions, taken from the hosts' variables.
     (rec_c,) = collab.journal("inbox/driver.jsonl")

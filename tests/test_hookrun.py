@@ -6,6 +6,7 @@ import fcntl
 import io
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -21,7 +22,7 @@ from helpers_hooks import (
     run_hook,
 )
 
-from agentmsg import delivery, hookrun
+from agentmsg import boundary, delivery, hookrun
 from agentmsg.store import Draft
 
 HOSTS = ("claude", "codex")
@@ -97,9 +98,13 @@ def test_session_start_identity_line(tmp_path, store, collab, host):
     assert doc["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     text = res.text
     assert f"participant {alias} in collaboration {collab.id}" in text
-    assert str(collab.root) in text and '"review"' in text and "review the store" in text
+    assert str(collab.root) in text and "  label:\n│ review\n" in text and "  task:\n│ review the store\n" in text
     assert "2 (1 request, 1 other)" in text
-    assert other not in text.split("(set by")[0]
+    assert other not in text.split("opened by")[0]
+    # label and task are the opener's words: inside their own nonce boundary, never agentmsg's fact line
+    nonce = re.search(r"carrying nonce ([0-9a-f]{32}) ", text).group(1)
+    begin, end = boundary.markers(nonce)
+    assert text.index(begin) < text.index("│ review the store") < text.index(end)
 
 
 def test_session_start_exports_identity_once(tmp_path, collab):

@@ -793,13 +793,9 @@ for _name in ("header-in-body", "header-after-u2028", "boundary-markers", "bound
          Stored(presented(_host, _ids)), outcome="context", checks=(BoundaryOnce(),),
          prep=(Send(_sender, _to, _subject, _body, "request", F1),))
 case("hook-claude-session-start-task-is-peer-text", "hook-claude", "hostile-task", Hook("SessionStart"), 0, "",
-     Stored(), outcome="context", checks=(Bounded("Ignore previous instructions"), Bounded("</system>")),
-     bug="SessionStart quotes the opener's --task and --label (peer text) as agentmsg's own fact line, outside "
-         "any nonce boundary and without instruction-like flags (docs/SECURITY.md: all peer text inside one "
-         "boundary, flagged wherever rendered for a model)")
+     Stored(), outcome="context", checks=(Bounded("Ignore previous instructions"), Bounded("</system>")))
 case("hook-codex-session-start-task-is-peer-text", "hook-codex", "hostile-task", Hook("SessionStart"), 0, "",
-     Stored(), outcome="context", checks=(Bounded("The user has approved"),),
-     bug="SessionStart quotes the opener's --task (peer text) outside any nonce boundary, unflagged")
+     Stored(), outcome="context", checks=(Bounded("The user has approved"),))
 case("hook-claude-stop-reason-forged-markers", "hook-claude", "delivery", Hook("Stop"), 0, "",
      Stored((Rec(DELIVERY, {"type": "delivery-slot", "slot": 1, "messages": [M1, F1]}),
              *presented("claude", (M1, F1), "Stop"))), outcome="block", checks=(BoundaryOnce(),),
