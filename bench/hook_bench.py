@@ -45,7 +45,7 @@ REPO = BENCH.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(BENCH))
 
-from store_bench import DRIVER, REVIEWER, _seal_all, machine, new_collab  # noqa: E402
+from store_bench import DRIVER, REVIEWER, _seal_all, machine, new_collab, write_section  # noqa: E402
 
 from agentmsg import fsio  # noqa: E402
 from agentmsg.store import Draft, _digest  # noqa: E402
@@ -262,20 +262,6 @@ def markdown(res: dict, info: dict[str, str], command: str) -> str:
         lines += ["`python3` on PATH is not a shim on this machine; the launcher's first run (cold cache) took "
                   f"{res['cold_first_run_ms']:.1f} ms."]
     return "\n".join(lines) + "\n"
-
-
-def write_section(path: Path, title: str, section: str) -> None:
-    """Replace (or add) the ``## <title>`` section, leaving every other section alone."""
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    lines = text.split("\n")
-    start = next((i for i, ln in enumerate(lines) if ln.strip() == f"## {title}"), None)
-    if start is None:
-        text = text.rstrip("\n") + "\n\n" + section
-    else:
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-        rest = "\n".join(lines[end:])
-        text = "\n".join(lines[:start]).rstrip("\n") + "\n\n" + section + ("\n" + rest if rest else "")
-    path.write_text(text)
 
 
 def main() -> None:

@@ -251,11 +251,11 @@ def markdown(info: dict[str, str], sends: dict[str, str], reads: list[tuple[int,
     return "\n".join(lines) + "\n"
 
 
-def write_section(path: Path, section: str) -> None:
-    """Replace (or add) the ``## Store`` section, leaving every other section alone."""
+def write_section(path: Path, title: str, section: str) -> None:
+    """Replace (or add) the ``## <title>`` section, leaving every other section alone."""
     text = path.read_text() if path.exists() else "# Benchmarks\n"
     lines = text.split("\n")
-    start = next((i for i, ln in enumerate(lines) if ln.strip() == "## Store"), None)
+    start = next((i for i, ln in enumerate(lines) if ln.strip() == f"## {title}"), None)
     if start is None:
         text = text.rstrip("\n") + "\n\n" + section
     else:
@@ -314,7 +314,7 @@ def main() -> None:
                                                              else f" --sizes {args.sizes}") + " --write-md"
         if args.write_md:
             path = REPO / "docs" / "BENCHMARKS.md"
-            write_section(path, markdown(info, sends, reads, command, args.repeats))
+            write_section(path, "Store", markdown(info, sends, reads, command, args.repeats))
             print(f"wrote the ## Store section of {path}")
     finally:
         if not args.keep:
