@@ -80,10 +80,26 @@ def _check_head(path: Path, last_seq: int, last_sum: str, lines: int) -> list[Fi
     return []
 
 
+def check_registry(cdir: Path) -> list[Finding]:
+    """``registry.yaml`` is derived, but recipients resolve through it: it must equal the replay."""
+    from . import model
+
+    reg = None
+    for _, ev in Journal(cdir / "collab.jsonl").scan():
+        reg = model.apply_event(reg, ev)
+    actual = mailbox.registry_document(cdir)
+    if reg is None or actual is None or actual == model.registry_document(reg):
+        return []
+    return [Finding(str(cdir / "registry.yaml"), 1, "edited",
+                    "differs from the registry replayed from collab.jsonl (recipients resolve through it)")]
+
+
 def verify(root: Path, collab: str | None = None) -> tuple[int, list[Finding]]:
     """(files checked, findings) for the whole root or one collaboration."""
     files = list(journals(root, collab))
     findings = [f for path in files for f in verify_file(path)]
+    for cdir in sorted({path.parent for path in files if path.name == "collab.jsonl"}):
+        findings += check_registry(cdir)
     return len(files), findings
 
 

@@ -128,3 +128,23 @@ def test_cli_verify_exit_codes(tmp_path: Path) -> None:
     doc = json.loads(tampered.stdout)
     assert doc["error"]["message"].startswith("verify: 1 problem(s); first: edited record at ")
     assert "Traceback" not in tampered.stderr
+
+
+def test_cli_verify_catches_a_hand_edited_registry(tmp_path: Path) -> None:
+    """registry.yaml is derived, but recipients resolve through it: rebinding an alias by hand is tampering."""
+    env = {"AGENTMSG_HOME": str(tmp_path / "root"), "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "agentmsg.cli", *args, "--json"],
+                              capture_output=True, text=True, env=env, check=False)
+
+    collab = json.loads(cli("open", "--self", "human:ann", "--alias", "ann", "--label", "l",
+                            "--task", "t").stdout)["result"]["collab"]
+    cli("join", "--collab", collab, "--self", "human:bob", "--alias", "bob")
+    assert cli("verify", "--collab", collab).returncode == 0
+    registry = tmp_path / "root" / "collabs" / collab / "registry.yaml"
+    registry.write_text(registry.read_text().replace('"human:bob"', '"human:mallory"'))
+    done = cli("verify", "--collab", collab)
+    assert done.returncode == 13
+    (finding,) = json.loads(done.stdout)["result"]["findings"]
+    assert (finding["path"], finding["kind"], finding["tampering"]) == (str(registry), "edited", True)
