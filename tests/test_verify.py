@@ -11,6 +11,7 @@ import json
 import random
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -101,8 +102,9 @@ def test_torn_tail_is_reported_as_torn_not_tampering(tmp_path: Path, pristine: l
     assert [(f.line, f.kind, f.tampering) for f in found] == [(101, "torn", False)]
 
 
-def test_cli_verify_exit_codes(tmp_path: Path) -> None:
-    """Through the real CLI: clean is 0, a torn tail alone is 0, an edit is 13."""
+@pytest.fixture
+def ann_and_bob(tmp_path: Path) -> tuple[Callable[..., subprocess.CompletedProcess[str]], Path]:
+    """The real CLI over a fresh root where ann opened a collaboration and bob joined: (cli, its dir)."""
     env = {"AGENTMSG_HOME": str(tmp_path / "root"), "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -111,11 +113,17 @@ def test_cli_verify_exit_codes(tmp_path: Path) -> None:
 
     collab = json.loads(cli("open", "--self", "human:ann", "--alias", "ann", "--label", "l",
                             "--task", "t").stdout)["result"]["collab"]
-    cli("join", "--collab", collab, "--self", "human:bob", "--alias", "bob")
-    cli("send", "--collab", collab, "--self", "human:ann", "--to", "bob", "--subject", "s", "--body", "hello")
+    assert cli("join", "--collab", collab, "--self", "human:bob", "--alias", "bob").returncode == 0
+    return cli, tmp_path / "root" / "collabs" / collab
+
+
+def test_cli_verify_exit_codes(ann_and_bob) -> None:
+    """Through the real CLI: clean is 0, a torn tail alone is 0, an edit is 13."""
+    cli, cdir = ann_and_bob
+    cli("send", "--collab", cdir.name, "--self", "human:ann", "--to", "bob", "--subject", "s", "--body", "hello")
     assert cli("verify").returncode == 0
 
-    inbox = tmp_path / "root" / "collabs" / collab / "inbox" / "bob.jsonl"
+    inbox = cdir / "inbox" / "bob.jsonl"
     with inbox.open("ab") as fh:
         fh.write(b'{"seq": 2, "tor')
     torn = cli("verify")
@@ -130,21 +138,13 @@ def test_cli_verify_exit_codes(tmp_path: Path) -> None:
     assert "Traceback" not in tampered.stderr
 
 
-def test_cli_verify_catches_a_hand_edited_registry(tmp_path: Path) -> None:
+def test_cli_verify_catches_a_hand_edited_registry(ann_and_bob) -> None:
     """registry.yaml is derived, but recipients resolve through it: rebinding an alias by hand is tampering."""
-    env = {"AGENTMSG_HOME": str(tmp_path / "root"), "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
-
-    def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "agentmsg.cli", *args, "--json"],
-                              capture_output=True, text=True, env=env, check=False)
-
-    collab = json.loads(cli("open", "--self", "human:ann", "--alias", "ann", "--label", "l",
-                            "--task", "t").stdout)["result"]["collab"]
-    cli("join", "--collab", collab, "--self", "human:bob", "--alias", "bob")
-    assert cli("verify", "--collab", collab).returncode == 0
-    registry = tmp_path / "root" / "collabs" / collab / "registry.yaml"
+    cli, cdir = ann_and_bob
+    assert cli("verify", "--collab", cdir.name).returncode == 0
+    registry = cdir / "registry.yaml"
     registry.write_text(registry.read_text().replace('"human:bob"', '"human:mallory"'))
-    done = cli("verify", "--collab", collab)
+    done = cli("verify", "--collab", cdir.name)
     assert done.returncode == 13
     (finding,) = json.loads(done.stdout)["result"]["findings"]
     assert (finding["path"], finding["kind"], finding["tampering"]) == (str(registry), "edited", True)
