@@ -90,7 +90,7 @@ def join(ctx: Ctx, collab: str | None, self_flag: str | None, alias: str, succee
     cid = ctx.collab(collab)
     old = model.pin(succeeds) if succeeds else None
     if reason is not None:
-        model.text(reason, "reason", model.REASON_MAX_CHARS)
+        model.text(reason, "reason", model.REASON_MAX_CHARS, single_line=True)
         _refuse_secrets(reason=reason)
     reg = ctx.store.join(cid, who, model.alias(alias), succeeds=old, reason=reason,
                          notify=notify.command_config(notify_command) if notify_command else None)

@@ -138,4 +138,5 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     (DeliveryInactive.code, "delivery envelope missing, expired or spent"),
     (Disagreement.code, "doctor: entry points disagree or did not answer"),
     (130, "interrupted (Ctrl-C)"),
+    (141, "stdout closed early (the reader, e.g. head, went away)"),
 )

@@ -54,10 +54,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         return 130
+    except BrokenPipeError:
+        return _closed_pipe()
     except Exception as exc:
         if os.environ.get("AGENTMSG_RAISE_ERRORS"):
             raise
         return output.fail(command, _crash(exc), as_json)
+
+
+def _closed_pipe() -> int:
+    """The reader went away (``agentmsg inbox | head``): exit quietly, as a Unix tool does."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except OSError:
+        pass
+    return 141
 
 
 def _one_line(text: str) -> str:

@@ -217,13 +217,18 @@ def _verify(p: Payload) -> None:
           f"{p['tampering']} tampering finding(s), {p['torn']} torn write(s)")
 
 
+def _flat(text: str) -> str:
+    """One line, whatever the text holds: a line break could fake another entry."""
+    return escape_hidden(text).replace("\n", "\\n")
+
+
 def _log_show(p: Payload) -> None:
     for e in p["entries"]:
         if e["kind"] == "event":
-            print(f"{e['ts']} · {escape_hidden(e['text'])}")
+            print(f"{e['ts']} · {_flat(e['text'])}")
             continue
         fix = f" (corrects {e['corrects']})" if e.get("corrects") else ""
-        print(f"{e['ts']} · note by {escape_hidden(e['author'])} {e['id']}{fix}")
+        print(f"{e['ts']} · note by {_flat(e['author'])} {e['id']}{fix}")
         sys.stdout.write(body_block(e["text"], "note"))
 
 
