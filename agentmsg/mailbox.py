@@ -74,7 +74,12 @@ def registry_document(base: P) -> dict[str, Any] | None:
         doc = records.loads(b"\n".join(line for line in raw.splitlines() if not line.startswith(b"#")))
     except ValueError:
         return None
-    return doc if isinstance(doc, dict) and isinstance(doc.get("participants"), dict) else None
+    if not isinstance(doc, dict) or not isinstance(doc.get("participants"), dict):
+        return None
+    last = Journal(fsio.join(base, "collab.jsonl")).last()
+    if not last or doc.get("built_from") != {"seq": last["seq"], "sum": last["sum"]}:
+        return None  # stale: a crash came between an event and the rewrite
+    return doc
 
 
 def holder(doc: dict[str, Any], alias: str) -> str | None:

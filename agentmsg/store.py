@@ -135,9 +135,11 @@ class FileStore:
         with fsio.locked(base / "write.lock", self.lock_timeout):
             ev = {"type": "opened", "collab": collab, "alias": alias, "pin": str(opener),
                   "runtime": opener.runtime, "label": label, "task": task, "notify": notify}
+            # The pin index first: readers check every entry against the registry,
+            # so an entry left by a crash before the event is harmless; a missing one is not.
+            self._bind(str(opener), collab, alias)
             self._event(base, ev)
             reg = self._rebuild_registry(collab)
-            self._bind(str(opener), collab, alias)
         return reg
 
     def join(self, collab: str, who: Pin, alias: str, *, succeeds: Pin | None = None,
@@ -148,6 +150,9 @@ class FileStore:
         with self._locked(collab) as base:
             reg = self._open_registry(collab)
             current = reg.alias_of(str(who))
+            if succeeds is None and current == alias:
+                self._bind(str(who), collab, alias)  # the same join again: repair the index, change nothing
+                return reg
             if succeeds is None:
                 if current is not None:
                     raise Conflict(f"{who} is already bound to alias {current} in this collaboration")
@@ -156,6 +161,7 @@ class FileStore:
                         f"alias {alias} is taken by {reg.participants[alias].pin}; "
                         "use join --succeeds OLD_PIN --reason TEXT for a deliberate replacement"
                     )
+                self._bind(str(who), collab, alias)
                 self._event(base, {"type": "joined", "alias": alias, "pin": str(who), "runtime": who.runtime,
                                    "notify": notify or {"adapter": "hook"}})
             else:
@@ -166,12 +172,11 @@ class FileStore:
                     raise Conflict(f"{who} is already bound to alias {current} in this collaboration")
                 if not reason:
                     raise UsageError("--succeeds needs --reason TEXT: a takeover is recorded in the log")
+                self._bind(str(who), collab, alias)
                 self._event(base, {"type": "succeeded", "alias": alias, "pin": str(who),
                                    "old_pin": str(succeeds), "runtime": who.runtime, "reason": reason})
                 self._unbind(str(succeeds), collab)
-            reg = self._rebuild_registry(collab)
-            self._bind(str(who), collab, alias)
-        return reg
+            return self._rebuild_registry(collab)
 
     def leave(self, collab: str, who: Pin) -> str:
         with self._locked(collab) as base:
@@ -220,7 +225,11 @@ class FileStore:
 
     def _rebuild_registry(self, collab: str) -> Registry:
         reg = self._replay(collab)
-        doc = _yaml_json(model.registry_document(reg))
+        last = Journal(self._cdir(collab) / "collab.jsonl").last()
+        # Names the record it was built from: a registry left behind by a crash
+        # between the event and this rewrite reads as stale and is replayed.
+        built_from = {"seq": last["seq"], "sum": last["sum"]} if last else None
+        doc = _yaml_json(model.registry_document(reg) | {"built_from": built_from})
         fsio.atomic_write(self._cdir(collab) / "registry.yaml", REGISTRY_HEADER.encode() + doc.encode() + b"\n")
         return reg
 

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from agentmsg import model, records
 from agentmsg.errors import Closed, Conflict, IdentityError, NotFound, UnknownAgent, UnsafePath, UsageError
 from agentmsg.journal import Journal
+from agentmsg.paths import pin_key
 from agentmsg.store import Draft, FileStore
 
 TS_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
@@ -578,6 +579,8 @@ def test_registry_yaml_is_the_replayed_registry(store, collab):
             store.close(collab.id, collab.driver)
         text = (collab.dir / "registry.yaml").read_text()
         doc = yaml.safe_load(text)
+        last = records.decode((collab.dir / "collab.jsonl").read_bytes().rstrip(b"\n").split(b"\n")[-1])
+        assert doc.pop("built_from") == {"seq": last["seq"], "sum": last["sum"]}
         assert doc == model.registry_document(store._replay(collab.id))
         assert doc["participants"]["reviewer"]["pin"] == "claude-code:next"
         assert doc["participants"]["carol"]["notify"]["adapter"] == "command"
@@ -600,6 +603,28 @@ def test_registry_yaml_round_trips_any_label(store, label):
 def test_registry_falls_back_to_records_when_the_yaml_is_damaged(store, collab):
     (collab.dir / "registry.yaml").write_text("participants: [broken")
     assert set(store.registry(collab.id).participants) == {"driver", "reviewer", "carol"}
+
+
+def test_a_registry_left_stale_by_a_crash_is_replayed_not_trusted(store, collab):
+    """A crash between a membership event and the registry rewrite: the records win."""
+    stale = (collab.dir / "registry.yaml").read_bytes()
+    store.close(collab.id, collab.driver)
+    (collab.dir / "registry.yaml").write_bytes(stale)  # as if the rewrite never happened
+    assert store.registry(collab.id).closed
+    with pytest.raises(Closed):
+        send1(store, collab, collab.driver, "reviewer", "after close")
+    assert Journal(collab.dir / "collab.jsonl").last()["type"] == "closed"
+
+
+def test_a_join_cut_short_before_the_pin_index_is_repaired_by_joining_again(store, collab):
+    """The index entry is written first; a join repeated with the same pin and alias repairs it."""
+    pin = model.pin("cursor:late")
+    store.join(collab.id, pin, "late")
+    (store.root / "pins" / f"{pin_key(str(pin))}.json").unlink()  # as if a crash lost it
+    assert store.bindings(str(pin)) == []
+    store.join(collab.id, pin, "late")
+    assert store.bindings(str(pin)) == [(collab.id, "late")]
+    assert [e["type"] for e in store.events(collab.id)].count("joined") == 3  # reviewer, carol, late
 
 
 # ---- torn tails --------------------------------------------------------------------

@@ -898,7 +898,7 @@ case("reader-verify-resealed-edit-of-last-record", "reader", "base", Cli(("verif
      f"verify: 1 problem(s); first: edited record at {ROOT}/{INBOX_R}:2 (seq 2 differs from the one written)",
      NOTHING, prep=(EditRecord(INBOX_R, 2, "kind", "request", reseal=True),))
 case("reader-verify-resealed-membership-event", "reader", "base", Cli(("verify",)), 13,
-     f"verify: 1 problem(s); first: edited record at {ROOT}/{EVENTS}:2 (seq 2 changed after seq 3 was chained "
+     f"verify: 2 problem(s); first: edited record at {ROOT}/{EVENTS}:2 (seq 2 changed after seq 3 was chained "
      "to it)", NOTHING, prep=(EditRecord(EVENTS, 2, "pin", STRANGER.replace("codex", "claude-code"), reseal=True),))
 case("reader-verify-removed-record", "reader", "base", Cli(("verify",)), 13,
      f"verify: 1 problem(s); first: removed record at {ROOT}/{INBOX_R}:1 (seq 2 follows seq 0)", NOTHING,
