@@ -99,7 +99,7 @@ class Rendered:
         self.nonce = nonce
 
 
-def _measure(unit: str) -> Any:
+def measure(unit: str) -> Any:
     if unit == "chars":
         return len
     if unit == "utf16":  # what Claude Code counts (JavaScript string length)
@@ -243,7 +243,7 @@ def render(messages: Sequence[Any], *, alias: str, cap: int = DEFAULT_CAP, unit:
     it must not contain peer text.
     """
     cap = max(MIN_CAP, min(HARD_CAP, int(cap)))
-    size = _measure(unit)
+    size = measure(unit)
     nonce = nonce or new_nonce()
     msgs = order(messages)
     collabs = list(dict.fromkeys(m.collab for m in msgs))

@@ -293,13 +293,37 @@ class Hook:
             st = self.load_state(base, alias)
             if data.get("source") in ("clear", "compact"):
                 st["shown"] = {}  # the context that held them is gone: show them again
-            msgs, view = mailbox.pending(base, alias, st.get("rc"))
-            st["rc"] = view.document()
+            msgs = self._pending(base, alias, st)
             self.save_state(base, alias, st)
             lines.append(self._identity(collab, alias, reg, msgs) + self._envelope_note(base, alias, reg))
         if self.host == "claude":
             self._export(binds)
-        return self.output("".join(lines)), _nothing
+        return self.output(self._within_cap(lines)), _nothing
+
+    def _within_cap(self, lines: list[str]) -> str:
+        """One identity block per binding, as many as fit the cap; the rest are counted."""
+        size = boundary.measure(self.unit)
+        room = self.cap - 200  # the "more" line
+        kept: list[str] = []
+        for line in lines:
+            if size("".join(kept)) + size(line) > room:
+                break
+            kept.append(line)
+        left = len(lines) - len(kept)
+        if left:
+            kept.append(f"agentmsg: {left} more binding{'s' * (left != 1)} of this session did not fit here; "
+                        "`agentmsg status` lists them.\n")
+        return "".join(kept)
+
+    def _pending(self, base: str, alias: str, st: dict[str, Any]) -> list[dict[str, Any]]:
+        """Unacknowledged messages; folds new receipts (and retry requests) into the hook state."""
+        msgs, view = mailbox.pending(base, alias, st.get("rc"))
+        ids = {m["id"] for m in msgs}
+        shown = {k: v for k, v in st["shown"].items() if k in ids}
+        for mid in view.retries:  # `delivery retry`: whichever hook reads it first, the next prompt shows it
+            shown.pop(mid, None)
+        st["shown"], st["rc"] = shown, view.document()
+        return msgs
 
     def _identity(self, collab: str, alias: str, reg: Mapping[str, Any], msgs: list[dict[str, Any]]) -> str:
         requests = sum(1 for m in msgs if m["kind"] == "request")
@@ -350,12 +374,8 @@ class Hook:
             base = self._base(collab)
             st = self.load_state(base, alias)
             st["prompt"] += 1
-            msgs, view = mailbox.pending(base, alias, st.get("rc"))
-            ids = {m["id"] for m in msgs}
-            shown = {k: v for k, v in st["shown"].items() if k in ids}
-            for mid in view.retries:
-                shown.pop(mid, None)
-            st["shown"], st["rc"] = shown, view.document()
+            msgs = self._pending(base, alias, st)
+            shown = st["shown"]
             due = [m for m in msgs if m["id"] not in shown or st["prompt"] - shown[m["id"]] >= REPRESENT_AFTER]
             work.append((collab, alias, base, st, due))
         due_all = [Msg(m) for *_, due in work for m in due]
@@ -423,9 +443,7 @@ class Hook:
         return b"", _nothing
 
     def _requests(self, base: str, alias: str, st: dict[str, Any]) -> list[dict[str, Any]]:
-        msgs, view = mailbox.pending(base, alias, st.get("rc"))
-        st["rc"] = view.document()
-        return [m for m in msgs if m["kind"] == "request"]
+        return [m for m in self._pending(base, alias, st) if m["kind"] == "request"]
 
     def _wait_for_request(self, base: str, alias: str, st: dict[str, Any], wait: float) -> list[dict[str, Any]]:
         inbox = os.path.join(base, "inbox", f"{alias}.jsonl")

@@ -22,7 +22,7 @@ from helpers_hooks import (
     run_hook,
 )
 
-from agentmsg import boundary, delivery, hookrun
+from agentmsg import boundary, delivery, hookrun, model
 from agentmsg.store import Draft
 
 HOSTS = ("claude", "codex")
@@ -241,6 +241,33 @@ def test_retry_shows_an_interrupted_message_at_the_next_prompt(tmp_path, store, 
     delivery.retry(store, collab.id, collab.reviewer, attempt, mid)
     assert "subject: first" in run_hook("claude", "UserPromptSubmit", tmp_path, collab.root, REVIEWER_SESSION).text
     assert delivery.inspect(store, collab.id, collab.reviewer, now=time.time() + 3600)["interrupted"] == []
+
+
+def test_a_retry_survives_session_start_reading_it_first(tmp_path, store, collab):
+    """SessionStart (resume) folds the retry receipt in first; the next prompt still shows the message."""
+    mid = send(store, collab, collab.driver, "reviewer", "first", kind="request")
+    attempt = "3f0c5f8e-0c1a-4d55-9c6b-6c1d2a3b4c5d"
+    store.receipt(collab.id, "reviewer", {"type": "presented", "message": mid, "attempt": attempt,
+                                          "host": "claude", "hook": "UserPromptSubmit"})
+    assert run_hook("claude", "UserPromptSubmit", tmp_path, collab.root, REVIEWER_SESSION).stdout
+    assert_silent(run_hook("claude", "UserPromptSubmit", tmp_path, collab.root, REVIEWER_SESSION))
+    delivery.retry(store, collab.id, collab.reviewer, attempt, mid)
+    run_hook("claude", "SessionStart", tmp_path, collab.root, REVIEWER_SESSION, source="resume")
+    assert "subject: first" in run_hook("claude", "UserPromptSubmit", tmp_path, collab.root, REVIEWER_SESSION).text
+
+
+def test_session_start_stays_under_the_cap_with_many_bindings(tmp_path, store):
+    """Each binding's block is bounded; many of them are counted, not overflowed."""
+    reviewer = model.pin(f"claude-code:{REVIEWER_SESSION}")
+    for i in range(12):
+        reg = store.open(model.pin(f"codex:opener-{i}"), "driver", f"label {i}", "t" * 490, {"adapter": "hook"})
+        store.join(reg.collab, reviewer, "reviewer")
+    res = run_hook("claude", "SessionStart", tmp_path, store.root, REVIEWER_SESSION)
+    text = res.text
+    assert len(text.encode("utf-16-le")) // 2 <= boundary.DEFAULT_CAP
+    kept = text.count("is participant reviewer in collaboration")
+    assert 1 <= kept < 12
+    assert f"agentmsg: {12 - kept} more bindings of this session did not fit here; `agentmsg status`" in text
 
 
 # ---- failing open ----------------------------------------------------------------------
