@@ -112,11 +112,13 @@ def bindings(root: P, pin: str,
 
 
 def cursor(base: P, alias: str) -> dict[str, Any]:
-    """The read cursor ``{"low", "rcpt", "acked"}``; anything malformed reads as "from the start".
+    """The read cursor ``{"scanned", "unacked", "rcpt"}``; anything malformed reads as "from the start".
 
-    ``low``: inbox offset below which every message is acknowledged;
-    ``rcpt``: receipts offset up to which acks are folded in; ``acked``:
-    acknowledged ids at or after ``low``.  Only ``FileStore`` writes it.
+    ``scanned``: inbox offset up to which every message is classified;
+    ``unacked``: offsets of the messages before it not yet acknowledged;
+    ``rcpt``: receipts offset up to which acks are folded in.  A read costs
+    the unacknowledged messages plus what arrived since, never the history,
+    however old the oldest unread message is.  Only ``FileStore`` writes it.
     """
     state = fsio.existing_dir(base, "state")
     raw = fsio.read_bytes(fsio.join(state, f"{alias}.json")) if state is not None else None
@@ -124,10 +126,33 @@ def cursor(base: P, alias: str) -> dict[str, Any]:
         cur = records.loads(raw) if raw else None
     except ValueError:
         cur = None
-    if (isinstance(cur, dict) and type(cur.get("low")) is int and type(cur.get("rcpt")) is int
-            and isinstance(cur.get("acked"), list) and cur["low"] >= 0 and cur["rcpt"] >= 0):
+    if (isinstance(cur, dict) and type(cur.get("scanned")) is int and type(cur.get("rcpt")) is int
+            and isinstance(cur.get("unacked"), list) and all(type(o) is int for o in cur["unacked"])
+            and cur["scanned"] >= 0 and cur["rcpt"] >= 0):
         return cur
-    return {"low": 0, "rcpt": 0, "acked": []}
+    return {"scanned": 0, "unacked": [], "rcpt": 0}
+
+
+def record_at(journal: Journal, offset: int) -> Record | None:
+    """The record that starts exactly at ``offset`` (not the next one after a damaged line)."""
+    for pos, rec, _end in journal.entries(offset):
+        return rec if pos == offset else None
+    return None
+
+
+def classify(inbox: Journal, cur: dict[str, Any], acked: set[str],
+             problems: list[Problem] | None = None) -> tuple[list[tuple[int, Record]], int]:
+    """``[(offset, record)]`` of unacknowledged messages, and how far the inbox was read."""
+    out = []
+    for off in cur["unacked"]:
+        rec = record_at(inbox, off)
+        if rec is not None:
+            out.append((off, rec))
+    scanned = cur["scanned"]
+    for pos, rec, end in inbox.entries(scanned, problems):
+        out.append((pos, rec))
+        scanned = end
+    return [(off, rec) for off, rec in out if rec["id"] not in acked], scanned
 
 
 class ReceiptView:
@@ -172,22 +197,19 @@ def pending(base: P, alias: str, view: object = None,
             problems: list[Problem] | None = None) -> tuple[list[Record], ReceiptView]:
     """Unacknowledged messages of ``alias`` as records, oldest first, and the receipt view.
 
-    Cost follows what is unacknowledged, not history: the inbox is read from
-    the cursor's ``low``, the receipts from its ``rcpt`` (or from where the
-    ``view`` document, from an earlier call, stopped).  Skipped inbox lines
-    go to ``problems``.
+    Cost follows what is unacknowledged, not history: the cursor's
+    unacknowledged offsets and the inbox after its ``scanned`` mark, the
+    receipts from its ``rcpt`` (or from where the ``view`` document, from an
+    earlier call, stopped).  Skipped inbox lines go to ``problems``.
     """
     cur = cursor(base, alias)
     receipts = Journal(fsio.join(base, "receipts", f"{alias}.jsonl"))
     rv = ReceiptView(view, cur["rcpt"], receipts.size())
     rv.update(receipts)
-    acked = rv.acks | set(cur["acked"])
-    seen = set()
-    msgs = []
-    for _pos, rec in Journal(fsio.join(base, "inbox", f"{alias}.jsonl")).scan(cur["low"], problems):
-        seen.add(rec["id"])
-        if rec["id"] not in acked:
-            msgs.append(rec)
+    inbox = Journal(fsio.join(base, "inbox", f"{alias}.jsonl"))
+    found, _scanned = classify(inbox, cur, set(), problems)
+    seen = {rec["id"] for _off, rec in found}
+    msgs = [rec for _off, rec in found if rec["id"] not in rv.acks]
     rv.acks &= seen  # acks of messages the cursor has passed are not needed again
     return msgs, rv
 

@@ -479,21 +479,12 @@ class FileStore:
         return mailbox.cursor(base, alias)
 
     def _advance(self, base: Path, alias: str) -> None:
-        """Move the cursor past the acknowledged prefix (caller holds the lock)."""
+        """Fold new acks into the cursor (caller holds the lock): unacknowledged offsets plus a scan mark."""
         cur = self._cursor(base, alias)
-        acked = set(cur["acked"])
         rcpt = Journal(base / "receipts" / f"{alias}.jsonl")
-        for _, rec in rcpt.scan(cur["rcpt"]):
-            if rec["type"] == "ack":
-                acked.add(rec["message"])
-        inbox = Journal(base / "inbox" / f"{alias}.jsonl")
-        low = inbox.size()
-        for pos, rec in inbox.scan(cur["low"]):
-            if rec["id"] not in acked:
-                low = pos
-                break
-            acked.discard(rec["id"])
-        doc = {"low": low, "rcpt": rcpt.size(), "acked": sorted(acked)}
+        acked = {rec["message"] for _, rec in rcpt.scan(cur["rcpt"]) if rec["type"] == "ack"}
+        unacked, scanned = mailbox.classify(Journal(base / "inbox" / f"{alias}.jsonl"), cur, acked)
+        doc = {"scanned": scanned, "unacked": [off for off, _rec in unacked], "rcpt": rcpt.size()}
         fsio.atomic_write(fsio.ensure_dir(base, "state") / f"{alias}.json", json.dumps(doc).encode(), durable=False)
 
     def ack(self, collab: str, who: Pin, message_id: str) -> tuple[Record, bool]:
@@ -515,7 +506,7 @@ class FileStore:
 
     def _is_acked(self, base: Path, alias: str, message_id: str, offset: int) -> bool:
         cur = self._cursor(base, alias)
-        if offset < cur["low"] or message_id in cur["acked"]:
+        if offset < cur["scanned"] and offset not in cur["unacked"]:
             return True
         rcpt = Journal(base / "receipts" / f"{alias}.jsonl").scan(cur["rcpt"])
         return any(r["type"] == "ack" and r["message"] == message_id for _, r in rcpt)

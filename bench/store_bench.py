@@ -173,7 +173,7 @@ def build_history(root: Path, history: int, advance_limit: int) -> tuple[FileSto
     timings["write history"] = time.perf_counter() - t0
 
     # the cursor after acknowledging everything: exactly what FileStore._advance writes
-    computed = {"low": inbox_size, "rcpt": rcpt_size, "acked": []}
+    computed = {"scanned": inbox_size, "unacked": [], "rcpt": rcpt_size}
     t1 = time.perf_counter()
     if history <= advance_limit:
         store._advance(base, "reviewer")

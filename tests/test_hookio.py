@@ -352,7 +352,7 @@ def test_pending_follows_the_cursor_and_keeps_its_receipt_view(store, collab):
     (collab.dir / "state" / "reviewer.json").write_text("{broken")  # a lost cursor: rescan everything
     msgs, _rv = mailbox.pending(base, "reviewer", view)
     assert [m["id"] for m in msgs] == [m.id for m in store.inbox(collab.id, "reviewer").messages]
-    assert mailbox.cursor(base, "reviewer") == {"low": 0, "rcpt": 0, "acked": []}
+    assert mailbox.cursor(base, "reviewer") == {"scanned": 0, "unacked": [], "rcpt": 0}
 
 
 def test_a_receipt_indexed_by_the_hook_path_is_found_by_the_store(store, collab):

@@ -407,9 +407,24 @@ def test_ack_out_of_order_and_cursor(store, collab):
     assert store.ack(collab.id, collab.reviewer, ms[0].id)[1]
     cur = json.loads((collab.dir / "state" / "reviewer.json").read_text())
     inbox = (collab.dir / "inbox" / "reviewer.jsonl").read_bytes()
-    # the cursor points at m5's line: everything before it is acknowledged
-    assert inbox[cur["low"]:].startswith(b'{') and json.loads(inbox[cur["low"]:].split(b"\n")[0])["body"] == "m5"
-    assert cur["acked"] == []
+    # the cursor names m5's line as the one unacknowledged message, and has read the whole inbox
+    (m5,) = cur["unacked"]
+    assert json.loads(inbox[m5:].split(b"\n")[0])["body"] == "m5"
+    assert cur["scanned"] == len(inbox)
+
+
+def test_an_old_unread_message_does_not_make_reads_follow_history(store, collab):
+    """One message left unacknowledged early on: the cursor keeps its offset, not every later ack."""
+    first = send1(store, collab, collab.driver, "reviewer", "old and unread")
+    later = [send1(store, collab, collab.driver, "reviewer", f"m{i}") for i in range(200)]
+    for m in later:
+        store.ack(collab.id, collab.reviewer, m.id)
+    cur = json.loads((collab.dir / "state" / "reviewer.json").read_text())
+    size = (collab.dir / "inbox" / "reviewer.jsonl").stat().st_size
+    assert cur["unacked"] == [0] and cur["scanned"] == size  # a read touches one line, then the new tail
+    assert [m.id for m in store.inbox(collab.id, "reviewer").messages] == [first.id]
+    new = send1(store, collab, collab.driver, "reviewer", "new")
+    assert [m.id for m in store.inbox(collab.id, "reviewer").messages] == [first.id, new.id]
 
 
 def test_message_states_are_distinct(store, collab):
