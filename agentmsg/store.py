@@ -386,9 +386,11 @@ class FileStore:
             fields["flags"] = list(flagged)
         fields["cseq"] = self._next_cseq(base)
         inbox = Journal(fsio.ensure_dir(base, "inbox") / f"{fields['to']}.jsonl")
-        _, rec = inbox.append(fields, before=lambda at, sealed: self._index(base, sealed, at))
         if parent is not None:
-            self._receipt(base, parent.to, {"type": "replied", "message": parent.id, "by": rec["id"]})
+            # Before the reply itself: a crash in between leaves a mark naming a message
+            # that does not exist (``state`` skips it), never a reply that lost its mark.
+            self._receipt(base, parent.to, {"type": "replied", "message": parent.id, "by": fields["id"]})
+        _, rec = inbox.append(fields, before=lambda at, sealed: self._index(base, sealed, at))
         msg = Message.from_record(rec)
         self._transcribe(base, msg)
         return Sent(msg, already=False)
@@ -531,7 +533,7 @@ class FileStore:
                 presented.append({"attempt": rec["attempt"], "ts": rec["ts"], "host": rec.get("host")})
             elif rec["type"] == "ack" and acked is None:
                 acked = rec["ts"]
-            elif rec["type"] == "replied":
+            elif rec["type"] == "replied" and self._lookup(self._cdir(collab), rec["by"]) is not None:
                 replied.append(rec["by"])
             elif rec["type"] == "notify":
                 notify = {"ok": rec["ok"], "detail": rec["detail"], "ts": rec["ts"]}

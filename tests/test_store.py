@@ -955,3 +955,13 @@ def test_any_text_round_trips_and_makes_one_header(store, collab, body, subject)
         assert headers(section) == 1, section
         assert sum(1 for line in section.splitlines() if line.startswith("## [")) == 1
         assert section.startswith("## [driver→reviewer] ") or section.startswith("# Inbox of reviewer\n")
+
+
+def test_a_replied_mark_without_its_reply_is_ignored(store, collab):
+    """The mark is written before the reply; a crash between them must not claim a reply exists."""
+    m = send1(store, collab, collab.driver, "reviewer", "question")
+    store.receipt(collab.id, "reviewer", {"type": "replied", "message": m.id, "by": str(uuid.uuid4())})
+    assert store.state(collab.id, m).replied == []
+    (reply,) = store.send(collab.id, collab.reviewer, Draft(to="", kind="update", priority="normal",
+                                                           subject="answer", body="yes", reply_to=f"reviewer/{m.id}"))
+    assert store.state(collab.id, m).replied == [reply.message.id]
