@@ -23,18 +23,12 @@ import pytest
 from adversarial import cases as K
 from cli_helpers import run, run_json, snapshot
 from helpers_hooks import run_hook
+from transcript_checks import assert_one_header_per_message
 
 from agentmsg import boundary, delivery, model, records
 from agentmsg.store import Draft, FileStore
 
-try:
-    from markdown_it import MarkdownIt
-except ImportError:  # pragma: no cover - markdown-it is a test dependency of tests/test_store.py
-    MarkdownIt = None
-
 HOOK_KEYS = {"SessionStart": "context", "UserPromptSubmit": "context", "Stop": "block"}
-HEADER_LINE = re.compile(r" {0,3}## \[")
-REAL_HEADER = re.compile(r"\[(driver|reviewer|carol)→(driver|reviewer|carol)\] \d{4}-\d\d-\d\d \d\d:\d\d UTC")
 
 
 # ---- templates ----------------------------------------------------------------------------------
@@ -240,11 +234,6 @@ def _matches(rec: dict[str, Any], fields: dict[str, Any]) -> bool:
 # ---- checks ----------------------------------------------------------------------------------------------
 
 
-def _headers(text: str) -> list[str]:
-    """Lines that any reader could take for a message header: split on every line break Python knows."""
-    return [line for line in text.splitlines() if HEADER_LINE.match(line)]
-
-
 def _check_transcripts(world: World) -> None:
     base = world.root / "collabs" / world.collab
     counts = {}
@@ -254,19 +243,7 @@ def _check_transcripts(world: World) -> None:
     views.update({base / "transcripts" / f"{alias}.md": n for alias, n in counts.items()})
     for path, n in views.items():
         text = path.read_text("utf-8")
-        _check_headers(text, n, str(path))
-
-
-def _check_headers(text: str, n: int, where: str) -> None:
-    got = _headers(text)
-    assert len(got) == len(re.findall(r"^## \[", text, re.M)) == n, (where, got)
-    assert all(REAL_HEADER.match(h[3:]) for h in got), (where, got)
-    if MarkdownIt is not None:
-        tokens = MarkdownIt("commonmark").parse(text)
-        h2 = [tokens[i + 1].content for i, t in enumerate(tokens) if t.type == "heading_open" and t.tag == "h2"]
-        assert len(h2) == n and all(REAL_HEADER.fullmatch(h) for h in h2), (where, h2)
-        others = [tokens[i + 1].content for i, t in enumerate(tokens) if t.type == "heading_open" and t.tag != "h2"]
-        assert not [h for h in others if "boss" in h or "eve" in h.split()], (where, others)
+        assert_one_header_per_message(text, n, str(path))
 
 
 def _check_boundary(text: str) -> None:
@@ -422,7 +399,7 @@ def test_case(case: K.Case, templates: dict[str, tuple[Path, str]], tmp_path: Pa
         elif isinstance(check, K.OneHeaderPerMessage):
             _check_transcripts(world)
             if check.stdout is not None:
-                _check_headers(shown, check.stdout, "stdout")
+                assert_one_header_per_message(shown, check.stdout, "stdout")
         elif isinstance(check, K.BoundaryOnce):
             _check_boundary(shown)
         elif isinstance(check, K.Bounded):

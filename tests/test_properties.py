@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -28,21 +27,15 @@ from cli_helpers import run, run_json
 from helpers_hooks import DRIVER_SESSION, REVIEWER_SESSION, run_hook
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
+from transcript_checks import assert_one_header_per_message
 
 from agentmsg import actions, boundary, delivery, model, secret_scan
 from agentmsg.store import Draft, FileStore
-
-try:
-    from markdown_it import MarkdownIt
-except ImportError:  # pragma: no cover - installed with the test dependencies (tests/test_store.py uses it)
-    MarkdownIt = None
 
 DRIVER = f"codex:{DRIVER_SESSION}"
 REVIEWER = f"claude-code:{REVIEWER_SESSION}"
 SESSIONS = {"claude": REVIEWER_SESSION, "codex": DRIVER_SESSION}
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop")
-HEADER_LINE = re.compile(r" {0,3}## \[")
-REAL_HEADER = re.compile(r"\[(driver|reviewer)→(driver|reviewer)\] \d{4}-\d\d-\d\d \d\d:\d\d UTC")
 
 HOOK_SETTINGS = settings(max_examples=60, deadline=None, derandomize=False,
                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -240,20 +233,6 @@ def test_body_round_trips_through_the_cli(template: tuple[Path, str], body: str,
 # ---- (c) one header per message -------------------------------------------------------------------------
 
 
-def _headers(text: str) -> list[str]:
-    return [line for line in text.splitlines() if HEADER_LINE.match(line)]
-
-
-def _assert_headers(text: str, n: int, where: str) -> None:
-    got = _headers(text)
-    assert len(got) == len(re.findall(r"^## \[", text, re.M)) == n, (where, got)
-    assert all(REAL_HEADER.match(h[3:]) for h in got), (where, got)
-    if MarkdownIt is not None:
-        tokens = MarkdownIt("commonmark").parse(text)
-        h2 = [tokens[i + 1].content for i, t in enumerate(tokens) if t.type == "heading_open" and t.tag == "h2"]
-        assert len(h2) == n and all(REAL_HEADER.fullmatch(h) for h in h2), (where, h2)
-
-
 def _cli(*args: str) -> tuple[int, str]:
     """The real CLI entry point, in process (fast enough for many examples)."""
     from agentmsg.cli import main
@@ -278,20 +257,21 @@ def test_no_body_or_subject_forges_a_header(template: tuple[Path, str], items: l
             ids.append(sent.message.id)
         base = root / "collabs" / collab
         per = {"reviewer": 1 + sum(t for *_, t in items), "driver": 1 + sum(not t for *_, t in items)}
-        _assert_headers((base / "collaboration.md").read_text("utf-8"), sum(per.values()), "collaboration.md")
+        whole = (base / "collaboration.md").read_text("utf-8")
+        assert_one_header_per_message(whole, sum(per.values()), "collaboration.md")
         for alias, n in per.items():
-            _assert_headers((base / "transcripts" / f"{alias}.md").read_text("utf-8"), n, f"{alias}.md")
+            assert_one_header_per_message((base / "transcripts" / f"{alias}.md").read_text("utf-8"), n, f"{alias}.md")
         for alias, pin in (("reviewer", REVIEWER), ("driver", DRIVER)):
             code, out = _cli("inbox", "--collab", collab, "--self", pin, "--root", str(root))
             assert code == 0
-            _assert_headers(out, per[alias], f"inbox of {alias}")
+            assert_one_header_per_message(out, per[alias], f"inbox of {alias}")
         for mid in ids:
             code, out = _cli("show", mid, "--collab", collab, "--root", str(root))
             assert code == 0
-            _assert_headers(out, 1, f"show {mid}")
+            assert_one_header_per_message(out, 1, f"show {mid}")
         # the views rebuilt from the records say the same
         store.render(collab)
-        _assert_headers((base / "collaboration.md").read_text("utf-8"), sum(per.values()), "rendered")
+        assert_one_header_per_message((base / "collaboration.md").read_text("utf-8"), sum(per.values()), "rendered")
 
 
 def test_cli_human_output_subprocess_one_header(template: tuple[Path, str]) -> None:
@@ -308,5 +288,5 @@ def test_cli_human_output_subprocess_one_header(template: tuple[Path, str]) -> N
         for args, n in ((("inbox", "--collab", collab, "--self", REVIEWER), 2), (("show", mid), 1)):
             code, out, err = run(*args, root=root, env=env)
             assert code == 0, err
-            _assert_headers(out, n, args[0])
+            assert_one_header_per_message(out, n, args[0])
             assert _cli(*args, "--root", str(root)) == (0, out)
