@@ -102,7 +102,7 @@ _ASSIGN_KEY = (
 )
 # A plain class keeps the capped scan fast. A value that runs into an
 # adjacent "-----BEGIN" is rejected (dash filler) and then found by _settle.
-_BARE = r"""[^\s"'`,;()\[\]{}<>&|\\]"""
+_BARE = r"""(?:[^\s"'`,;()\[\]{}<>&|\\]|&(?![A-Za-z_][A-Za-z0-9_]*=))"""  # "&" ends a value only before "key="
 _SCHEME = r"(?:(?:bearer|basic|token)[ \t]+)?"
 # A "]" after the key only closes a quoted subscript (env["TOKEN"]); a bare
 # "token]" is the tail of a [REDACTED:github-token] marker, not a key.

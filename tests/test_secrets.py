@@ -357,3 +357,12 @@ def test_adversarial_inputs_complete(text: str) -> None:
     out, found = redact(text)
     assert scan(out) == []
     assert isinstance(found, list)
+
+
+def test_an_unquoted_value_keeps_an_ampersand_unless_a_new_key_follows() -> None:
+    """`&` inside a bare password is part of it; `&next=` in a query string starts the next parameter."""
+    value = "q8Zr!x2Lp" + "&" + "9vKm3TzW"
+    text = f"DB_PASSWORD={value}"
+    assert [(f.kind, text[f.start:f.end]) for f in scan(text)] == [("assignment", value)]
+    url = "https://x.io/cb?token=" + "Zq8rX2Lp9vKm3TzWq" + "&next=/home"
+    assert [url[f.start:f.end] for f in scan(url)] == ["Zq8rX2Lp9vKm3TzWq"]
