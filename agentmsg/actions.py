@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import identity, model, notify, render
-from .errors import NotifyFailed, SecretRefused, TamperDetected, UsageError, WatchTimeout
+from .errors import IdentityError, NotifyFailed, SecretRefused, TamperDetected, UsageError, WatchTimeout
 from .model import Message, Pin
 from .paths import resolve_root
 from .store import Draft, FileStore, Sent
@@ -230,7 +230,7 @@ def ack(ctx: Ctx, collab: str | None, self_flag: str | None, message_id: str) ->
 def status(ctx: Ctx, collab: str | None, self_flag: str | None) -> Payload:
     try:
         who: Pin | None = ctx.who(self_flag)
-    except Exception:  # status must work for an operator with no session identity
+    except (IdentityError, UsageError):  # status must work for an operator with no usable identity
         if self_flag:
             raise
         who = None

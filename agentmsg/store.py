@@ -114,12 +114,6 @@ class FileStore:
             raise NotFound(f"no collaboration {collab} under {self.root}")
         return path
 
-    def _journal(self, collab: str, *parts: str) -> Journal:
-        base = self._cdir(collab)
-        if len(parts) > 1:
-            fsio.ensure_dir(base, *parts[:-1])
-        return Journal(base.joinpath(*parts))
-
     @contextmanager
     def _locked(self, collab: str) -> Iterator[Path]:
         base = self._cdir(collab)
@@ -451,12 +445,8 @@ class FileStore:
         alias = model.alias(alias)
         offset, rec = Journal(fsio.ensure_dir(base, "receipts") / f"{alias}.jsonl").append(fields)
         if "message" in fields:
-            self._index_receipt(base, fields["message"], offset)
+            mailbox.index_receipt(base, fields["message"], offset)
         return rec
-
-    def _index_receipt(self, base: Path, mid: str, offset: int) -> None:
-        """Point the message's index entry at its receipt, so ``state`` never scans history."""
-        mailbox.index_receipt(base, mid, offset)
 
     def _message_receipts(self, base: Path, mid: str) -> list[Record]:
         found = mailbox.read_index(base, mid)
@@ -477,12 +467,9 @@ class FileStore:
         msgs, _view = mailbox.pending(base, alias, problems=problems)
         return Inbox(alias, [Message.from_record(rec) for rec in msgs], problems)
 
-    def _cursor(self, base: Path, alias: str) -> dict[str, Any]:
-        return mailbox.cursor(base, alias)
-
     def _advance(self, base: Path, alias: str) -> None:
         """Fold new acks into the cursor (caller holds the lock): unacknowledged offsets plus a scan mark."""
-        cur = self._cursor(base, alias)
+        cur = mailbox.cursor(base, alias)
         rcpt = Journal(base / "receipts" / f"{alias}.jsonl")
         acked = {rec["message"] for _, rec in rcpt.scan(cur["rcpt"]) if rec["type"] == "ack"}
         unacked, scanned = mailbox.classify(Journal(base / "inbox" / f"{alias}.jsonl"), cur, acked)
@@ -507,7 +494,7 @@ class FileStore:
         return rec, False
 
     def _is_acked(self, base: Path, alias: str, message_id: str, offset: int) -> bool:
-        cur = self._cursor(base, alias)
+        cur = mailbox.cursor(base, alias)
         if offset < cur["scanned"] and offset not in cur["unacked"]:
             return True
         rcpt = Journal(base / "receipts" / f"{alias}.jsonl").scan(cur["rcpt"])
