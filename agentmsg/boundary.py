@@ -236,11 +236,12 @@ def order(messages: Sequence[Any]) -> list[Any]:
 
 
 def render(messages: Sequence[Any], *, alias: str, cap: int = DEFAULT_CAP, unit: str = "chars",
-           nonce: str | None = None, lead: Callable[[int], str] | None = None) -> Rendered:
+           nonce: str | None = None, lead: Callable[[int], str] | None = None, more: int = 0) -> Rendered:
     """Render ``messages`` (``model.Message``-like) inside one boundary, within ``cap``.
 
     ``lead(shown)`` gives the first fact line(s) (default: ``default_lead``);
-    it must not contain peer text.
+    it must not contain peer text.  ``more`` counts messages waiting beyond
+    ``messages`` (a hook reads a page, not the backlog).
     """
     cap = max(MIN_CAP, min(HARD_CAP, int(cap)))
     size = measure(unit)
@@ -257,10 +258,12 @@ def render(messages: Sequence[Any], *, alias: str, cap: int = DEFAULT_CAP, unit:
     def after(shown: set[str]) -> str:
         ack = next((m.collab for m in msgs if m.id in shown), None)
         left = {c: sum(1 for m in msgs if m.collab == c and m.id not in shown) for c in collabs}
+        if collabs and more > 0:
+            left[collabs[0]] += more
         return _after(ack, left)
 
     # Reserve the widest forms of the variable lines, then fit messages in order.
-    widest = _after(collabs[0] if collabs else None, {c: len(msgs) for c in collabs})
+    widest = _after(collabs[0] if collabs else None, {c: len(msgs) + max(0, more) for c in collabs})
     reserve = size(head(len(msgs))) + size(begin) + size(end) + size(widest)
     budget = cap - reserve
     blocks: list[list[Any]] = []  # [msg, attribution, body, cost, cut]

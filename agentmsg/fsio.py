@@ -317,3 +317,24 @@ def _is_contention(exc: BaseException) -> bool:
 
 def warn(message: str) -> None:
     sys.stderr.write(message + "\n")
+
+
+def append_raw(path: StrPath, data: bytes) -> None:
+    """Append to a binary derived file (no record framing, not fsynced)."""
+    fd = _open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    try:
+        _write_all(fd, data)
+    finally:
+        os.close(fd)
+
+
+def read_bytes_at(path: StrPath, offset: int, size: int) -> bytes | None:
+    """``size`` bytes at ``offset`` (fewer at the end); None when the file does not exist."""
+    try:
+        fd = _open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        return os.pread(fd, size, offset)
+    finally:
+        os.close(fd)

@@ -43,8 +43,10 @@ import os
 import sys
 import time
 
-from . import TOOL, __version__, boundary, delivery, fsio, mailbox, records
-from .journal import Journal
+from . import TOOL, __version__, boundary, fsio, records
+from .backends.file import layout
+from .backends.file.store import FileStore, FileTxn
+from .domain import envelope, kinds, rules
 from .paths import resolve_root_str
 
 TYPE_CHECKING = False
@@ -53,12 +55,16 @@ if TYPE_CHECKING:
     from types import ModuleType
     from typing import Any
 
-    Binding = tuple[str, str, dict[str, Any]]
+    from .domain.values import Message, Registry
+
+    Binding = tuple[str, str, Registry]
 
 HOSTS = {"claude": "claude-code", "codex": "codex"}
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop")
 PROBE = "AgentmsgProbe"  # agentmsg doctor's question: which agentmsg, interpreter and root would a hook use?
-REPRESENT_AFTER = 5  # prompts before a still-unacknowledged message is shown again
+REPRESENT_AFTER = rules.REPRESENT_AFTER
+#: Messages a hook reads per binding: more than any cap can show, never the whole backlog.
+CANDIDATES = 60
 LOCK_TIMEOUT = 2.0  # seconds; AGENTMSG_HOOK_LOCK_TIMEOUT overrides (at most 10)
 STDIN_MAX = 16 << 20
 LOG_MAX = 1 << 20
@@ -79,14 +85,6 @@ def _errors() -> ModuleType:
     return errors
 
 
-class _Locked(fsio.locked):
-    def __enter__(self) -> None:
-        try:
-            super().__enter__()
-        except _errors().StoreFailed as exc:
-            raise LockTimeout(str(exc)) from None
-
-
 class _Sink:
     """Stands in for stderr: a stray warning must never reach the host."""
 
@@ -95,20 +93,6 @@ class _Sink:
 
     def flush(self) -> None:
         pass
-
-
-class Msg:
-    """A message record with ``model.Message``'s attribute names (without importing model)."""
-
-    __slots__ = ("body", "collab", "flags", "id", "kind", "priority", "reply_to", "sender", "sender_runtime",
-                 "seq", "subject", "to", "ts")
-
-    def __init__(self, rec: Mapping[str, Any]) -> None:
-        for name in ("body", "collab", "id", "kind", "priority", "sender", "sender_runtime", "seq", "subject",
-                     "to", "ts"):
-            setattr(self, name, rec[name])
-        self.reply_to = rec.get("reply_to")
-        self.flags = tuple(rec.get("flags") or ())
 
 
 def main(host: str) -> int:
@@ -182,7 +166,8 @@ class Hook:
         self.pin = f"{HOSTS[self.host]}:{session}"
         if self.root is None or not os.path.isdir(self.root):
             return b"", _nothing  # no state root: this machine never used agentmsg
-        binds = mailbox.bindings(self.root, self.pin, self._registry)
+        self.store = FileStore(self.root, lock_timeout=self.lock_timeout)
+        binds = [(c, a, self.store.registry(c)) for c, a in self._locked_call(self.store.bindings, self.pin)]
         if not binds:
             return b"", _nothing  # not joined: joining never happens implicitly
         handler = {"SessionStart": self.session_start, "UserPromptSubmit": self.prompt, "Stop": self.stop}[event]
@@ -201,7 +186,7 @@ class Hook:
             root = self.root or resolve_root_str(None, self.env)[0]
             if not os.path.isdir(root):
                 return
-            path = os.path.join(root, "hooks.log")
+            path = os.path.join(root, layout.HOOKS_LOG)
             if fsio.file_size(path) > LOG_MAX:
                 os.replace(path, path + ".1")
             what = boundary.one_line(f"{type(exc).__name__}: {exc}")[:400]
@@ -210,65 +195,66 @@ class Hook:
         except BaseException:  # nowhere left to report to
             pass
 
-    def _registry(self, collab: str) -> dict[str, Any] | None:
-        """The registry document; a damaged ``registry.yaml`` is replayed from the records by the store (rare)."""
-        base = mailbox.collab_dir(self.root or "", collab)
-        if base is None:
-            return None
-        doc = mailbox.registry_document(base)
-        if doc is None:
-            from pathlib import Path
+    def _locked_call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except _errors().StoreFailed as exc:
+            raise LockTimeout(str(exc)) from None
 
-            from . import model
-            from .store import FileStore
+    def txn(self, collab: str) -> FileTxn:
+        return _LockedTxn(self.store, collab, self.store.base(collab))
 
-            doc = model.registry_document(FileStore(Path(self.root or "")).registry(collab))
-        return doc
+    # ---- the hooks' own state (derived, per binding) -------------------------------------------
 
-    def _state_path(self, base: str, alias: str) -> str:
-        return os.path.join(base, "state", delivery.hook_state_name(alias))
-
-    def load_state(self, base: str, alias: str) -> dict[str, Any]:
-        fresh = {"v": 1, "pin": self.pin, "prompt": 0, "shown": {}, "blocked": [], "rc": None, "seen": None}
-        raw = fsio.read_bytes(self._state_path(base, alias))
+    def load_state(self, tx: FileTxn, alias: str) -> dict[str, Any]:
+        fresh = {"v": 2, "pin": self.pin, "prompt": 0, "shown": {}, "blocked": [], "rpos": 0, "seen": None}
+        raw = fsio.read_bytes(layout.hook_state(tx.base, alias))
         if raw is None:
             return fresh
         try:
             doc = records.loads(raw.decode("utf-8"))
-            ok = (isinstance(doc, dict) and doc.get("v") == 1 and type(doc.get("prompt")) is int
+            ok = (isinstance(doc, dict) and doc.get("v") == 2 and type(doc.get("prompt")) is int
                   and isinstance(doc.get("shown"), dict) and isinstance(doc.get("blocked"), list)
-                  and all(type(v) is int for v in doc["shown"].values()))
+                  and type(doc.get("rpos")) is int and all(type(v) is int for v in doc["shown"].values()))
         except (UnicodeDecodeError, ValueError):
             ok = False
         if not ok:
-            self.save_state(base, alias, fresh)
-            raise HookError(f"corrupt hook state {self._state_path(base, alias)}; reset it")
+            self.save_state(tx, alias, fresh)
+            raise HookError(f"corrupt hook state {layout.hook_state(tx.base, alias)}; reset it")
         return doc if doc.get("pin") == self.pin else fresh  # another pin's state: a takeover
 
-    def save_state(self, base: str, alias: str, doc: dict[str, Any]) -> None:
+    def save_state(self, tx: FileTxn, alias: str, doc: dict[str, Any]) -> None:
         doc["seen"] = {"host": self.host, "event": self.event, "ts": records.now_utc()}
-        fsio.ensure_dir(base, "state")
-        fsio.atomic_write(self._state_path(base, alias), records.dumps(doc).encode(), durable=False)
+        doc["shown"] = {k: v for k, v in doc["shown"].items() if doc["prompt"] - v < REPRESENT_AFTER}
+        fsio.ensure_dir(tx.base, "state")
+        fsio.atomic_write(layout.hook_state(tx.base, alias), records.dumps(doc).encode(), durable=False)
 
-    def locked(self, base: str) -> fsio.locked:
-        return _Locked(os.path.join(base, "write.lock"), self.lock_timeout)
+    def _fold_receipts(self, tx: FileTxn, alias: str, st: dict[str, Any]) -> None:
+        """Retry requests since the last run: whichever hook reads one first, the next prompt shows it."""
+        new, st["rpos"] = tx.receipts_since(alias, st["rpos"])
+        retried = {r.get("message") for r in new if r.get("type") == kinds.RETRY}
+        if retried:
+            for msg in tx.unacked(alias, limit=CANDIDATES).messages:
+                if msg.id in retried:
+                    st["shown"].pop(str(msg.seq), None)
 
-    def claim(self, base: str, alias: str, ids: tuple[str, ...], attempt: str) -> Callable[[], None]:
-        """Record one presented attempt for ``ids`` (caller holds the lock); returns its completer."""
-        fields = [{"type": delivery.PRESENTED, "message": mid, "attempt": attempt, "host": self.host,
-                   "hook": self.event, "pin": self.pin} for mid in ids]
-        for mid in ids:  # a planted link in ids/ is refused before anything is written
-            mailbox.index_path(base, mid)
-        receipts = Journal(os.path.join(fsio.ensure_dir(base, "receipts"), f"{alias}.jsonl"))
-        placed = receipts.append_many(fields, head=False)  # durable before printing; completion moves the head
-        for offset, rec in placed:  # so `agentmsg show` reports them as presented
-            mailbox.index_receipt(base, rec["message"], offset)
+    def _due(self, tx: FileTxn, alias: str, st: dict[str, Any], *, requests_only: bool = False) -> Any:
+        """The top unacknowledged messages not shown in the last prompts: a page, never the whole backlog."""
+        self._fold_receipts(tx, alias, st)
+        skip = {int(k) for k, v in st["shown"].items() if st["prompt"] - v < REPRESENT_AFTER}
+        return tx.unacked(alias, limit=CANDIDATES, skip=skip, requests_only=requests_only)
+
+    def claim(self, tx: FileTxn, alias: str, ids: tuple[str, ...], attempt: str) -> Callable[[], None]:
+        """Record one presented attempt for ``ids`` (inside ``tx``), durable before printing; returns its completer."""
+        tx.append_receipts(alias, [{"type": kinds.PRESENTED, "message": mid, "attempt": attempt, "host": self.host,
+                                    "hook": self.event, "pin": self.pin} for mid in ids], head=False)
+        collab = tx.collab
 
         def complete() -> None:
             # Not fsynced: losing it in a crash only makes the attempt look interrupted (retry exists).
-            with self.locked(base):
-                receipts.append_many([{"type": delivery.COMPLETE, "attempt": attempt, "host": self.host,
-                                       "hook": self.event, "messages": len(ids)}], durable=False)
+            with self.txn(collab) as done:
+                done.append_receipts(alias, [{"type": kinds.COMPLETE, "attempt": attempt, "host": self.host,
+                                              "hook": self.event, "messages": len(ids)}], durable=False)
 
         return complete
 
@@ -278,26 +264,23 @@ class Hook:
         return records.dumps({"hookSpecificOutput": {"hookEventName": self.event,
                                                      "additionalContext": text}}).encode()
 
-    def _base(self, collab: str) -> str:
-        base = mailbox.collab_dir(self.root or "", collab)
-        if base is None:
-            raise HookError(f"collaboration {collab} vanished")
-        return base
-
     # ---- SessionStart ------------------------------------------------------------
 
     def session_start(self, data: Mapping[str, Any], binds: list[Binding]) -> tuple[bytes, Callable[[], None]]:
         lines = []
         for collab, alias, reg in binds:
-            base = self._base(collab)
-            st = self.load_state(base, alias)
-            if data.get("source") in ("clear", "compact"):
-                st["shown"] = {}  # the context that held them is gone: show them again
-            msgs = self._pending(base, alias, st)
-            self.save_state(base, alias, st)
-            lines.append(self._identity(collab, alias, reg, msgs) + self._envelope_note(base, alias, reg))
+            with self.txn(collab) as tx:
+                st = self.load_state(tx, alias)
+                if data.get("source") in ("clear", "compact"):
+                    st["shown"] = {}  # the context that held them is gone: show them again
+                self._fold_receipts(tx, alias, st)
+                page = tx.unacked(alias, limit=1)
+                self.save_state(tx, alias, st)
+                env = self._envelope(tx, alias, reg)
+            lines.append(self._identity(collab, alias, reg, page.total, page.requests)
+                         + self._envelope_note(env))
         if self.host == "claude":
-            self._export(binds)
+            self._export()
         return self.output(self._within_cap(lines)), _nothing
 
     def _within_cap(self, lines: list[str]) -> str:
@@ -315,48 +298,40 @@ class Hook:
                         "`agentmsg status` lists them.\n")
         return "".join(kept)
 
-    def _pending(self, base: str, alias: str, st: dict[str, Any]) -> list[dict[str, Any]]:
-        """Unacknowledged messages; folds new receipts (and retry requests) into the hook state."""
-        msgs, view = mailbox.pending(base, alias, st.get("rc"))
-        ids = {m["id"] for m in msgs}
-        shown = {k: v for k, v in st["shown"].items() if k in ids}
-        for mid in view.retries:  # `delivery retry`: whichever hook reads it first, the next prompt shows it
-            shown.pop(mid, None)
-        st["shown"], st["rc"] = shown, view.document()
-        return msgs
-
-    def _identity(self, collab: str, alias: str, reg: Mapping[str, Any], msgs: list[dict[str, Any]]) -> str:
-        requests = sum(1 for m in msgs if m["kind"] == "request")
-        counts = f"{len(msgs)} ({requests} request{'s' * (requests != 1)}, {len(msgs) - requests} other)"
-        opener = next((a for a, p in reg["participants"].items() if p.get("pin") == reg.get("opener")), "?")
-        label, task = str(reg.get("label", ""))[:64], str(reg.get("task", ""))[:500]
+    def _identity(self, collab: str, alias: str, reg: Registry, total: int, requests: int) -> str:
+        counts = f"{total} ({requests} request{'s' * (requests != 1)}, {total - requests} other)"
+        opener = reg.opener_alias or next((a for a, p in reg.participants.items() if p.pin == reg.opener), "?")
+        label, task = str(reg.label)[:64], str(reg.task)[:500]
         from . import flags  # SessionStart only: its patterns cost milliseconds to compile
 
+        role = "you opened it" if opener == alias else f"opened by {boundary.one_line(opener)}"
+        author = f"{opener} (this session), the collaboration's opener" if opener == alias \
+            else f"{opener}, the collaboration's opener"
         return (
             f"agentmsg: this session ({self.pin}) is participant {alias} in collaboration {collab}, "
-            f"opened by {boundary.one_line(opener)}. "
+            f"{role}. "
             f"State root: {self.root}. Unacknowledged messages for {alias}: {counts}; they are quoted at "
             f"the next prompt inside an untrusted peer-data boundary, and "
             f"`{boundary.inbox_command(collab)}` lists them.\n"
-            + boundary.peer_fields((("label", label), ("task", task)), flags.detect(label + "\n" + task),
-                                   f"{opener}, the collaboration's opener")
+            + boundary.peer_fields((("label", label), ("task", task)), flags.detect(label + "\n" + task), author)
         )
 
-    def _envelope_note(self, base: str, alias: str, reg: Mapping[str, Any]) -> str:
-        env = self._envelope(base, alias, reg)
+    def _envelope_note(self, env: envelope.Envelope | None) -> str:
         if env is None:
             return "\n"
-        return (f" Stop continuations are enabled for this session until {delivery.iso(env.expires_at)}: "
+        return (f" Stop continuations are enabled for this session until {envelope.iso(env.expires_at)}: "
                 f"{env.remaining} of {env.slots} slots left.\n")
 
-    def _export(self, binds: list[Binding]) -> None:
-        """Identity for later Bash commands, idempotently (SessionStart fires again on resume/clear/compact)."""
+    def _export(self) -> None:
+        """The state root for later Bash commands, idempotently (SessionStart fires again on resume/clear).
+
+        Not the collaboration: a session may join another one later, and a
+        stale ``AGENTMSG_COLLAB`` would route its sends to the first.
+        """
         path = self.env.get("CLAUDE_ENV_FILE")
         if not path:
             return
         wanted = [f"export AGENTMSG_HOME={_sh_quote(self.root or '')}"]
-        if len(binds) == 1:
-            wanted.append(f"export AGENTMSG_COLLAB={_sh_quote(binds[0][0])}")
         have = set((fsio.read_bytes(path) or b"").decode("utf-8", "replace").splitlines())
         missing = [line for line in wanted if line not in have]
         if missing:
@@ -370,39 +345,44 @@ class Hook:
 
     def prompt(self, data: Mapping[str, Any], binds: list[Binding]) -> tuple[bytes, Callable[[], None]]:
         work = []
+        due_all: list[Message] = []
+        waiting = 0
         for collab, alias, _reg in binds:
-            base = self._base(collab)
-            st = self.load_state(base, alias)
-            st["prompt"] += 1
-            msgs = self._pending(base, alias, st)
-            shown = st["shown"]
-            due = [m for m in msgs if m["id"] not in shown or st["prompt"] - shown[m["id"]] >= REPRESENT_AFTER]
-            work.append((collab, alias, base, st, due))
-        due_all = [Msg(m) for *_, due in work for m in due]
+            with self.txn(collab) as tx:
+                st = self.load_state(tx, alias)
+                st["prompt"] += 1
+                page = self._due(tx, alias, st)
+                if not page.messages:
+                    self.save_state(tx, alias, st)
+            work.append((collab, alias, st, page))
+            due_all += page.messages
+            waiting += page.total - page.skipped
         if not due_all:
-            for _collab, alias, base, st, _due in work:
-                self.save_state(base, alias, st)
             return b"", _nothing
         aliases = ", ".join(sorted({alias for _c, alias, *_ in work}))
         collabs = list(dict.fromkeys(m.collab for m in due_all))
         where = f" in collaboration {collabs[0]}" if len(collabs) == 1 else ""
 
         def lead(shown: int) -> str:
-            return (f"agentmsg: {len(due_all)} peer message{'s' * (len(due_all) != 1)} for {aliases}{where} "
-                    f"{'are' if len(due_all) != 1 else 'is'} unacknowledged and not shown in the last "
+            return (f"agentmsg: {waiting} peer message{'s' * (waiting != 1)} for {aliases}{where} "
+                    f"{'are' if waiting != 1 else 'is'} unacknowledged and not shown in the last "
                     f"{REPRESENT_AFTER} prompts; {shown} quoted below.\n")
 
-        rendered = boundary.render(due_all, alias=aliases, cap=self.cap, unit=self.unit, lead=lead)
+        rendered = boundary.render(due_all, alias=aliases, cap=self.cap, unit=self.unit, lead=lead,
+                                   more=waiting - len(due_all))
         included = set(rendered.included)
         completers = []
-        for _collab, alias, base, st, due in work:
-            ids = tuple(m["id"] for m in due if m["id"] in included)
-            if ids:
-                with self.locked(base):
-                    completers.append(self.claim(base, alias, ids, uuid4()))
-                for mid in ids:
-                    st["shown"][mid] = st["prompt"]
-            self.save_state(base, alias, st)
+        for collab, alias, st, page in work:
+            ids = tuple(m.id for m in page.messages if m.id in included)
+            if not page.messages:
+                continue
+            with self.txn(collab) as tx:
+                if ids:
+                    completers.append(self.claim(tx, alias, ids, uuid4()))
+                for m in page.messages:
+                    if m.id in included:
+                        st["shown"][str(m.seq)] = st["prompt"]
+                self.save_state(tx, alias, st)
 
         def after() -> None:
             for complete in completers:
@@ -412,83 +392,91 @@ class Hook:
 
     # ---- Stop -------------------------------------------------------------------------
 
-    def _envelope(self, base: str, alias: str, reg: Mapping[str, Any]) -> delivery.Envelope | None:
+    def _envelope(self, tx: FileTxn, alias: str, reg: Registry) -> envelope.Envelope | None:
         """This exact binding's envelope, if it is active."""
-        path = os.path.join(base, delivery.JOURNAL)
-        if not os.path.exists(path):
-            return None
-        env = delivery.latest(delivery.fold(rec for _p, rec in Journal(path).scan()), alias, self.pin)
+        env = envelope.latest(envelope.fold(tx.delivery_records()), alias, self.pin)
         if env is None:
             return None
-        holder = mailbox.holder(reg, alias)
-        status = env.status(time.time(), holder=holder, closed=reg.get("closed_at") is not None)
+        status = env.status(time.time(), holder=reg.holder(alias), closed=reg.closed)
         return env if status == "active" else None
 
     def stop(self, data: Mapping[str, Any], binds: list[Binding]) -> tuple[bytes, Callable[[], None]]:
         again = data.get("stop_hook_active") is True
         for collab, alias, reg in binds:
-            base = self._base(collab)
-            env = self._envelope(base, alias, reg)
-            if env is None:
-                continue
-            st = self.load_state(base, alias)
-            requests = self._requests(base, alias, st)
+            with self.txn(collab) as tx:
+                env = self._envelope(tx, alias, reg)
+                if env is None:
+                    continue
+                st = self.load_state(tx, alias)
+                requests = self._requests(tx, alias, st)
             if not requests and env.wait > 0 and not again:
-                requests = self._wait_for_request(base, alias, st, env.wait)
+                requests = self._wait_for_request(collab, alias, st, env.wait)
             if not requests:
                 continue
-            if again and {m["id"] for m in requests} <= set(st["blocked"]):
+            if again and {m.id for m in requests} <= set(st["blocked"]):
                 continue  # nothing new since the last block: let it stop, never loop
-            return self._block(collab, alias, base, reg, st)
+            return self._block(collab, alias, reg, st)
         return b"", _nothing
 
-    def _requests(self, base: str, alias: str, st: dict[str, Any]) -> list[dict[str, Any]]:
-        return [m for m in self._pending(base, alias, st) if m["kind"] == "request"]
+    def _requests(self, tx: FileTxn, alias: str, st: dict[str, Any]) -> list[Message]:
+        self._fold_receipts(tx, alias, st)
+        return tx.unacked(alias, limit=CANDIDATES, requests_only=True).messages
 
-    def _wait_for_request(self, base: str, alias: str, st: dict[str, Any], wait: float) -> list[dict[str, Any]]:
-        inbox = os.path.join(base, "inbox", f"{alias}.jsonl")
-        deadline = time.monotonic() + min(wait, delivery.MAX_WAIT)
-        seen = fsio.file_size(inbox)
+    def _wait_for_request(self, collab: str, alias: str, st: dict[str, Any], wait: float) -> list[Message]:
+        deadline = time.monotonic() + min(wait, envelope.MAX_WAIT)
+        seen = self.store.last_seq(collab, alias)
         while time.monotonic() < deadline:
-            time.sleep(0.2)
-            if fsio.file_size(inbox) != seen:
-                seen = fsio.file_size(inbox)
-                found = self._requests(base, alias, st)
-                if found:
-                    return found
+            if not self.store.wait(collab, alias, seen, deadline - time.monotonic()):
+                return []
+            seen = self.store.last_seq(collab, alias)
+            with self.txn(collab) as tx:
+                found = self._requests(tx, alias, st)
+            if found:
+                return found
         return []
 
-    def _block(self, collab: str, alias: str, base: str, reg: Mapping[str, Any],
-               st: dict[str, Any]) -> tuple[bytes, Callable[[], None]]:
+    def _block(self, collab: str, alias: str, reg: Registry, st: dict[str, Any]) -> tuple[bytes, Callable[[], None]]:
         """Spend one slot and present the pending requests, all under the lock, before printing."""
-        with self.locked(base):
-            env = self._envelope(base, alias, reg)  # again, under the lock: slots are never reused
-            requests = self._requests(base, alias, st)
+        with self.txn(collab) as tx:
+            env = self._envelope(tx, alias, reg)  # again, under the lock: slots are never reused
+            requests = self._requests(tx, alias, st)
             if env is None or not requests:
                 return b"", _nothing
             slot = 1 + max((s["slot"] for s in env.spent), default=0)
+            total = tx.unacked(alias, limit=1, requests_only=True).total
 
             def lead(shown: int) -> str:
-                return (f"agentmsg: {len(requests)} unacknowledged request{'s' * (len(requests) != 1)} from peers "
-                        f"{'are' if len(requests) != 1 else 'is'} waiting for {alias} in collaboration {collab}; "
+                return (f"agentmsg: {total} unacknowledged request{'s' * (total != 1)} from peers "
+                        f"{'are' if total != 1 else 'is'} waiting for {alias} in collaboration {collab}; "
                         f"{shown} quoted below. Stop continuations are enabled for this session until "
-                        f"{delivery.iso(env.expires_at)}; this one used slot {slot} of {env.slots}.\n")
+                        f"{envelope.iso(env.expires_at)}; this one used slot {slot} of {env.slots}.\n")
 
-            msgs = [Msg(m) for m in requests]
-            rendered = boundary.render(msgs, alias=alias, cap=self.cap, unit=self.unit, lead=lead)
+            rendered = boundary.render(requests, alias=alias, cap=self.cap, unit=self.unit, lead=lead,
+                                       more=total - len(requests))
             if not rendered.included:
                 return b"", _nothing
             attempt = uuid4()
-            Journal(os.path.join(base, delivery.JOURNAL)).append({
-                "type": delivery.SLOT, "envelope": env.id, "slot": slot, "alias": alias, "pin": self.pin,
+            tx.append_delivery({
+                "type": kinds.SLOT, "envelope": env.id, "slot": slot, "alias": alias, "pin": self.pin,
                 "host": self.host, "attempt": attempt, "messages": list(rendered.included),
             })
-            complete = self.claim(base, alias, rendered.included, attempt)
-            st["blocked"] = [m["id"] for m in requests]
-            for mid in rendered.included:
-                st["shown"][mid] = st["prompt"]
-            self.save_state(base, alias, st)
+            complete = self.claim(tx, alias, rendered.included, attempt)
+            st["blocked"] = [m.id for m in requests]
+            for m in requests:
+                if m.id in rendered.included:
+                    st["shown"][str(m.seq)] = st["prompt"]
+            self.save_state(tx, alias, st)
         return self.output(rendered.text), complete
+
+
+class _LockedTxn(FileTxn):
+    """A transaction whose lock timeout fails the hook open (LockTimeout), never blocks the host."""
+
+    def __enter__(self) -> FileTxn:
+        try:
+            return super().__enter__()
+        except _errors().StoreFailed as exc:
+            raise LockTimeout(str(exc)) from None
 
 
 _SESSION_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")

@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from . import model
+from .domain import validate as model
 from .errors import IdentityError
-from .model import Pin
+from .domain.values import Pin
 
 HOST_VARS = (("CLAUDE_CODE_SESSION_ID", "claude-code"), ("CODEX_THREAD_ID", "codex"))
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from . import visible
-from .model import Message, Registry
+from .domain.values import Message, Registry
 
 
 def escape_hidden(text: str) -> str:

@@ -1,6 +1,7 @@
 """Typer command definitions. Each callback only translates arguments.
 
-The work is in :mod:`agentmsg.actions`; output is :mod:`.output`.
+The work is in :mod:`agentmsg.service.commands` (messaging) and
+:mod:`agentmsg.admin` (install, doctor, version); output is :mod:`.output`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,11 @@ from typing import Annotated, Any
 
 import typer
 
-from .. import actions
+from .. import admin
+from ..service import commands as actions
+from ..domain.values import Draft
+from ..service import delivery_commands as delivery_actions
+from ..service.context import Ctx
 from ..errors import UsageError
 from . import output
 
@@ -39,6 +44,10 @@ Root = Annotated[str | None, typer.Option("--root", help="State root (else AGENT
                                                         "XDG_STATE_HOME/agentmsg, ~/.local/state/agentmsg).")]
 Self = Annotated[str | None, typer.Option("--self", help="Acting session pin RUNTIME:SESSION_ID "
                                                          "(default: from CLAUDE_CODE_SESSION_ID / CODEX_THREAD_ID).")]
+Notify = Annotated[str | None, typer.Option(help="How a sender rings you when mail arrives: hook (default: "
+                                                 "your hooks show it at your next prompt), tmux (this pane) "
+                                                 "or codex-queue (this Codex thread).")]
+NotifyCommand = Annotated[str | None, typer.Option(hidden=True, help="Refused: registry commands never run.")]
 Collab = Annotated[str | None, typer.Option("--collab", help="Collaboration UUID (default: AGENTMSG_COLLAB, "
                                                              "or your only binding).")]
 
@@ -47,8 +56,8 @@ def _done(command: str, payload: dict[str, Any], as_json: bool) -> int:
     return output.emit(command, payload, as_json)
 
 
-def _ctx(root: str | None) -> actions.Ctx:
-    return actions.Ctx.create(root)
+def _ctx(root: str | None) -> Ctx:
+    return Ctx.create(root)
 
 
 @app.command("open")
@@ -57,13 +66,15 @@ def open_(
     label: Annotated[str, typer.Option(help="Short label, e.g. review.")],
     task: Annotated[str, typer.Option(help="The bounded task this collaboration is for.")],
     self_: Self = None,
-    notify_command: Annotated[str | None, typer.Option(help="Wake command for your inbox (argv with "
-                                                            "{pointer} {id} {collab} ... placeholders).")] = None,
+    notify: Notify = None,
+    notify_command: NotifyCommand = None,
     root: Root = None,
     json_: Json = False,
 ) -> int:
     """Open a collaboration and print its UUID and the state root."""
-    return _done("open", actions.open_collab(_ctx(root), self_, alias, label, task, notify_command), json_)
+    payload = actions.open_collab(_ctx(root), self_flag=self_, alias=alias, label=label, task=task,
+                                  notify_spec=notify, notify_command=notify_command)
+    return _done("open", payload, json_)
 
 
 @app.command()
@@ -73,12 +84,28 @@ def join(
     self_: Self = None,
     succeeds: Annotated[str | None, typer.Option(help="Take over OLD_PIN's alias and inbox.")] = None,
     reason: Annotated[str | None, typer.Option(help="Why, for the log (required with --succeeds).")] = None,
-    notify_command: Annotated[str | None, typer.Option(help="Wake command for your inbox.")] = None,
+    notify: Notify = None,
+    notify_command: NotifyCommand = None,
     root: Root = None,
     json_: Json = False,
 ) -> int:
     """Join a collaboration under an alias (or take one over with --succeeds)."""
-    return _done("join", actions.join(_ctx(root), collab, self_, alias, succeeds, reason, notify_command), json_)
+    payload = actions.join(_ctx(root), collab=collab, self_flag=self_, alias=alias, succeeds=succeeds,
+                           reason=reason, notify_spec=notify, notify_command=notify_command)
+    return _done("join", payload, json_)
+
+
+@app.command()
+def handover(
+    to: Annotated[str, typer.Option(help="The pin RUNTIME:SESSION_ID that may take your alias over.")],
+    alias: Annotated[str | None, typer.Option(help="The alias to hand over (a human: pin may name any).")] = None,
+    collab: Collab = None,
+    self_: Self = None,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Agree that another session may take over your alias (join --succeeds) across runtimes."""
+    return _done("handover", actions.handover(_ctx(root), collab=collab, self_flag=self_, to=to, alias=alias), json_)
 
 
 @app.command()
@@ -92,7 +119,9 @@ def send(
     body_file: Annotated[Path | None, typer.Option(help="Read the body from a file.")] = None,
     id_: Annotated[str | None, typer.Option("--id", help="Message UUID (default: new). Same id + same "
                                                          "content is a no-op.")] = None,
-    reply_to: Annotated[str | None, typer.Option(help="PARTICIPANT/MESSAGE_ID this answers.")] = None,
+    reply_to: Annotated[str | None, typer.Option(help="MESSAGE_ID this answers, optionally ALIAS/MESSAGE_ID with "
+                                                      "the alias of either party; the reply goes to the other "
+                                                      "party unless --to is given.")] = None,
     redact: Annotated[bool, typer.Option(help="Replace detected secrets with [REDACTED:kind] and send.")] = False,
     collab: Collab = None,
     self_: Self = None,
@@ -101,7 +130,8 @@ def send(
 ) -> int:
     """Store a message durably, then notify the recipient."""
     text = _read_body(body, body_stdin, body_file)
-    payload = actions.send(_ctx(root), collab, self_, to, kind, priority, subject, text, id_, reply_to, redact)
+    draft = Draft(to=to, kind=kind, priority=priority, subject=subject, body=text, id=id_, reply_to=reply_to)
+    payload = actions.send(_ctx(root), collab=collab, self_flag=self_, draft=draft, redact=redact)
     return _done("send", payload, json_)
 
 
@@ -111,7 +141,7 @@ def _read_body(body: str | None, from_stdin: bool, path: Path | None) -> str:
         raise UsageError("give the body exactly once: --body TEXT, --body-stdin or --body-file PATH")
     if body is not None:
         return body
-    limit = actions.model.BODY_MAX_BYTES
+    from ..domain.validate import BODY_MAX_BYTES as limit
     try:
         raw = sys.stdin.buffer.read(limit + 1) if from_stdin else _read_file(path, limit)  # type: ignore[arg-type]
     except OSError as exc:
@@ -135,13 +165,18 @@ def _read_file(path: Path, limit: int) -> bytes:
 def inbox(
     collab: Collab = None,
     self_: Self = None,
-    all_: Annotated[bool, typer.Option("--all", help="Include acknowledged messages (whole history).")] = False,
+    limit: Annotated[int, typer.Option(help="At most this many messages (default 20); the rest are counted.")] = 20,
+    offset: Annotated[int, typer.Option(help="Skip this many first (to page through a backlog).")] = 0,
+    all_: Annotated[bool, typer.Option("--all", help="Print every unacknowledged message, not one page.")] = False,
+    history: Annotated[bool, typer.Option(help="Include acknowledged messages (the whole history, paged).")] = False,
     priority_first: Annotated[bool, typer.Option(help="High priority first, then oldest first.")] = False,
     root: Root = None,
     json_: Json = False,
 ) -> int:
-    """List unacknowledged messages, oldest first, with full bodies. Does not acknowledge."""
-    return _done("inbox", actions.inbox(_ctx(root), collab, self_, all_, priority_first), json_)
+    """List unacknowledged messages, oldest first, with full bodies: one page of 20 unless asked. Does not ack."""
+    payload = actions.inbox(_ctx(root), collab=collab, self_flag=self_, limit=limit, offset=offset, everything=all_,
+                            include_acked=history, priority_first=priority_first)
+    return _done("inbox", payload, json_)
 
 
 @app.command()
@@ -152,30 +187,31 @@ def show(
     json_: Json = False,
 ) -> int:
     """Print one message in full, with its states."""
-    return _done("show", actions.show(_ctx(root), collab, message_id), json_)
+    return _done("show", actions.show(_ctx(root), collab=collab, message_id=message_id), json_)
 
 
 @app.command()
 def ack(
-    message: Annotated[str, typer.Option(help="Message UUID to acknowledge.")],
+    message: Annotated[list[str], typer.Option(help="Message UUID to acknowledge (repeat for several).")],
     collab: Collab = None,
     self_: Self = None,
     root: Root = None,
     json_: Json = False,
 ) -> int:
-    """Record that you (the exact recipient) read a message in full. Idempotent."""
-    return _done("ack", actions.ack(_ctx(root), collab, self_, message), json_)
+    """Record that you (the exact recipient) read messages in full. Idempotent; several ids in one call."""
+    return _done("ack", actions.ack(_ctx(root), collab=collab, self_flag=self_, message_ids=message), json_)
 
 
 @app.command()
 def notify(
     retry: Annotated[str, typer.Option(help="Message UUID whose notification to retry.")],
     collab: Collab = None,
+    self_: Self = None,
     root: Root = None,
     json_: Json = False,
 ) -> int:
-    """Retry a failed notification without re-sending the body."""
-    return _done("notify", actions.notify_retry(_ctx(root), collab, retry), json_)
+    """Retry a failed notification without re-sending the body (its sender or recipient only)."""
+    return _done("notify", actions.notify_retry(_ctx(root), collab=collab, self_flag=self_, message_id=retry), json_)
 
 
 @app.command()
@@ -186,13 +222,13 @@ def status(
     json_: Json = False,
 ) -> int:
     """Show the root, your binding, participants, pending mail and closure."""
-    return _done("status", actions.status(_ctx(root), collab, self_), json_)
+    return _done("status", actions.status(_ctx(root), collab=collab, self_flag=self_), json_)
 
 
 @app.command()
 def registry(collab: Collab = None, root: Root = None, json_: Json = False) -> int:
     """Print the authoritative registry (YAML; JSON with --json)."""
-    doc = actions.registry(_ctx(root), collab)
+    doc = actions.registry(_ctx(root), collab=collab)
     if json_:
         return _done("registry", doc, True)
     import yaml
@@ -204,13 +240,13 @@ def registry(collab: Collab = None, root: Root = None, json_: Json = False) -> i
 @app.command()
 def leave(collab: Collab = None, self_: Self = None, root: Root = None, json_: Json = False) -> int:
     """End your binding. Your inbox and history stay."""
-    return _done("leave", actions.leave(_ctx(root), collab, self_), json_)
+    return _done("leave", actions.leave(_ctx(root), collab=collab, self_flag=self_), json_)
 
 
 @app.command()
 def close(collab: Collab = None, self_: Self = None, root: Root = None, json_: Json = False) -> int:
     """Make a collaboration inert. History is kept; unresolved mail is reported, not acked."""
-    return _done("close", actions.close(_ctx(root), collab, self_), json_)
+    return _done("close", actions.close(_ctx(root), collab=collab, self_flag=self_), json_)
 
 
 @log_app.command("append")
@@ -225,19 +261,20 @@ def log_append(
 ) -> int:
     """Add an immutable note; a correction is a new note that names the old one."""
     note = _read_body(text, stdin, None)
-    return _done("log append", actions.log_append(_ctx(root), collab, self_, note, corrects), json_)
+    return _done("log append", actions.log_append(_ctx(root), collab=collab, self_flag=self_, text=note,
+                                                         corrects=corrects), json_)
 
 
 @log_app.command("render")
 def log_render(collab: Collab = None, root: Root = None, json_: Json = False) -> int:
     """Regenerate collaboration.md and every inbox transcript from the records."""
-    return _done("log render", actions.log_render(_ctx(root), collab), json_)
+    return _done("log render", actions.log_render(_ctx(root), collab=collab), json_)
 
 
 @log_app.command("show")
 def log_show(collab: Collab = None, root: Root = None, json_: Json = False) -> int:
     """Print the log entries."""
-    return _done("log show", actions.log_show(_ctx(root), collab), json_)
+    return _done("log show", actions.log_show(_ctx(root), collab=collab), json_)
 
 
 @app.command()
@@ -251,14 +288,21 @@ def watch(
 ) -> int:
     """Wait for a new request (or a reply), print one line per event, exit. Never re-arms."""
     emit = (lambda line: None) if json_ else (lambda line: print(line, flush=True))
-    payload = actions.watch(_ctx(root), collab, self_, for_reply, timeout, emit)
+    payload = actions.watch(_ctx(root), collab=collab, self_flag=self_, for_reply=for_reply, timeout=timeout,
+                            emit=emit)
     return output.emit("watch", payload, json_) if json_ else 0
 
 
 @app.command()
 def verify(collab: Collab = None, root: Root = None, json_: Json = False) -> int:
-    """Check every record's checksum and hash chain; exit 13 on edited, removed or reordered records."""
-    return _done("verify", actions.verify(_ctx(root), collab), json_)
+    """Check every record and every derived file against the records; exit 13 on tampering."""
+    return _done("verify", actions.verify(_ctx(root), collab=collab), json_)
+
+
+@app.command()
+def repair(collab: Collab = None, root: Root = None, json_: Json = False) -> int:
+    """Rebuild every derived file (registry, indexes, maps, transcripts) from the records; clean temp files."""
+    return _done("repair", actions.repair(_ctx(root), collab=collab), json_)
 
 
 @delivery_app.command("enable")
@@ -273,20 +317,21 @@ def delivery_enable(
     json_: Json = False,
 ) -> int:
     """Let pending requests hold this session's Stop, within a finite envelope nothing renews."""
-    payload = actions.delivery_enable(_ctx(root), collab, self_, expires_in, max_duration, max_continuations, wait)
+    payload = delivery_actions.enable(_ctx(root), collab=collab, self_flag=self_, expires_in=expires_in,
+                                      max_duration=max_duration, slots=max_continuations, wait=wait)
     return _done("delivery enable", payload, json_)
 
 
 @delivery_app.command("disable")
 def delivery_disable(collab: Collab = None, self_: Self = None, root: Root = None, json_: Json = False) -> int:
     """Make this binding's envelope inert now. History is kept."""
-    return _done("delivery disable", actions.delivery_disable(_ctx(root), collab, self_), json_)
+    return _done("delivery disable", delivery_actions.disable(_ctx(root), collab=collab, self_flag=self_), json_)
 
 
 @delivery_app.command("inspect")
 def delivery_inspect(collab: Collab = None, self_: Self = None, root: Root = None, json_: Json = False) -> int:
     """Show the envelope: owner, remaining slots, expiry, interrupted attempts, installed adapters."""
-    return _done("delivery inspect", actions.delivery_inspect(_ctx(root), collab, self_), json_)
+    return _done("delivery inspect", delivery_actions.inspect(_ctx(root), collab=collab, self_flag=self_), json_)
 
 
 @delivery_app.command("retry")
@@ -299,7 +344,8 @@ def delivery_retry(
     json_: Json = False,
 ) -> int:
     """Present a message again at the next prompt because its attempt was interrupted."""
-    return _done("delivery retry", actions.delivery_retry(_ctx(root), collab, self_, attempt, message), json_)
+    return _done("delivery retry", delivery_actions.retry(_ctx(root), collab=collab, self_flag=self_, attempt=attempt,
+                                                                   message=message), json_)
 
 
 CodexHome = Annotated[str | None, typer.Option(help="Codex home (default: $CODEX_HOME, else ~/.codex).")]
@@ -308,25 +354,25 @@ CodexHome = Annotated[str | None, typer.Option(help="Codex home (default: $CODEX
 @install_app.command("codex")
 def install_codex(codex_home: CodexHome = None, json_: Json = False) -> int:
     """Write agentmsg's hooks into Codex's user hooks.json and its skill; idempotent."""
-    return _done("install codex", actions.install_codex(_ctx(None), codex_home), json_)
+    return _done("install codex", admin.install_codex(_ctx(None), codex_home), json_)
 
 
 @uninstall_app.command("codex")
 def uninstall_codex(codex_home: CodexHome = None, json_: Json = False) -> int:
     """Remove exactly the hooks and skill that `agentmsg install codex` wrote."""
-    return _done("uninstall codex", actions.uninstall_codex(_ctx(None), codex_home), json_)
+    return _done("uninstall codex", admin.uninstall_codex(_ctx(None), codex_home), json_)
 
 
 @app.command()
 def doctor(root: Root = None, json_: Json = False) -> int:
     """Check which agentmsg each entry point runs (CLI, launcher, hooks); exit 16 if they disagree."""
-    return _done("doctor", actions.doctor(_ctx(root)), json_)
+    return _done("doctor", admin.doctor(_ctx(root)), json_)
 
 
 @app.command()
 def version(root: Root = None, json_: Json = False) -> int:
     """Print the version, the interpreter and the state root this copy resolves."""
-    return _done("version", actions.version(_ctx(root)), json_)
+    return _done("version", admin.version(_ctx(root)), json_)
 
 
 def app_command() -> Any:

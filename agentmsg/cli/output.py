@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import AgentmsgError
-from ..model import Message
+from ..domain.values import Message
 from ..render import body_block, escape_hidden, message_section, one_line
 
 Payload = dict[str, Any]

@@ -1,0 +1,54 @@
+"""Install, uninstall, doctor and version: about this copy of agentmsg, not about messages."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from .errors import UsageError
+from .service.context import Ctx
+
+Payload = dict[str, Any]
+
+
+def version(ctx: Ctx) -> Payload:
+    """What ``doctor`` compares across entry points: a stale copy shows up here."""
+    from . import TOOL, __version__
+
+    return {"version": __version__, "tool": TOOL, "python": sys.executable,
+            "package": str(Path(__file__).resolve().parent), "root": str(ctx.root), "root_source": ctx.root_source,
+            "store": ctx.store.describe()}
+
+
+def doctor(ctx: Ctx) -> Payload:
+    """Every entry point's version, interpreter and root; disagreement is an error (exit 16)."""
+    from . import doctor as checks
+    from .errors import Disagreement
+
+    # Probes get this environment unchanged: the question is which root each
+    # entry point resolves on its own, not whether it can be told one.
+    payload = checks.run(ctx.env, str(ctx.root))
+    payload["store"] = ctx.store.describe()
+    if payload["warnings"]:
+        err = Disagreement(f"{len(payload['warnings'])} warning(s); first: {payload['warnings'][0]}")
+        err.result = payload
+        raise err
+    return payload
+
+
+def install_codex(ctx: Ctx, codex_home: str | None) -> Payload:
+    from . import installer
+
+    root = installer.plugin_root()
+    if root is None:
+        raise UsageError("this agentmsg does not run from a plugin checkout; install the plugin instead")
+    return installer.install_codex(codex_home or installer.default_codex_home(ctx.env.get("HOME")), root,
+                                   home=ctx.env.get("HOME"))
+
+
+def uninstall_codex(ctx: Ctx, codex_home: str | None) -> Payload:
+    from . import installer
+
+    return installer.uninstall_codex(codex_home or installer.default_codex_home(ctx.env.get("HOME")),
+                                     home=ctx.env.get("HOME"))

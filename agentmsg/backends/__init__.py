@@ -1,0 +1,1 @@
+"""Storage backends behind ``agentmsg.ports.Store``: plain files (the default) and memory."""

@@ -1,0 +1,223 @@
+"""The per-inbox status map: flat-cost reads and acks, checked against the journals.
+
+One status byte per message, by sequence number (``state/<alias>.map``,
+after a one-line JSON header), and one 8-byte offset per message
+(``state/<alias>.offsets``).  The byte says whether the message is
+acknowledged, high priority and a request, so "the top 20 unacknowledged
+messages by priority and age, and how many more" is a few ``bytes.find``
+and ``bytes.count`` calls over the map, and the 20 records are read by
+offset: the same cost at 10 and at 100,000 unread.
+
+Derived data, never the source of truth.  The header names how far each
+journal was folded in, by offset *and* checksum of the last record folded;
+a header that does not match the journals (a truncated or rewritten file),
+or a map whose bytes do not match the header's hash (a hand edit), is
+discarded and the map rebuilt from the journals.  So an edited cursor can
+cost one slow read, never hide a message.  Written only under the
+collaboration's lock, and not fsynced: a map lost in a crash is rebuilt.
+"""
+
+from __future__ import annotations
+
+from ... import fsio, records
+from ...domain import kinds
+from ...journal import Journal
+from . import layout
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Container, Iterator
+    from typing import Any
+
+PRESENT, ACKED, HIGH, REQUEST = 8, 1, 2, 4
+VERSION = 2
+_OFF = 8
+
+
+def status_byte(rec: dict[str, Any]) -> int:
+    return PRESENT | (HIGH if rec.get("priority") == kinds.HIGH else 0) | (
+        REQUEST if rec.get("kind") == kinds.REQUEST else 0)
+
+
+#: The unacknowledged status values, by what a reader asks for.
+UNACKED_HIGH = (PRESENT | HIGH, PRESENT | HIGH | REQUEST)
+UNACKED_NORMAL = (PRESENT, PRESENT | REQUEST)
+
+
+class InboxMap:
+    """The folded state of one alias's inbox and receipts."""
+
+    __slots__ = ("alias", "base", "changed", "ie", "il", "is_", "new_offsets", "offsets_from", "re", "rl", "rs",
+                 "status")
+
+    def __init__(self, base: str, alias: str) -> None:
+        self.base, self.alias = base, alias
+        self.status = bytearray()
+        self.ie = self.il = self.re = self.rl = 0  # journal ends and last-record offsets folded so far
+        self.is_ = self.rs = ""  # checksums of those last records
+        self.new_offsets: list[int] = []
+        self.offsets_from = 0  # status entries before this already have offsets on disk
+        self.changed = False
+
+    # ---- loading and checking ---------------------------------------------------------
+
+    @classmethod
+    def load(cls, base: str, alias: str) -> InboxMap:
+        """The stored map if it still matches the journals, else an empty one (to be folded from zero)."""
+        m = cls(base, alias)
+        raw = fsio.read_bytes(layout.inbox_map(base, alias))
+        if raw and m._parse(raw) and m._matches_journals():
+            m.offsets_from = min(len(m.status), fsio.file_size(layout.inbox_offsets(base, alias)) // _OFF)
+            return m
+        fresh = cls(base, alias)
+        fresh.changed = True
+        return fresh
+
+    def _parse(self, raw: bytes) -> bool:
+        head, sep, body = raw.partition(b"\n")
+        if not sep:
+            return False
+        try:
+            doc = records.loads(head)
+        except ValueError:
+            return False
+        want = ("v", "n", "ie", "il", "is", "re", "rl", "rs", "h")
+        if not isinstance(doc, dict) or any(k not in doc for k in want) or doc["v"] != VERSION:
+            return False
+        if len(body) != doc["n"] or records.sha256_hex(body) != doc["h"]:
+            return False  # edited by hand, or torn: the journals decide
+        self.status = bytearray(body)
+        self.ie, self.il, self.is_ = doc["ie"], doc["il"], doc["is"]
+        self.re, self.rl, self.rs = doc["re"], doc["rl"], doc["rs"]
+        return all(type(v) is int and v >= 0 for v in (self.ie, self.il, self.re, self.rl))
+
+    def _matches_journals(self) -> bool:
+        """The records the header names are still where it says, with the same checksums."""
+        for path, end, last, summ, seq in (
+                (layout.inbox(self.base, self.alias), self.ie, self.il, self.is_, len(self.status)),
+                (layout.receipts(self.base, self.alias), self.re, self.rl, self.rs, None)):
+            if end == 0:
+                if seq:
+                    return False
+                continue
+            if fsio.file_size(path) < end:
+                return False
+            rec = record_at(Journal(path), last)
+            if rec is None or rec.get("sum") != summ or (seq is not None and rec.get("seq") != seq):
+                return False
+        return True
+
+    # ---- folding new records in --------------------------------------------------------
+
+    def fold(self, lookup_seq: Any = None) -> InboxMap:
+        """Fold records appended since the last fold: new messages, then new acks.
+
+        ``lookup_seq(message_id)`` finds the sequence number of an ack that
+        does not carry one (receipts written before this map existed).
+        """
+        inbox = Journal(layout.inbox(self.base, self.alias))
+        for pos, rec, end in inbox.entries(self.ie):
+            if rec.get("seq") != len(self.status) + 1:
+                continue  # not the next message: never re-fold or skip one
+            self.status.append(status_byte(rec))
+            self.new_offsets.append(pos)
+            self.ie, self.il, self.is_ = end, pos, rec["sum"]
+            self.changed = True
+        receipts = Journal(layout.receipts(self.base, self.alias))
+        for pos, rec, end in receipts.entries(self.re):
+            if rec.get("type") == kinds.ACK:
+                seq = rec.get("seq")
+                if type(seq) is not int and lookup_seq is not None:
+                    seq = lookup_seq(rec.get("message"))
+                if type(seq) is int and 0 < seq <= len(self.status):
+                    self.status[seq - 1] |= ACKED
+            self.re, self.rl, self.rs = end, pos, rec["sum"]
+            self.changed = True
+        return self
+
+    def save(self) -> None:
+        """Write what changed (the caller holds the collaboration's lock); not fsynced."""
+        if not self.changed:
+            return
+        fsio.ensure_dir(self.base, "state")
+        offsets = layout.inbox_offsets(self.base, self.alias)
+        have = fsio.file_size(offsets)
+        start = len(self.status) - len(self.new_offsets)
+        if start == 0:
+            fsio.atomic_write(offsets, _pack(self.new_offsets), durable=False)
+        elif self.new_offsets and have == start * _OFF:
+            fsio.append_raw(offsets, _pack(self.new_offsets))
+        elif have != len(self.status) * _OFF:
+            fsio.atomic_write(offsets, _pack(self._all_offsets()), durable=False)
+        body = bytes(self.status)
+        head = records.dumps({"v": VERSION, "n": len(body), "ie": self.ie, "il": self.il, "is": self.is_,
+                              "re": self.re, "rl": self.rl, "rs": self.rs, "h": records.sha256_hex(body)})
+        fsio.atomic_write(layout.inbox_map(self.base, self.alias), head.encode() + b"\n" + body, durable=False)
+        self.offsets_from, self.new_offsets, self.changed = len(self.status), [], False
+
+    def _all_offsets(self) -> list[int]:
+        """Every message's offset, from the inbox itself (the offsets file was short or damaged)."""
+        out = [pos for pos, rec, _end in Journal(layout.inbox(self.base, self.alias)).entries()
+               if type(rec.get("seq")) is int]
+        return out[:len(self.status)]
+
+    # ---- queries ------------------------------------------------------------------------
+
+    def offset(self, seq: int) -> int | None:
+        """Where message ``seq`` starts in the inbox (checked by the caller against the record)."""
+        first_new = len(self.status) - len(self.new_offsets)
+        if seq > first_new:
+            return self.new_offsets[seq - first_new - 1]
+        raw = fsio.read_bytes_at(layout.inbox_offsets(self.base, self.alias), (seq - 1) * _OFF, _OFF)
+        return int.from_bytes(raw, "little") if raw is not None and len(raw) == _OFF else None
+
+    def acked(self, seq: int) -> bool:
+        return 0 < seq <= len(self.status) and bool(self.status[seq - 1] & ACKED)
+
+    def count(self, values: tuple[int, ...]) -> int:
+        return sum(self.status.count(v) for v in values)
+
+    def unacked(self, *, requests_only: bool = False, priority_first: bool = True) -> Iterator[int]:
+        """Sequence numbers of unacknowledged messages: oldest first, high priority before the rest if asked."""
+        high = UNACKED_HIGH[1:] if requests_only else UNACKED_HIGH
+        normal = UNACKED_NORMAL[1:] if requests_only else UNACKED_NORMAL
+        if priority_first:
+            yield from _positions(self.status, high)
+            yield from _positions(self.status, normal)
+        else:
+            yield from _positions(self.status, high + normal)
+
+    def select(self, limit: int, *, skip: Container[int] = (), requests_only: bool = False,
+               priority_first: bool = True) -> list[int]:
+        out = []
+        for seq in self.unacked(requests_only=requests_only, priority_first=priority_first):
+            if seq in skip:
+                continue
+            out.append(seq)
+            if len(out) >= limit:
+                break
+        return out
+
+
+def _pack(offsets: list[int]) -> bytes:
+    return b"".join(o.to_bytes(_OFF, "little") for o in offsets)
+
+
+def _positions(status: bytearray, values: tuple[int, ...]) -> Iterator[int]:
+    """1-based positions holding any of ``values``, ascending (C-speed finds, merged)."""
+    nxt = {v: status.find(v) for v in values}
+    while True:
+        live = [(p, v) for v, p in nxt.items() if p >= 0]
+        if not live:
+            return
+        p, v = min(live)
+        yield p + 1
+        nxt[v] = status.find(v, p + 1)
+
+
+def record_at(journal: Journal, offset: int) -> dict[str, Any] | None:
+    """The record that starts exactly at ``offset`` (not the next one after a damaged line)."""
+    for pos, rec, _end in journal.entries(offset):
+        return rec if pos == offset else None
+    return None
+

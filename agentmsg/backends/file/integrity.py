@@ -1,0 +1,215 @@
+"""``verify`` on plain files: every journal, and every derived file against the journals.
+
+Each record's checksum catches an edited line; each ``prev`` link and the
+gap-free ``seq`` catch removed and reordered lines; the ``.head`` sidecar
+catches records cut off the end.  A torn line (a crash mid-write) is
+reported as torn, not as tampering: it never parses, and the records
+around it still chain.
+
+Derived files are witnesses too.  The collaboration-wide ``cseq`` is
+gap-free across journals, so a deleted inbox shows as a gap; the id index,
+the inbox maps and ``collaboration.md`` name records, so a record cut off
+the end with its sidecar shows as a record they name and no journal holds;
+a map that marks a message acknowledged with no ack receipt (an edited
+cursor hiding mail) disagrees with the map folded afresh.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ... import fsio, records
+from ...domain import kinds, rules
+from ...journal import Journal
+from . import layout, views
+
+if TYPE_CHECKING:
+    from .store import FileStore, FileTxn
+
+
+@dataclass(frozen=True)
+class Finding:
+    path: str
+    line: int
+    kind: str  # edited | removed | reordered | truncated | torn | damaged
+    detail: str
+
+    @property
+    def tampering(self) -> bool:
+        return self.kind != "torn"
+
+
+def journals(root: Path, collab: str | None = None) -> Iterator[Path]:
+    base = fsio.existing_dir(root, "collabs")
+    if base is None:
+        return
+    for cdir in sorted(base.iterdir()) if collab is None else [base / collab]:
+        fsio.existing_dir(base, cdir.name)
+        views.collab_dir(str(root), cdir.name)  # a symlinked subdirectory is refused, not skipped
+        yield from sorted(p for p in cdir.rglob("*.jsonl") if not p.is_symlink())
+
+
+def verify_file(path: Path) -> list[Finding]:
+    found: list[Finding] = []
+    prev_sum = ""
+    prev_seq = 0
+    name = str(path)
+    rows = [(n, line, complete, records.peek(line))
+            for n, (_pos, line, complete) in enumerate(fsio.lines(path), start=1) if line]
+    present = {rec["seq"] for *_, rec in rows if rec is not None}
+    for number, _line, complete, rec in rows:
+        if rec is None:
+            where = "at the end" if not complete else "mid-file, after which writing continued"
+            found.append(Finding(name, number, "torn", f"incomplete record {where} (crash mid-write)"))
+            continue
+        seq = rec["seq"]
+        if rec["sum"] != records.checksum(rec):
+            found.append(Finding(name, number, "edited", f"checksum mismatch on seq {seq}"))
+        elif seq == prev_seq + 1 and rec.get("prev") != prev_sum:
+            found.append(Finding(name, number - 1, "edited",
+                                 f"seq {prev_seq} changed after seq {seq} was chained to it"))
+        elif seq != prev_seq + 1 or rec.get("prev") != prev_sum:
+            missing = [s for s in range(prev_seq + 1, seq) if s not in present]
+            kind = "removed" if seq > prev_seq and len(missing) == seq - prev_seq - 1 else "reordered"
+            found.append(Finding(name, number, kind, f"seq {seq} follows seq {prev_seq}"))
+        prev_sum, prev_seq = rec["sum"], seq
+    found += _check_head(path, prev_seq, prev_sum, len(rows))
+    return found
+
+
+def _check_head(path: Path, last_seq: int, last_sum: str, lines: int) -> list[Finding]:
+    """The sidecar may lag the file after a crash, but never lead it."""
+    head = Journal(path).head()
+    if not head or not isinstance(head.get("seq"), int):
+        return []
+    if head["seq"] > last_seq:
+        return [Finding(str(path), lines + 1, "truncated",
+                        f"last record is seq {last_seq} but seq {head['seq']} was written")]
+    if head["seq"] == last_seq and head.get("sum") != last_sum:
+        return [Finding(str(path), lines, "edited", f"seq {last_seq} differs from the one written")]
+    return []
+
+
+def check_registry(cdir: Path) -> list[Finding]:
+    """``registry.yaml`` is derived, but recipients resolve through it: it must equal the replay."""
+    reg = rules.replay(rec for _, rec in Journal(cdir / layout.EVENTS).scan())
+    actual = views.registry_document(str(cdir))  # None when stale: then it is replayed, never trusted
+    if reg is None or actual is None or {k: v for k, v in actual.items() if k != "built_from"} == \
+            rules.registry_document(reg):
+        return []
+    return [Finding(str(cdir / layout.REGISTRY), 1, "edited",
+                    "differs from the registry replayed from collab.jsonl (recipients resolve through it)")]
+
+
+def verify(store: FileStore, collab: str | None = None) -> tuple[int, list[dict[str, Any]]]:
+    """(files checked, findings) for the whole root or one collaboration."""
+    root = Path(store.root)
+    files = list(journals(root, collab))
+    findings = [f for path in files for f in verify_file(path)]
+    for cdir in sorted({path.parent for path in files if path.name == layout.EVENTS}):
+        findings += check_registry(cdir)
+        with store.transaction(cdir.name) as tx:
+            findings += check_derived(tx)
+    return len(files), [as_dict(f) for f in findings]
+
+
+_ID_LINE = re.compile(r"^- id: `([0-9a-f-]{36})` \(inbox seq (\d+)\)$", re.M)
+
+
+def check_derived(tx: FileTxn) -> list[Finding]:
+    """Records the derived files name that no journal holds, and derived files that disagree."""
+    found: list[Finding] = []
+    base = tx.base
+    messages: dict[str, dict[str, Any]] = {}
+    cseqs: set[int] = set()
+    aliases = tx.aliases_with_inbox()
+    for _pos, ev in Journal(os.path.join(base, layout.EVENTS)).scan():
+        cseqs.add(ev.get("cseq", 0))
+    for _pos, note in Journal(os.path.join(base, layout.LOG)).scan():
+        cseqs.add(note.get("cseq", 0))
+    for alias in aliases:
+        for _pos, rec in Journal(layout.inbox(base, alias)).scan():
+            messages[rec["id"]] = rec
+            cseqs.add(rec.get("cseq", 0))
+    cseqs.discard(0)
+    if cseqs:
+        gaps = sorted(set(range(1, max(cseqs) + 1)) - cseqs)
+        if gaps:
+            found.append(Finding(base, 0, "removed", f"{len(gaps)} record(s) missing from the collaboration "
+                                 f"order (cseq {', '.join(map(str, gaps[:5]))}{'...' if len(gaps) > 5 else ''}): "
+                                 "a journal or its last records were deleted"))
+    reg = rules.replay(tx.events())
+    known = set(aliases) | (set(reg.participants) if reg else set())
+    entries = views.index_entries(tx)
+    for mid, doc in entries.items():
+        path = layout.index(base, mid)
+        if not doc:
+            found.append(Finding(path, 1, "damaged", f"index entry of {mid} does not parse (run agentmsg repair)"))
+        elif "broadcast" in doc:
+            continue
+        elif mid not in messages:
+            inbox = doc.get("inbox")
+            size = fsio.file_size(layout.inbox(base, inbox)) if rules.is_alias(inbox) else 0
+            if not rules.is_alias(inbox) or type(doc.get("offset")) is not int:
+                found.append(Finding(path, 1, "damaged", f"index entry of {mid} is malformed"))
+            elif size == 0 and doc.get("seq", 0) > 1 or 0 < doc["offset"] < size:
+                found.append(Finding(path, 1, "removed", f"index names message {mid} at inbox/{inbox}.jsonl "
+                                     f"offset {doc['offset']}, which no journal holds"))
+        else:
+            rec = messages[mid]
+            if doc.get("inbox") != rec["to"] or doc.get("seq") != rec["seq"] or doc.get("digest") != rec["digest"]:
+                found.append(Finding(path, 1, "damaged", f"index entry of {mid} disagrees with its record "
+                                     "(run agentmsg repair)"))
+    for mid, rec in messages.items():
+        if mid not in entries:
+            found.append(Finding(layout.index(base, mid), 0, "derived",
+                                 f"message {mid} has no index entry (run agentmsg repair)"))
+    for alias in sorted(known):
+        for _pos, rec in Journal(layout.receipts(base, alias)).scan():
+            mid = rec.get("message")
+            if rec.get("type") in (kinds.ACK, kinds.PRESENTED) and isinstance(mid, str) and mid not in messages:
+                found.append(Finding(layout.receipts(base, alias), rec["seq"], "removed",
+                                     f"{rec['type']} receipt names message {mid}, which no journal holds"))
+                break
+        found += _check_map(tx, alias)
+    md = fsio.read_bytes(os.path.join(base, layout.TRANSCRIPT))
+    if md:
+        for mid in dict.fromkeys(_ID_LINE.findall(md.decode("utf-8", "replace"))):
+            if mid[0] not in messages:
+                found.append(Finding(os.path.join(base, layout.TRANSCRIPT), 0, "removed",
+                                     f"the transcript shows message {mid[0]}, which no journal holds"))
+    return found
+
+
+def _check_map(tx: FileTxn, alias: str) -> list[Finding]:
+    from .inboxmap import ACKED, InboxMap
+
+    path = layout.inbox_map(tx.base, alias)
+    raw = fsio.read_bytes(path)
+    if raw is None:
+        return []
+    stored = InboxMap(tx.base, alias)
+    if not stored._parse(raw):
+        return [Finding(path, 1, "edited", "inbox map does not match its own checksum (run agentmsg repair)")]
+    if not stored._matches_journals():
+        return [Finding(path, 1, "removed", "inbox map names records the journals no longer hold "
+                        "(a record was cut off the end, or the journal replaced)")]
+    fresh = views.fresh_map(tx, alias)
+    for i, byte in enumerate(stored.status):
+        want = fresh.status[i] if i < len(fresh.status) else None
+        if want is None or byte != want:
+            hides = want is not None and byte & ACKED and not want & ACKED
+            return [Finding(path, 1, "edited" if hides else "derived",
+                            f"inbox map entry for seq {i + 1} disagrees with the journals"
+                            + (": it hides an unacknowledged message" if hides else "") + " (run agentmsg repair)")]
+    return []
+
+
+def as_dict(f: Finding) -> dict[str, object]:
+    return {"path": f.path, "line": f.line, "kind": f.kind, "detail": f.detail, "tampering": f.tampering}
+

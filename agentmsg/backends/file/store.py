@@ -1,0 +1,386 @@
+"""``FileStore``: the port on plain files.  It stores and loads; it decides nothing.
+
+Every write happens inside :meth:`FileStore.transaction` (the
+collaboration's ``write.lock``).  Only the journals are fsynced: the
+record a caller is told about is durable, and everything else here
+(registry.yaml, the pin index, ids/, state/, transcripts) is derived from
+the journals, kept current on the way, checked when read and rebuilt when
+missing or stale (:mod:`.views`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from ... import fsio
+from ...domain import kinds, rules
+from ...domain.values import Message, Page, Registry
+from ...journal import Journal
+from . import layout, views
+from .inboxmap import InboxMap, record_at
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Container, Iterator
+    from typing import Any
+
+
+class FileStore:
+    """Plain files under one state root (docs/ARCHITECTURE.md has the layout)."""
+
+    kind = "file"
+
+    def __init__(self, root: str | os.PathLike[str], *, lock_timeout: float = 30.0) -> None:
+        # The root itself may be a link (onto a shared disk, say); links *inside* it are refused.
+        self.root: str = os.path.realpath(os.fspath(root))
+        self.lock_timeout = lock_timeout
+
+    def describe(self) -> dict[str, Any]:
+        return {"store": "file", "location": self.root, "reachable": os.path.isdir(self.root)}
+
+    # ---- collaborations ---------------------------------------------------------------
+
+    def base(self, collab: str) -> str:
+        from ...errors import NotFound
+
+        found = views.collab_dir(self.root, collab)
+        if found is None:
+            raise NotFound(f"no collaboration {collab} under {self.root}")
+        return found
+
+    def collabs(self) -> list[str]:
+        base = fsio.existing_dir(self.root, layout.COLLABS)
+        if base is None:
+            return []
+        return sorted(name for name in os.listdir(base) if layout.is_uuid(name))
+
+    def transaction(self, collab: str) -> FileTxn:
+        """The collaboration's lock, and the only way to write (``with store.transaction(c) as tx:``)."""
+        return FileTxn(self, collab, self.base(collab))
+
+    def create(self, collab: str) -> FileTxn:
+        """A transaction on a new, empty collaboration."""
+        views.refuse_pin_links(self.root)
+        return FileTxn(self, collab, fsio.ensure_dir(self.root, layout.COLLABS, collab))
+
+    # ---- reads (each takes the lock briefly: derived files may be brought up to date) ----
+
+    def registry(self, collab: str) -> Registry:
+        with self.transaction(collab) as tx:
+            return tx.registry()
+
+    def events(self, collab: str) -> list[dict[str, Any]]:
+        return [rec for _pos, rec in Journal(os.path.join(self.base(collab), layout.EVENTS)).scan()]
+
+    def message(self, collab: str, message_id: str) -> Message | None:
+        with self.transaction(collab) as tx:
+            return tx.message(message_id)
+
+    def find_message(self, message_id: str) -> Message | None:
+        for collab in self.collabs():
+            if views.collab_dir(self.root, collab) is None:
+                continue
+            found = self.message(collab, message_id)
+            if found is not None:
+                return found
+        return None
+
+    def unacked(self, collab: str, alias: str, *, limit: int, skip: Container[int] = (),
+                requests_only: bool = False,
+                priority_first: bool = True) -> Page:
+        with self.transaction(collab) as tx:
+            return tx.unacked(alias, limit=limit, skip=skip, requests_only=requests_only,
+                              priority_first=priority_first)
+
+    def history(self, collab: str, alias: str) -> Iterator[Message]:
+        for _pos, rec in Journal(layout.inbox(self.base(collab), alias)).scan():
+            yield Message.from_record(rec)
+
+    def since(self, collab: str, alias: str, seq: int) -> list[Message]:
+        """Messages to ``alias`` after sequence number ``seq`` (what ``watch`` waits for)."""
+        with self.transaction(collab) as tx:
+            return tx.since(alias, seq)
+
+    def last_seq(self, collab: str, alias: str) -> int:
+        last = Journal(layout.inbox(self.base(collab), alias)).last()
+        return int(last["seq"]) if last else 0
+
+    def wait(self, collab: str, alias: str, seq: int, timeout: float, *, poll: float = 0.2) -> bool:
+        """Until a message after ``seq`` arrives for ``alias`` (True) or ``timeout`` passes (False).
+
+        Plain files have nothing to subscribe to, so this polls the inbox's size.
+        """
+        deadline = time.monotonic() + timeout
+        path = layout.inbox(self.base(collab), alias)
+        while True:
+            if self.last_seq(collab, alias) > seq:
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            size = fsio.file_size(path)
+            while fsio.file_size(path) == size and time.monotonic() < deadline:
+                time.sleep(min(poll, max(0.0, deadline - time.monotonic())))
+
+    def receipts(self, collab: str, alias: str) -> list[dict[str, Any]]:
+        return [rec for _pos, rec in Journal(layout.receipts(self.base(collab), alias)).scan()]
+
+    def message_receipts(self, collab: str, message: Message) -> list[dict[str, Any]]:
+        with self.transaction(collab) as tx:
+            return tx.message_receipts(message)
+
+    def notes(self, collab: str) -> list[dict[str, Any]]:
+        return [rec for _pos, rec in Journal(os.path.join(self.base(collab), layout.LOG)).scan()]
+
+    def delivery_records(self, collab: str) -> list[dict[str, Any]]:
+        return [rec for _pos, rec in Journal(os.path.join(self.base(collab), layout.DELIVERY)).scan()]
+
+    def bindings(self, pin: str) -> list[tuple[str, str]]:
+        """Active (collab, alias) bindings of a pin, confirmed against each registry."""
+        views.ensure_pins(self)
+        found = []
+        for collab, alias in views.pin_entries(self.root, pin):
+            try:
+                reg = self.registry(collab)
+            except LookupError:
+                continue
+            except Exception as exc:  # a vanished collaboration names nothing
+                if type(exc).__name__ != "NotFound":
+                    raise
+                continue
+            if not reg.closed and reg.holder(alias) == pin:
+                found.append((collab, alias))
+        return found
+
+    def problems(self, collab: str, alias: str) -> list[dict[str, Any]]:
+        """Lines of an inbox that were skipped (torn or damaged), for ``inbox`` to report."""
+        from ...journal import Problem
+
+        found: list[Problem] = []
+        for _ in Journal(layout.inbox(self.base(collab), alias)).entries(0, found):
+            pass
+        return [p.as_dict() for p in found]
+
+    # ---- derived data -----------------------------------------------------------------
+
+    def rebuild(self, collab: str) -> list[str]:
+        """Rewrite every derived file of a collaboration from its journals; returns what was rewritten."""
+        with self.transaction(collab) as tx:
+            return views.rebuild(tx)
+
+    def verify(self, collab: str | None) -> tuple[int, list[dict[str, Any]]]:
+        from .integrity import verify
+
+        return verify(self, collab)
+
+    def clean_temp(self, older_than: float = 3600.0) -> int:
+        return views.clean_temp(self.root, older_than)
+
+
+class FileTxn:
+    """Everything a command reads and writes while it holds one collaboration's lock."""
+
+    def __init__(self, store: FileStore, collab: str, base: str) -> None:
+        self.store, self.collab, self.base = store, collab, base
+        self._lock = fsio.locked(os.path.join(base, layout.LOCK), store.lock_timeout)
+        self._registry: Registry | None = None
+        self._maps: dict[str, InboxMap] = {}
+
+    def __enter__(self) -> FileTxn:
+        self._lock.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if exc[0] is None:
+                for m in self._maps.values():
+                    views.quietly(m.save)
+        finally:
+            self._lock.__exit__(*exc)
+
+    @property
+    def root(self) -> str:
+        return self.store.root
+
+    # ---- membership ---------------------------------------------------------------------
+
+    def registry(self) -> Registry:
+        if self._registry is None:
+            self._registry = views.registry(self)
+        return self._registry
+
+    def events(self) -> list[dict[str, Any]]:
+        return [rec for _pos, rec in Journal(os.path.join(self.base, layout.EVENTS)).scan()]
+
+    def append_event(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """Durably append a membership or lifecycle event, then bring the registry and pin index up to date."""
+        before = self._registry if os.path.exists(os.path.join(self.base, layout.EVENTS)) else None
+        fsio.refuse_link(os.path.join(self.base, layout.TRANSCRIPT))
+        views.refuse_pin_links(self.root)
+        rec = Journal(os.path.join(self.base, layout.EVENTS)).append(dict(fields, cseq=self.next_cseq()))[1]
+        self._registry = None
+        after = self.registry()
+        views.write_registry(self, after)
+        views.update_pins(self.root, self.collab, before, after)
+        views.transcribe_event(self, rec)
+        return rec
+
+    # ---- messages ----------------------------------------------------------------------------
+
+    def message(self, message_id: str) -> Message | None:
+        rec = views.lookup(self, message_id)
+        return Message.from_record(rec) if rec is not None else None
+
+    def broadcast(self, base_id: str) -> tuple[bool | None, list[str]]:
+        """How an id was first used: (True, recipients) for a broadcast, (False, []) direct, (None, []) unused."""
+        return views.broadcast(self, base_id)
+
+    def append_message(self, fields: dict[str, Any], *, broadcast_of: list[str] | None = None) -> Message:
+        """Durably append one message to its recipient's inbox: the one fsync of a send."""
+        alias = fields["to"]
+        if broadcast_of is not None:
+            views.write_broadcast(self, fields["broadcast"], broadcast_of)
+        fields = dict(fields, cseq=self.next_cseq())
+        fsio.ensure_dir(self.base, "inbox")
+        journal = Journal(layout.inbox(self.base, alias))
+        # The id index entry first, as a reservation: a crash in between leaves
+        # an entry naming no record (read as absent), never a record with no entry.
+        _pos, rec = journal.append(fields, before=lambda at, sealed: views.index_message(self, sealed, at))
+        msg = Message.from_record(rec)
+        self.map(alias)
+        views.transcribe_message(self, msg)
+        return msg
+
+    def since(self, alias: str, seq: int) -> list[Message]:
+        m = self.map(alias)
+        out = []
+        for s in range(seq + 1, len(m.status) + 1):
+            rec = self._record(m, s)
+            if rec is not None:
+                out.append(Message.from_record(rec))
+        return out
+
+    # ---- the inbox map: unacknowledged mail at flat cost ---------------------------------------
+
+    def map(self, alias: str) -> InboxMap:
+        m = self._maps.get(alias)
+        if m is None:
+            m = InboxMap.load(self.base, alias)
+            self._maps[alias] = m
+        return m.fold(lambda mid: views.seq_of(self, mid))
+
+    def _record(self, m: InboxMap, seq: int) -> dict[str, Any] | None:
+        journal = Journal(layout.inbox(self.base, m.alias))
+        off = m.offset(seq)
+        rec = record_at(journal, off) if off is not None else None
+        if rec is None or rec.get("seq") != seq:
+            # a short or damaged offsets file: find it the slow way, and have the map rewrite its offsets
+            m.changed = True
+            m.offsets_from = 0
+            rec = next((r for _p, r in journal.scan() if r.get("seq") == seq), None)
+        return rec
+
+    def unacked(self, alias: str, *, limit: int, skip: Container[int] = (), requests_only: bool = False,
+                priority_first: bool = True) -> Page:
+        m = self.map(alias)
+        seqs = m.select(limit, skip=skip, requests_only=requests_only, priority_first=priority_first)
+        msgs = [Message.from_record(rec) for rec in (self._record(m, s) for s in seqs) if rec is not None]
+        from .inboxmap import REQUEST, UNACKED_HIGH, UNACKED_NORMAL
+
+        every = UNACKED_HIGH + UNACKED_NORMAL
+        requests = tuple(v for v in every if v & REQUEST)
+        total = m.count(requests if requests_only else every)
+        wanted = requests if requests_only else every
+        skipped = sum(1 for s in skip if 0 < s <= len(m.status) and m.status[s - 1] in wanted)  # type: ignore[attr-defined]
+        return Page(msgs, total, requests=m.count(requests), high=m.count(UNACKED_HIGH), skipped=skipped)
+
+    def unacked_ids(self, alias: str) -> list[str]:
+        m = self.map(alias)
+        out = []
+        for seq in sorted(m.unacked()):
+            rec = self._record(m, seq)
+            if rec is not None:
+                out.append(rec["id"])
+        return out
+
+    def total(self, alias: str) -> int:
+        return len(self.map(alias).status)
+
+    # ---- receipts ---------------------------------------------------------------------------------
+
+    def append_receipts(self, alias: str, items: list[dict[str, Any]], *, durable: bool = True,
+                        head: bool = True) -> list[dict[str, Any]]:
+        """Append receipts (acks, presented attempts, notify results, replied marks) in one write."""
+        for fields in items:  # a planted link in ids/ is refused before anything is written
+            if fields.get("message"):
+                views.refuse_index_link(self, fields["message"])
+        fsio.ensure_dir(self.base, "receipts")
+        journal = Journal(layout.receipts(self.base, alias))
+        placed = journal.append_many(items, durable=durable, head=head)
+        for offset, rec in placed:
+            if rec.get("message"):
+                views.index_receipt(self, rec["message"], offset)
+        if any(rec.get("type") == kinds.ACK for _o, rec in placed):
+            self.map(alias)
+        return [rec for _o, rec in placed]
+
+    def acked(self, alias: str, message: Message) -> dict[str, Any] | None:
+        """The first acknowledgment of ``message``, or None."""
+        if not self.map(alias).acked(message.seq):
+            return None
+        for rec in self.message_receipts(message):
+            if rec["type"] == kinds.ACK:
+                return rec
+        for _pos, rec in Journal(layout.receipts(self.base, alias)).scan():  # its index pointer was lost
+            if rec.get("type") == kinds.ACK and rec.get("message") == message.id:
+                return rec
+        return None
+
+    def message_receipts(self, message: Message) -> list[dict[str, Any]]:
+        journal = Journal(layout.receipts(self.base, message.to))
+        recs = (record_at(journal, off) for off in views.receipt_offsets(self, message.id))
+        return [rec for rec in recs if rec is not None and rec.get("message") == message.id]
+
+    def receipts_since(self, alias: str, position: int) -> tuple[list[dict[str, Any]], int]:
+        """Receipts appended after ``position`` (an opaque number from an earlier call), and the new position."""
+        journal = Journal(layout.receipts(self.base, alias))
+        if position > journal.size():
+            position = 0
+        out, end = [], position
+        for _pos, rec, stop in journal.entries(position):
+            out.append(rec)
+            end = stop
+        return out, end
+
+    # ---- log, delivery, order ------------------------------------------------------------------------
+
+    def notes(self) -> list[dict[str, Any]]:
+        return [rec for _pos, rec in Journal(os.path.join(self.base, layout.LOG)).scan()]
+
+    def append_note(self, fields: dict[str, Any]) -> dict[str, Any]:
+        fsio.refuse_link(os.path.join(self.base, layout.TRANSCRIPT))
+        rec = Journal(os.path.join(self.base, layout.LOG)).append(dict(fields, cseq=self.next_cseq()))[1]
+        views.transcribe_note(self, rec)
+        return rec
+
+    def delivery_records(self) -> list[dict[str, Any]]:
+        return [rec for _pos, rec in Journal(os.path.join(self.base, layout.DELIVERY)).scan()]
+
+    def append_delivery(self, fields: dict[str, Any]) -> dict[str, Any]:
+        return Journal(os.path.join(self.base, layout.DELIVERY)).append(fields)[1]
+
+    def next_cseq(self) -> int:
+        """One collaboration-wide order (transcripts, and ``verify``'s gap check), from the journal tails."""
+        files = [os.path.join(self.base, layout.EVENTS), os.path.join(self.base, layout.LOG)]
+        inbox = fsio.existing_dir(self.base, "inbox")
+        if inbox is not None:
+            files += [os.path.join(inbox, n) for n in sorted(os.listdir(inbox)) if n.endswith(".jsonl")]
+        tails = (Journal(f).last() for f in files)
+        return 1 + max((int(t.get("cseq", 0)) for t in tails if t), default=0)
+
+    def aliases_with_inbox(self) -> list[str]:
+        inbox = fsio.existing_dir(self.base, "inbox")
+        if inbox is None:
+            return []
+        return sorted(n[:-6] for n in os.listdir(inbox) if n.endswith(".jsonl") and rules.is_alias(n[:-6]))

@@ -1,0 +1,450 @@
+"""Derived files: kept current as records are appended, checked when read, rebuilt from the journals.
+
+Nothing here is fsynced: a derived file lost in a crash is rebuilt, and a
+stale or damaged one is detected (``registry.yaml`` names the record it was
+built from, an ids/ entry is checked against the record it points to, the
+inbox map against the journals) and replaced.  A failure to update a view
+never turns a stored record into a reported failure.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from ... import fsio, records
+from ...domain import rules
+from ...journal import Journal
+from . import layout
+from .inboxmap import InboxMap, record_at
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from ...domain.values import Message, Registry
+    from .store import FileStore, FileTxn
+
+REGISTRY_HEADER = (
+    "# agentmsg registry: authoritative alias -> participant map.\n"
+    "# Rebuilt from collab.jsonl under the write lock; edits here are overwritten.\n"
+    "# Written in YAML's JSON-compatible style so stdlib-only hooks can read it.\n"
+)
+
+
+def quietly(update: Callable[..., object], *args: Any, **kwargs: Any) -> None:
+    """Update a derived view after the records are durable; a failure here is repaired later."""
+    try:
+        update(*args, **kwargs)
+    except OSError:
+        pass
+    except Exception as exc:
+        if type(exc).__name__ != "UnsafePath":
+            raise
+
+
+def collab_dir(root: str, collab: str) -> str | None:
+    """The collaboration's directory, or None; a symlinked directory or subdirectory raises UnsafePath."""
+    if not layout.is_uuid(collab):
+        return None
+    base = fsio.existing_dir(root, layout.COLLABS, collab)
+    if base is None or not os.path.exists(os.path.join(base, layout.EVENTS)):
+        return None
+    for sub in layout.COLLAB_SUBDIRS:
+        fsio.existing_dir(base, sub)
+    return base
+
+
+# ---- registry.yaml ------------------------------------------------------------------------
+
+
+def registry_document(base: str) -> dict[str, Any] | None:
+    """``registry.yaml`` if it was built from the newest event; None when missing, damaged or stale."""
+    raw = fsio.read_bytes(os.path.join(base, layout.REGISTRY))
+    if raw is None:
+        return None
+    try:
+        doc = records.loads(b"\n".join(line for line in raw.splitlines() if not line.startswith(b"#")))
+    except ValueError:
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("participants"), dict):
+        return None
+    last = Journal(os.path.join(base, layout.EVENTS)).last()
+    if not last or doc.get("built_from") != {"seq": last["seq"], "sum": last["sum"]}:
+        return None
+    return doc
+
+
+def registry(tx: FileTxn) -> Registry:
+    from ...errors import NotFound
+
+    doc = registry_document(tx.base)
+    if doc is not None:
+        try:
+            return rules.registry_from_document(doc)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            pass
+    reg = rules.replay(tx.events())
+    if reg is None:
+        raise NotFound(f"collaboration {tx.collab} has no opening record")
+    quietly(write_registry, tx, reg)
+    return reg
+
+
+def write_registry(tx: FileTxn, reg: Registry) -> None:
+    last = Journal(os.path.join(tx.base, layout.EVENTS)).last()
+    built_from = {"seq": last["seq"], "sum": last["sum"]} if last else None
+    doc = yaml_json(rules.registry_document(reg) | {"built_from": built_from})
+    fsio.atomic_write(os.path.join(tx.base, layout.REGISTRY), REGISTRY_HEADER.encode() + doc.encode() + b"\n",
+                      durable=False)
+
+
+def yaml_json(doc: dict[str, Any]) -> str:
+    """JSON that YAML parsers read back identically (C1 controls, NEL, LS/PS and BOM escaped)."""
+    import json
+
+    text = json.dumps(doc, indent=2, ensure_ascii=False)
+    return "".join(f"\\u{ord(c):04x}" if _yaml_unsafe(c) else c for c in text)
+
+
+def _yaml_unsafe(c: str) -> bool:
+    o = ord(c)
+    return 0x7F <= o <= 0x9F or o in (0x2028, 0x2029, 0xFEFF, 0xFFFE, 0xFFFF) or 0xD800 <= o <= 0xDFFF
+
+
+# ---- the pin index --------------------------------------------------------------------------
+
+
+def _pins_dir(root: str) -> str:
+    return fsio.ensure_dir(root, layout.PINS)
+
+
+def refuse_pin_links(root: str) -> None:
+    fsio.ensure_dir(root, layout.PINS)
+
+
+def pin_entries(root: str, pin: str) -> list[tuple[str, str]]:
+    base = fsio.existing_dir(root, layout.PINS)
+    raw = fsio.read_bytes(os.path.join(base, f"{layout.pin_key(pin)}.json")) if base is not None else None
+    try:
+        doc = records.loads(raw) if raw else {}
+        entries = doc.get("bindings", []) if isinstance(doc, dict) else []
+    except ValueError:
+        entries = []
+    return [(e["collab"], e["alias"]) for e in entries
+            if isinstance(e, dict) and layout.is_uuid(e.get("collab")) and rules.is_alias(e.get("alias"))]
+
+
+def _set_pin(root: str, pin: str, collab: str, alias: str | None) -> None:
+    base = _pins_dir(root)
+    path = os.path.join(base, f"{layout.pin_key(pin)}.json")
+    with fsio.locked(os.path.join(base, ".lock"), 30.0):
+        entries = [{"collab": c, "alias": a} for c, a in pin_entries(root, pin) if c != collab]
+        if alias is not None:
+            entries.append({"collab": collab, "alias": alias})
+        fsio.atomic_write(path, records.dumps_plain({"pin": pin, "bindings": entries}).encode(), durable=False)
+
+
+def update_pins(root: str, collab: str, before: Registry | None, after: Registry) -> None:
+    """Bring the pin index in line with the registry for every pin the event could have changed."""
+    pins = {p.pin for p in after.participants.values()}
+    if before is not None:
+        pins |= {p.pin for p in before.participants.values()}
+    for pin in sorted(pins):
+        alias = None if after.closed else after.alias_of(pin)
+        was = None if before is None or before.closed else before.alias_of(pin)
+        if alias != was or before is None:
+            _set_pin(root, pin, collab, alias)
+
+
+def ensure_pins(store: FileStore) -> None:
+    """A missing pin index is rebuilt from every registry (derived data, like everything outside journals)."""
+    if fsio.existing_dir(store.root, layout.PINS) is not None or not store.collabs():
+        return
+    for collab in store.collabs():
+        try:
+            reg = store.registry(collab)
+        except Exception as exc:
+            if type(exc).__name__ in ("NotFound", "UnsafePath"):
+                continue
+            raise
+        for p in reg.active().values():
+            if not reg.closed:
+                _set_pin(store.root, p.pin, collab, p.alias)
+    fsio.ensure_dir(store.root, layout.PINS)
+
+
+# ---- ids/: message id -> where it is, and its receipts ------------------------------------------
+
+
+def refuse_index_link(tx: FileTxn, message: str) -> None:
+    if layout.is_uuid(message):
+        fsio.existing_dir(tx.base, "ids", message[:2])
+        fsio.refuse_link(layout.index(tx.base, message))
+
+
+def _read_index(tx: FileTxn, message: str) -> tuple[dict[str, Any], list[int]] | None:
+    if not layout.is_uuid(message) or fsio.existing_dir(tx.base, "ids", message[:2]) is None:
+        return None
+    raw = fsio.read_bytes(layout.index(tx.base, message))
+    if raw is None:
+        return None
+    head, _, tail = raw.partition(b"\n")
+    try:
+        doc = records.loads(head.decode())
+    except (ValueError, UnicodeDecodeError):
+        return {}, []  # damaged: present but unreadable
+    if not isinstance(doc, dict):
+        return {}, []
+    return doc, [int(line) for line in tail.split(b"\n") if line.isdigit()]
+
+
+def _write_index(tx: FileTxn, message: str, doc: dict[str, Any], offsets: list[int] | None = None) -> None:
+    fsio.ensure_dir(tx.base, "ids", message[:2])
+    tail = "".join(f"{o}\n" for o in offsets or [])
+    fsio.atomic_write(layout.index(tx.base, message), (records.dumps_plain(doc) + "\n" + tail).encode(),
+                      durable=False)
+
+
+def index_message(tx: FileTxn, rec: dict[str, Any], offset: int) -> None:
+    _write_index(tx, rec["id"], {"inbox": rec["to"], "offset": offset, "seq": rec["seq"], "digest": rec["digest"]})
+
+
+def index_receipt(tx: FileTxn, message: str, offset: int) -> None:
+    """Point a message's entry at a receipt for it: an append, not a rewrite."""
+    if not layout.is_uuid(message):
+        return
+    path = layout.index(tx.base, message)
+    if fsio.file_size(path):
+        quietly(fsio.append, path, f"{offset}\n".encode(), durable=False)
+
+
+def receipt_offsets(tx: FileTxn, message: str) -> list[int]:
+    found = _read_index(tx, message)
+    if found is None or not found[0]:
+        return list(_scan_receipts(tx, message))
+    return found[1]
+
+
+def _scan_receipts(tx: FileTxn, message: str) -> list[int]:
+    lookup_rec = lookup(tx, message)
+    if lookup_rec is None:
+        return []
+    return [pos for pos, rec in Journal(layout.receipts(tx.base, lookup_rec["to"])).scan()
+            if rec.get("message") == message]
+
+
+def lookup(tx: FileTxn, message: str) -> dict[str, Any] | None:
+    """The stored record of a message id, checked against the inbox its entry points to.
+
+    An entry whose record is missing is a reservation left by a crash: absent.
+    A damaged entry, or a missing ``ids/`` with messages stored, is rebuilt
+    from the inboxes.
+    """
+    if not layout.is_uuid(message):
+        return None
+    if fsio.existing_dir(tx.base, "ids") is None and tx.aliases_with_inbox():
+        rebuild_ids(tx)
+    found = _read_index(tx, message)
+    if found is None:
+        return None
+    doc = found[0]
+    if rules.is_alias(doc.get("inbox")) and type(doc.get("offset")) is int:
+        rec = record_at(Journal(layout.inbox(tx.base, doc["inbox"])), doc["offset"])
+        if rec is not None and rec.get("id") == message:
+            return rec
+        if "broadcast" not in doc and fsio.file_size(layout.inbox(tx.base, doc["inbox"])) <= doc["offset"]:
+            return None  # a reservation that never became a record
+    if "broadcast" in doc and isinstance(doc["broadcast"], list):
+        return None
+    rec = _scan_for(tx, message)  # damaged entry: the journals decide
+    if rec is not None:
+        quietly(_reindex_one, tx, rec)
+    return rec
+
+
+def _scan_for(tx: FileTxn, message: str) -> dict[str, Any] | None:
+    for alias in tx.aliases_with_inbox():
+        for _pos, rec in Journal(layout.inbox(tx.base, alias)).scan():
+            if rec.get("id") == message:
+                return rec
+    return None
+
+
+def _reindex_one(tx: FileTxn, rec: dict[str, Any]) -> None:
+    journal = Journal(layout.inbox(tx.base, rec["to"]))
+    for pos, r in journal.scan():
+        if r.get("id") == rec["id"]:
+            offsets = [p for p, x in Journal(layout.receipts(tx.base, rec["to"])).scan()
+                       if x.get("message") == rec["id"]]
+            _write_index(tx, rec["id"], {"inbox": r["to"], "offset": pos, "seq": r["seq"],
+                                         "digest": r["digest"]}, offsets)
+            return
+
+
+def seq_of(tx: FileTxn, message: object) -> int | None:
+    if not isinstance(message, str):
+        return None
+    rec = lookup(tx, message)
+    return int(rec["seq"]) if rec is not None else None
+
+
+def broadcast(tx: FileTxn, base_id: str) -> tuple[bool | None, list[str]]:
+    found = _read_index(tx, base_id)
+    if found is None or not found[0]:
+        return (False, []) if lookup(tx, base_id) is not None else (None, [])
+    doc = found[0]
+    if isinstance(doc.get("broadcast"), list):
+        return True, [a for a in doc["broadcast"] if rules.is_alias(a)]
+    return (False, []) if lookup(tx, base_id) is not None else (None, [])
+
+
+def write_broadcast(tx: FileTxn, base_id: str, recipients: list[str]) -> None:
+    _write_index(tx, base_id, {"broadcast": recipients})
+
+
+def rebuild_ids(tx: FileTxn) -> None:
+    """Every id entry from the inboxes and receipts."""
+    by_id: dict[str, tuple[dict[str, Any], list[int]]] = {}
+    broadcasts: dict[str, list[str]] = {}
+    for alias in tx.aliases_with_inbox():
+        for pos, rec in Journal(layout.inbox(tx.base, alias)).scan():
+            by_id[rec["id"]] = ({"inbox": alias, "offset": pos, "seq": rec["seq"], "digest": rec["digest"]}, [])
+            if rec.get("broadcast"):
+                broadcasts.setdefault(rec["broadcast"], []).append(alias)
+        for pos, rec in Journal(layout.receipts(tx.base, alias)).scan():
+            if rec.get("message") in by_id:
+                by_id[rec["message"]][1].append(pos)
+    for mid, (doc, offsets) in by_id.items():
+        _write_index(tx, mid, doc, offsets)
+    for bid, aliases in broadcasts.items():
+        _write_index(tx, bid, {"broadcast": sorted(aliases)})
+
+
+# ---- transcripts -------------------------------------------------------------------------------
+
+
+def _transcript_ok(tx: FileTxn, path: str) -> bool:
+    """A view that exists can be appended to; a missing one with history behind it is re-rendered whole."""
+    return fsio.file_size(path) > 0
+
+
+def transcribe_event(tx: FileTxn, rec: dict[str, Any]) -> None:
+    from ... import render
+
+    quietly(_append_or_render, tx, os.path.join(tx.base, layout.TRANSCRIPT), render.event_section(rec).encode())
+
+
+def transcribe_note(tx: FileTxn, rec: dict[str, Any]) -> None:
+    from ... import render
+
+    quietly(_append_or_render, tx, os.path.join(tx.base, layout.TRANSCRIPT), render.log_section(rec).encode())
+
+
+def transcribe_message(tx: FileTxn, msg: Message) -> None:
+    from ... import render
+
+    section = render.message_section(msg).encode()
+    inbox_md = os.path.join(fsio.ensure_dir(tx.base, "transcripts"), f"{msg.to}.md")
+    fsio.refuse_link(inbox_md)
+    if not _transcript_ok(tx, inbox_md):
+        quietly(render_all, tx)
+        return
+    quietly(fsio.append, inbox_md, section, durable=False)
+    quietly(_append_or_render, tx, os.path.join(tx.base, layout.TRANSCRIPT), section)
+
+
+def _append_or_render(tx: FileTxn, path: str, section: bytes) -> None:
+    if _transcript_ok(tx, path) or tx.next_cseq() <= 2:
+        fsio.append(path, section, durable=False)
+    else:
+        render_all(tx)
+
+
+def render_all(tx: FileTxn) -> list[str]:
+    """Regenerate every Markdown transcript of a collaboration from its records."""
+    from ... import render
+    from ...domain.values import Message
+
+    reg = tx.registry()
+    by_alias = {a: [Message.from_record(r) for _p, r in Journal(layout.inbox(tx.base, a)).scan()]
+                for a in sorted(set(reg.participants) | set(tx.aliases_with_inbox()))}
+    written = [os.path.join(tx.base, layout.TRANSCRIPT)]
+    fsio.refuse_link(written[0])
+    fsio.atomic_write(written[0], render.collaboration_md(reg, tx.events(), by_alias, tx.notes()).encode(),
+                      durable=False)
+    for alias, msgs in by_alias.items():
+        path = os.path.join(fsio.ensure_dir(tx.base, "transcripts"), f"{alias}.md")
+        fsio.atomic_write(path, render.inbox_md(reg, alias, msgs).encode(), durable=False)
+        written.append(path)
+    return written
+
+
+# ---- rebuilding and cleaning -----------------------------------------------------------------------
+
+
+def rebuild(tx: FileTxn) -> list[str]:
+    """Rewrite every derived file of one collaboration from its journals."""
+    reg = rules.replay(tx.events())
+    if reg is None:
+        from ...errors import NotFound
+
+        raise NotFound(f"collaboration {tx.collab} has no opening record")
+    write_registry(tx, reg)
+    tx._registry = reg
+    update_pins(tx.root, tx.collab, None, reg)
+    rebuild_ids(tx)
+    done = ["registry.yaml", "pins/", "ids/"]
+    for alias in sorted(set(reg.participants) | set(tx.aliases_with_inbox())):
+        for path in (layout.inbox_map(tx.base, alias), layout.inbox_offsets(tx.base, alias)):
+            if os.path.lexists(path):
+                os.unlink(path)
+        tx._maps.pop(alias, None)
+        tx.map(alias).save()
+        done.append(f"state/{alias}.map")
+    render_all(tx)
+    done.append("transcripts")
+    return done
+
+
+def clean_temp(root: str, older_than: float) -> int:
+    """Remove ``.*.tmp`` files a killed writer left behind (older than ``older_than`` seconds)."""
+    removed = 0
+    now = time.time()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
+        for name in filenames:
+            if name.startswith(".") and name.endswith(".tmp"):
+                path = os.path.join(dirpath, name)
+                try:
+                    st = os.lstat(path)
+                    if now - st.st_mtime > older_than:
+                        os.unlink(path)
+                        removed += 1
+                except OSError:
+                    pass
+    return removed
+
+
+def index_entries(tx: FileTxn) -> dict[str, dict[str, Any]]:
+    """Every readable ids/ entry (for ``verify``)."""
+    out: dict[str, dict[str, Any]] = {}
+    ids = fsio.existing_dir(tx.base, "ids")
+    if ids is None:
+        return out
+    for shard in sorted(os.listdir(ids)):
+        if fsio.existing_dir(ids, shard) is None or not os.path.isdir(os.path.join(ids, shard)):
+            continue
+        for name in os.listdir(os.path.join(ids, shard)):
+            if name.endswith(".json") and layout.is_uuid(name[:-5]):
+                found = _read_index(tx, name[:-5])
+                out[name[:-5]] = found[0] if found else {}
+    return out
+
+
+def fresh_map(tx: FileTxn, alias: str) -> InboxMap:
+    """A map folded from zero, in memory (for ``verify``)."""
+    m = InboxMap(tx.base, alias)
+    return m.fold(lambda mid: seq_of(tx, mid))
+

@@ -1,0 +1,274 @@
+"""The in-memory store: the contract suite's reference backend, and fast tests.
+
+Same port as the file store, with dicts instead of journals.  Records get
+``seq``, ``ts`` and ``cseq`` the way the file store gives them; nothing is
+durable (it lives as long as the object).  It decides nothing either.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Container, Iterator
+from typing import Any
+
+from .. import records
+from ..domain import kinds, rules
+from ..domain.values import Message, Page, Registry
+from ..errors import NotFound
+
+Record = dict[str, Any]
+
+
+class _Collab:
+    def __init__(self) -> None:
+        self.events: list[Record] = []
+        self.inboxes: dict[str, list[Record]] = {}
+        self.receipts: dict[str, list[Record]] = {}
+        self.notes: list[Record] = []
+        self.delivery: list[Record] = []
+        self.ids: dict[str, tuple[str, int]] = {}  # message id -> (alias, seq)
+        self.broadcasts: dict[str, list[str]] = {}
+        self.acked: dict[str, set[int]] = {}
+        self.cseq = 0
+
+
+def _seal(log: list[Record], fields: Record) -> Record:
+    prev = log[-1] if log else None
+    return records.seal(fields, seq=prev["seq"] + 1 if prev else 1, prev=prev["sum"] if prev else "",
+                        prev_ts=prev["ts"] if prev else None)
+
+
+class MemoryStore:
+    kind = "memory"
+
+    def __init__(self) -> None:
+        self._collabs: dict[str, _Collab] = {}
+        self._lock = threading.RLock()
+        self._changed = threading.Condition(self._lock)
+
+    def describe(self) -> dict[str, Any]:
+        return {"store": "memory", "location": f"memory:{id(self):x}", "reachable": True}
+
+    def _get(self, collab: str) -> _Collab:
+        c = self._collabs.get(collab)
+        if c is None or not c.events:
+            raise NotFound(f"no collaboration {collab} in this store")
+        return c
+
+    def collabs(self) -> list[str]:
+        return sorted(k for k, c in self._collabs.items() if c.events)
+
+    def transaction(self, collab: str) -> MemoryTxn:
+        return MemoryTxn(self, collab, self._get(collab))
+
+    def create(self, collab: str) -> MemoryTxn:
+        return MemoryTxn(self, collab, self._collabs.setdefault(collab, _Collab()))
+
+    def registry(self, collab: str) -> Registry:
+        with self.transaction(collab) as tx:
+            return tx.registry()
+
+    def events(self, collab: str) -> list[Record]:
+        return list(self._get(collab).events)
+
+    def message(self, collab: str, message_id: str) -> Message | None:
+        with self.transaction(collab) as tx:
+            return tx.message(message_id)
+
+    def find_message(self, message_id: str) -> Message | None:
+        for collab in self.collabs():
+            found = self.message(collab, message_id)
+            if found is not None:
+                return found
+        return None
+
+    def unacked(self, collab: str, alias: str, *, limit: int, skip: Container[int] = (),
+                requests_only: bool = False,
+                priority_first: bool = True) -> Page:
+        with self.transaction(collab) as tx:
+            return tx.unacked(alias, limit=limit, skip=skip, requests_only=requests_only,
+                              priority_first=priority_first)
+
+    def history(self, collab: str, alias: str) -> Iterator[Message]:
+        for rec in list(self._get(collab).inboxes.get(alias, [])):
+            yield Message.from_record(rec)
+
+    def since(self, collab: str, alias: str, seq: int) -> list[Message]:
+        with self.transaction(collab) as tx:
+            return tx.since(alias, seq)
+
+    def last_seq(self, collab: str, alias: str) -> int:
+        return len(self._get(collab).inboxes.get(alias, []))
+
+    def wait(self, collab: str, alias: str, seq: int, timeout: float, *, poll: float = 0.2) -> bool:
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while self.last_seq(collab, alias) <= seq:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._changed.wait(left)
+        return True
+
+    def receipts(self, collab: str, alias: str) -> list[Record]:
+        return list(self._get(collab).receipts.get(alias, []))
+
+    def message_receipts(self, collab: str, message: Message) -> list[Record]:
+        with self.transaction(collab) as tx:
+            return tx.message_receipts(message)
+
+    def notes(self, collab: str) -> list[Record]:
+        return list(self._get(collab).notes)
+
+    def delivery_records(self, collab: str) -> list[Record]:
+        return list(self._get(collab).delivery)
+
+    def bindings(self, pin: str) -> list[tuple[str, str]]:
+        out = []
+        for collab in self.collabs():
+            reg = self.registry(collab)
+            alias = reg.alias_of(pin)
+            if alias is not None and not reg.closed:
+                out.append((collab, alias))
+        return out
+
+    def problems(self, collab: str, alias: str) -> list[Record]:
+        return []
+
+    def rebuild(self, collab: str) -> list[str]:
+        self._get(collab)
+        return []  # nothing derived is kept apart from the records
+
+    def verify(self, collab: str | None) -> tuple[int, list[Record]]:
+        findings: list[Record] = []
+        count = 0
+        for cid in [collab] if collab else self.collabs():
+            c = self._get(cid)
+            logs = [c.events, c.notes, c.delivery, *c.inboxes.values(), *c.receipts.values()]
+            for log in logs:
+                count += 1
+                prev = ""
+                for i, rec in enumerate(log, start=1):
+                    if rec.get("sum") != records.checksum(rec) or rec.get("prev") != prev or rec["seq"] != i:
+                        findings.append({"path": f"memory:{cid}", "line": i, "kind": "edited",
+                                         "detail": f"record {i} does not verify", "tampering": True})
+                    prev = rec["sum"]
+        return count, findings
+
+    def clean_temp(self, older_than: float = 3600.0) -> int:
+        return 0
+
+
+class MemoryTxn:
+    def __init__(self, store: MemoryStore, collab: str, data: _Collab) -> None:
+        self.store, self.collab, self.data = store, collab, data
+
+    def __enter__(self) -> MemoryTxn:
+        self.store._lock.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.store._changed.notify_all()
+        self.store._lock.release()
+
+    def _cseq(self) -> int:
+        self.data.cseq += 1
+        return self.data.cseq
+
+    def registry(self) -> Registry:
+        reg = rules.replay(self.data.events)
+        if reg is None:
+            raise NotFound(f"collaboration {self.collab} has no opening record")
+        return reg
+
+    def events(self) -> list[Record]:
+        return list(self.data.events)
+
+    def append_event(self, fields: Record) -> Record:
+        rec = _seal(self.data.events, dict(fields, cseq=self._cseq()))
+        self.data.events.append(rec)
+        return rec
+
+    def message(self, message_id: str) -> Message | None:
+        where = self.data.ids.get(message_id)
+        if where is None:
+            return None
+        return Message.from_record(self.data.inboxes[where[0]][where[1] - 1])
+
+    def broadcast(self, base_id: str) -> tuple[bool | None, list[str]]:
+        if base_id in self.data.broadcasts:
+            return True, list(self.data.broadcasts[base_id])
+        return (False, []) if base_id in self.data.ids else (None, [])
+
+    def append_message(self, fields: Record, *, broadcast_of: list[str] | None = None) -> Message:
+        if broadcast_of is not None:
+            self.data.broadcasts[fields["broadcast"]] = list(broadcast_of)
+        inbox = self.data.inboxes.setdefault(fields["to"], [])
+        rec = _seal(inbox, dict(fields, cseq=self._cseq()))
+        inbox.append(rec)
+        self.data.ids[rec["id"]] = (rec["to"], rec["seq"])
+        return Message.from_record(rec)
+
+    def since(self, alias: str, seq: int) -> list[Message]:
+        return [Message.from_record(r) for r in self.data.inboxes.get(alias, [])[seq:]]
+
+    def _unacked(self, alias: str, priority_first: bool = True) -> list[Record]:
+        acked = self.data.acked.get(alias, set())
+        recs = [r for r in self.data.inboxes.get(alias, []) if r["seq"] not in acked]
+        return sorted(recs, key=lambda r: (priority_first and r["priority"] != kinds.HIGH, r["seq"]))
+
+    def unacked(self, alias: str, *, limit: int, skip: Container[int] = (), requests_only: bool = False,
+                priority_first: bool = True) -> Page:
+        every = self._unacked(alias, priority_first)
+        pool = [r for r in every if not requests_only or r["kind"] == kinds.REQUEST]
+        chosen = [Message.from_record(r) for r in pool if r["seq"] not in skip][:limit]
+        return Page(chosen, len(pool), requests=sum(r["kind"] == kinds.REQUEST for r in every),
+                    high=sum(r["priority"] == kinds.HIGH for r in every),
+                    skipped=sum(1 for r in pool if r["seq"] in skip))
+
+    def unacked_ids(self, alias: str) -> list[str]:
+        return [r["id"] for r in sorted(self._unacked(alias), key=lambda r: r["seq"])]
+
+    def total(self, alias: str) -> int:
+        return len(self.data.inboxes.get(alias, []))
+
+    def append_receipts(self, alias: str, items: list[Record], *, durable: bool = True,
+                        head: bool = True) -> list[Record]:
+        log = self.data.receipts.setdefault(alias, [])
+        out = []
+        for fields in items:
+            rec = _seal(log, dict(fields))
+            log.append(rec)
+            out.append(rec)
+            if rec.get("type") == kinds.ACK and rec.get("message") in self.data.ids:
+                self.data.acked.setdefault(alias, set()).add(self.data.ids[rec["message"]][1])
+        return out
+
+    def acked(self, alias: str, message: Message) -> Record | None:
+        return next((r for r in self.data.receipts.get(alias, [])
+                     if r.get("type") == kinds.ACK and r.get("message") == message.id), None)
+
+    def message_receipts(self, message: Message) -> list[Record]:
+        return [r for r in self.data.receipts.get(message.to, []) if r.get("message") == message.id]
+
+    def receipts_since(self, alias: str, position: int) -> tuple[list[Record], int]:
+        log = self.data.receipts.get(alias, [])
+        position = position if position <= len(log) else 0
+        return list(log[position:]), len(log)
+
+    def notes(self) -> list[Record]:
+        return list(self.data.notes)
+
+    def append_note(self, fields: Record) -> Record:
+        rec = _seal(self.data.notes, dict(fields, cseq=self._cseq()))
+        self.data.notes.append(rec)
+        return rec
+
+    def delivery_records(self) -> list[Record]:
+        return list(self.data.delivery)
+
+    def append_delivery(self, fields: Record) -> Record:
+        rec = _seal(self.data.delivery, dict(fields))
+        self.data.delivery.append(rec)
+        return rec

@@ -1,0 +1,39 @@
+"""Every record and receipt type name, in one place.
+
+Lean: imported by the hooks on every prompt.
+"""
+
+# collab.jsonl: membership and lifecycle events
+OPENED = "opened"
+JOINED = "joined"
+SUCCEEDED = "succeeded"
+HANDOVER = "handover"
+LEFT = "left"
+NOTIFY_SET = "notify-set"
+CLOSED = "closed"
+EVENTS = (OPENED, JOINED, SUCCEEDED, HANDOVER, LEFT, NOTIFY_SET, CLOSED)
+
+# inbox/<alias>.jsonl and log.jsonl
+MESSAGE = "message"
+NOTE = "note"
+
+# receipts/<alias>.jsonl: what happened to a message after it was stored
+ACK = "ack"
+PRESENTED = "presented"
+COMPLETE = "attempt-complete"
+RETRY = "retry"
+REPLIED = "replied"
+NOTIFY = "notify"
+RECEIPTS = (ACK, PRESENTED, COMPLETE, RETRY, REPLIED, NOTIFY)
+
+# delivery.jsonl: Stop-continuation envelopes and their spent slots
+ENABLED = "delivery-enabled"
+DISABLED = "delivery-disabled"
+SLOT = "delivery-slot"
+
+HIGH = "high"
+NORMAL = "normal"
+PRIORITIES = (NORMAL, HIGH)
+REQUEST = "request"
+UPDATE = "update"
+KINDS = (REQUEST, UPDATE)

@@ -1,0 +1,300 @@
+"""The messaging rules, in one place, for every backend and front end.
+
+Who may send, reply, acknowledge, close, hand over and write the log; which
+aliases a recipient name means (``all`` included); broadcast copy ids; the
+idempotency digest; how membership events fold into the registry; when a
+hook shows a message again.  Pure functions over values: backends store and
+load, they decide nothing.  Lean (the hooks import it): ``uuid`` only when
+a broadcast id is derived.
+"""
+
+from __future__ import annotations
+
+from .. import records
+from ..errors import Closed, Conflict, IdentityError, NotFound, UnknownAgent, UsageError
+from . import kinds
+from .values import Message, Participant, Pin, Registry
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+    from typing import Any
+
+#: Prompts after which a still-unacknowledged message is shown again.
+REPRESENT_AFTER = 5
+#: Messages an ``inbox`` (and a hook) reads at most when nobody asks for more.
+PAGE_DEFAULT = 20
+_ALIAS_REST = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def is_alias(value: object) -> bool:
+    """``^[a-z][a-z0-9_-]{0,31}$`` and not ``all``, without ``re``."""
+    return (isinstance(value, str) and 0 < len(value) <= 32 and "a" <= value[0] <= "z"
+            and set(value) <= _ALIAS_REST and value != "all")
+
+
+# ---- the registry: a fold over membership events ------------------------------------
+
+
+def apply_event(reg: Registry | None, ev: Mapping[str, Any]) -> Registry | None:
+    """Fold one membership or lifecycle event into the registry."""
+    kind = ev.get("type")
+    if kind == kinds.OPENED:
+        first = Participant(ev["alias"], ev["pin"], ev["runtime"], ev.get("notify") or {"adapter": "hook"}, ev["ts"])
+        return Registry(ev["collab"], ev["label"], ev["task"], ev["pin"], ev["ts"], None, {ev["alias"]: first},
+                        opener_alias=ev["alias"])
+    if reg is None:
+        return None
+    people = dict(reg.participants)
+    handovers = dict(reg.handovers)
+    if kind == kinds.JOINED:
+        people[ev["alias"]] = Participant(ev["alias"], ev["pin"], ev["runtime"],
+                                          ev.get("notify") or {"adapter": "hook"}, ev["ts"])
+    elif kind == kinds.SUCCEEDED:
+        # The old session's wake-up adapter named its pane or thread, not the new one's.
+        people[ev["alias"]] = Participant(ev["alias"], ev["pin"], ev["runtime"], {"adapter": "hook"}, ev["ts"])
+        handovers.pop(ev["alias"], None)
+    elif kind == kinds.HANDOVER:
+        handovers[ev["alias"]] = ev["to"]
+    elif kind == kinds.LEFT:
+        people[ev["alias"]] = people[ev["alias"]].replace(active=False)
+        handovers.pop(ev["alias"], None)
+    elif kind == kinds.NOTIFY_SET:
+        people[ev["alias"]] = people[ev["alias"]].replace(notify=ev["notify"])
+    elif kind == kinds.CLOSED:
+        return reg.replace(closed_at=ev["ts"], participants=people, handovers={})
+    else:
+        return reg
+    return reg.replace(participants=people, handovers=handovers)
+
+
+def replay(events: Iterable[Mapping[str, Any]]) -> Registry | None:
+    reg: Registry | None = None
+    for ev in events:
+        reg = apply_event(reg, ev)
+    return reg
+
+
+def registry_document(reg: Registry) -> dict[str, Any]:
+    """The registry as plain data: ``registry.yaml`` and ``agentmsg registry``."""
+    return {
+        "collab": reg.collab, "label": reg.label, "task": reg.task, "opener": reg.opener,
+        "opener_alias": reg.opener_alias, "opened_at": reg.opened_at, "closed_at": reg.closed_at,
+        "participants": {
+            a: {"pin": p.pin, "runtime": p.runtime, "inbox": f"inbox/{a}.jsonl", "notify": p.notify,
+                "joined_at": p.joined_at, "active": p.active}
+            for a, p in sorted(reg.participants.items())
+        },
+        "handovers": dict(sorted(reg.handovers.items())),
+    }
+
+
+def registry_from_document(doc: Mapping[str, Any]) -> Registry:
+    people = {a: Participant(a, p["pin"], p["runtime"], p["notify"], p["joined_at"], p["active"])
+              for a, p in doc["participants"].items()}
+    return Registry(doc["collab"], doc["label"], doc["task"], doc["opener"], doc["opened_at"], doc["closed_at"],
+                    people, opener_alias=doc.get("opener_alias", ""), handovers=dict(doc.get("handovers") or {}))
+
+
+# ---- who may do what ---------------------------------------------------------------
+
+
+def require_open(reg: Registry) -> Registry:
+    if reg.closed:
+        raise Closed(f"collaboration {reg.collab} was closed at {reg.closed_at}; it accepts no changes")
+    return reg
+
+
+def require_alias(reg: Registry, who: Pin) -> str:
+    alias = reg.alias_of(str(who))
+    if alias is None:
+        raise IdentityError(f"{who} is not bound to any alias in collaboration {reg.collab}")
+    return alias
+
+
+def opened_event(collab: str, opener: Pin, alias: str, label: str, task: str,
+                 notify: dict[str, Any]) -> dict[str, Any]:
+    return {"type": kinds.OPENED, "collab": collab, "alias": alias, "pin": str(opener), "runtime": opener.runtime,
+            "label": label, "task": task, "notify": notify}
+
+
+def join_event(reg: Registry, who: Pin, alias: str, *, succeeds: Pin | None = None, reason: str | None = None,
+               notify: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The event a join (or takeover) records, or None when it is already in place.
+
+    A takeover (``succeeds``) needs a reason.  Within one runtime an agent
+    session may succeed another (a restarted session takes its alias back);
+    across runtimes, and for a human's alias, the displaced pin must have
+    agreed (``handover``) or the new holder must be a human.
+    """
+    require_open(reg)
+    current = reg.alias_of(str(who))
+    held = reg.participants.get(alias)
+    if succeeds is None:
+        if current == alias:
+            return None
+        if current is not None:
+            raise Conflict(f"{who} is already bound to alias {current} in this collaboration")
+        if held is not None and not (held.pin == str(who) and not held.active):
+            raise Conflict(f"alias {alias} is taken by {held.pin}; "
+                           "use join --succeeds OLD_PIN --reason TEXT for a deliberate replacement")
+        return {"type": kinds.JOINED, "alias": alias, "pin": str(who), "runtime": who.runtime,
+                "notify": notify or {"adapter": "hook"}}
+    if held is None or held.pin != str(succeeds):
+        raise Conflict(f"alias {alias} is not held by {succeeds}; nothing to succeed")
+    if str(succeeds) == str(who):
+        if held.active:
+            return None  # succeeding yourself changes nothing
+        return {"type": kinds.JOINED, "alias": alias, "pin": str(who), "runtime": who.runtime,
+                "notify": notify or {"adapter": "hook"}}
+    if current is not None and current != alias:
+        raise Conflict(f"{who} is already bound to alias {current} in this collaboration")
+    if not reason:
+        raise UsageError("--succeeds needs --reason TEXT: a takeover is recorded in the log")
+    old_runtime = held.runtime
+    agreed = reg.handovers.get(alias) == str(who)
+    if not (agreed or who.human) and (old_runtime != who.runtime or old_runtime == "human"):
+        whose = "a human's alias" if old_runtime == "human" else f"an alias held by a {old_runtime} session"
+        raise IdentityError(f"taking over {whose} needs its holder's consent (agentmsg handover --to {who}) "
+                            "or a human: pin; nothing was changed")
+    return {"type": kinds.SUCCEEDED, "alias": alias, "pin": str(who), "old_pin": str(succeeds),
+            "runtime": who.runtime, "reason": reason}
+
+
+def handover_event(reg: Registry, who: Pin, alias: str | None, to: Pin) -> dict[str, Any]:
+    """The holder of an alias (or a human participant) agrees that ``to`` may take it over."""
+    require_open(reg)
+    mine = reg.alias_of(str(who))
+    target = alias or mine
+    if target is None or target not in reg.participants or not reg.participants[target].active:
+        raise IdentityError(f"{who} holds no alias here; pass --alias of an active participant")
+    if target != mine and not who.human:
+        raise IdentityError(f"only {target}'s holder or a human: pin may hand {target} over")
+    if str(to) == reg.participants[target].pin:
+        raise Conflict(f"{to} already holds {target}")
+    return {"type": kinds.HANDOVER, "alias": target, "to": str(to), "by": str(who)}
+
+
+def leave_event(reg: Registry, who: Pin) -> dict[str, Any]:
+    alias = require_alias(reg, who)
+    return {"type": kinds.LEFT, "alias": alias, "pin": str(who)}
+
+
+def may_close(reg: Registry, who: Pin) -> None:
+    """The current holder of the opener's alias, or a human: pin (a displaced opener may not)."""
+    require_open(reg)
+    if who.human:
+        return
+    if reg.opener_alias and reg.holder(reg.opener_alias) == str(who):
+        return
+    if not reg.opener_alias and str(who) == reg.opener:
+        return
+    raise IdentityError("only the current holder of the opener's alias or a human: pin may close a collaboration")
+
+
+def log_author(reg: Registry, who: Pin) -> str:
+    alias = reg.alias_of(str(who))
+    if alias is not None:
+        return alias
+    if who.human:
+        return str(who)
+    raise IdentityError(f"{who} is not bound in collaboration {reg.collab}")
+
+
+def may_ack(msg: Message, alias: str) -> None:
+    if msg.to != alias:
+        raise IdentityError(f"only the recipient ({msg.to}) may acknowledge {msg.id}")
+
+
+def may_notify(reg: Registry, who: Pin, msg: Message) -> str:
+    """``notify --retry``: the sender or the recipient, while the collaboration is open."""
+    require_open(reg)
+    alias = require_alias(reg, who)
+    if alias not in (msg.sender, msg.to):
+        raise IdentityError(f"only {msg.sender} or {msg.to} may retry the notification of {msg.id}")
+    return alias
+
+
+# ---- sending -------------------------------------------------------------------------
+
+
+def recipients(reg: Registry, sender: str, to: str) -> list[str]:
+    """The aliases ``to`` names: one active participant, or every other one for ``all``."""
+    if to == "all":
+        others = sorted(a for a in reg.active() if a != sender)
+        if not others:
+            raise UnknownAgent("all (no other active participants)")
+        return others
+    if to not in reg.participants or not is_alias(to):
+        raise UnknownAgent(printable(to))
+    if not reg.participants[to].active:
+        raise Conflict(f"{to} has left this collaboration; nothing was stored")
+    return [to]
+
+
+def reply_target(parent: Message, sender: str, named: str) -> str:
+    """Check a reply and return the ``ALIAS/ID`` it records.
+
+    ``named`` (the part before ``/`` in ``--reply-to``) may be either party
+    of the conversation; the record names the original recipient, whose
+    inbox holds the message.
+    """
+    if named and named not in (parent.to, parent.sender):
+        raise NotFound(f"message {parent.id} is not in {named}'s conversation")
+    if sender not in (parent.to, parent.sender):
+        raise IdentityError(f"only {parent.sender} or {parent.to} may reply to {parent.id}")
+    return f"{parent.to}/{parent.id}"
+
+
+def other_party(parent: Message, sender: str) -> str:
+    return parent.sender if parent.to == sender else parent.to
+
+
+def copy_id(base_id: str, alias: str) -> str:
+    """Each broadcast copy gets its own stable id, derived from the broadcast id."""
+    import uuid
+
+    return str(uuid.uuid5(uuid.UUID(base_id), alias))
+
+
+DIGEST_FIELDS = ("sender", "to", "kind", "priority", "subject", "body", "reply_to")
+
+
+def digest(fields: Mapping[str, Any]) -> str:
+    """Same id and same digest: the same message (a re-send is a no-op)."""
+    return records.sha256_hex(records.canonical({k: fields[k] for k in DIGEST_FIELDS}))
+
+
+def same_message(existing: Message, digest_: str) -> bool:
+    if existing.digest != digest_:
+        raise Conflict(f"message id {existing.id} is already stored with different content")
+    return True
+
+
+def replayed_recipients(stored: list[str] | None, is_broadcast: bool | None, to: str, wanted: list[str],
+                        base_id: str) -> list[str]:
+    """A re-sent id keeps its first meaning: same kind (broadcast or not), same recipients."""
+    if is_broadcast is None:
+        return wanted
+    if is_broadcast != (to == "all"):
+        what = "a broadcast" if is_broadcast else "a direct message"
+        raise Conflict(f"message id {base_id} is already stored as {what}; nothing was stored")
+    return list(stored or []) if to == "all" else wanted
+
+
+def printable(name: str) -> str:
+    """A raw recipient name, made safe to print on one line."""
+    shown = name.encode("unicode_escape", "backslashreplace").decode("ascii")
+    return shown[:64] + ("..." if len(shown) > 64 else "")
+
+
+# ---- presentation ----------------------------------------------------------------------
+
+
+def presentation_key(msg: Message) -> tuple[bool, int]:
+    """High priority first, then oldest first."""
+    return (msg.priority != kinds.HIGH, msg.seq)
+
+
+def unresolved(pages: Mapping[str, list[str]]) -> dict[str, list[str]]:
+    return {a: ids for a, ids in pages.items() if ids}

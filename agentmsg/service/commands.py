@@ -1,0 +1,354 @@
+"""What each command does, as plain functions returning JSON-ready payloads.
+
+The CLI (and any other front end) only parses arguments and prints.  Every
+function takes the command context and keyword-only arguments; the acting
+pin is resolved once, explicitly, from ``self_flag`` and the host's own
+session variable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import notify
+from ..domain import rules, validate
+from ..domain.values import Draft, Message, Pin, Sent
+from ..errors import IdentityError, NotifyFailed, SecretRefused, TamperDetected, UsageError
+from . import payloads
+from .context import Ctx
+
+Payload = dict[str, Any]
+INBOX_MAX = 10_000
+
+
+def _refuse_secrets(**fields: str) -> None:
+    """Every text that other agents will read is checked, not only message bodies."""
+    from .. import secret_scan
+
+    for where, text in fields.items():
+        found = secret_scan.scan(text)
+        if found:
+            raise SecretRefused(found[0].kind, found[0].line, where)
+
+
+def _flags(text: str) -> tuple[str, ...]:
+    from ..flags import detect
+
+    return tuple(detect(text))
+
+
+# ---- collaborations ------------------------------------------------------------------
+
+
+def open_collab(ctx: Ctx, *, self_flag: str | None, alias: str, label: str, task: str,
+                notify_spec: str | None = None, notify_command: str | None = None) -> Payload:
+    notify.refuse_command(notify_command)
+    who = ctx.who(self_flag)
+    _refuse_secrets(label=label, task=task)
+    reg = ctx.mailbox.open(
+        who, validate.alias(alias), validate.text(label, "label", validate.LABEL_MAX_CHARS, single_line=True),
+        validate.text(task, "task", validate.TASK_MAX_CHARS), notify.from_option(notify_spec, ctx.env))
+    return {"collab": reg.collab, "root": str(ctx.root), "root_source": ctx.root_source,
+            "alias": alias, "pin": str(who), "label": reg.label, "task": reg.task}
+
+
+def join(ctx: Ctx, *, collab: str | None, self_flag: str | None, alias: str, succeeds: str | None = None,
+         reason: str | None = None, notify_spec: str | None = None, notify_command: str | None = None) -> Payload:
+    notify.refuse_command(notify_command)
+    who = ctx.who(self_flag)
+    cid = ctx.collab(collab)
+    old = validate.pin(succeeds) if succeeds else None
+    if reason is not None:
+        validate.text(reason, "reason", validate.REASON_MAX_CHARS, single_line=True)
+        _refuse_secrets(reason=reason)
+    config = notify.from_option(notify_spec, ctx.env) if notify_spec else None
+    reg = ctx.mailbox.join(cid, who, validate.alias(alias), succeeds=old, reason=reason, notify=config)
+    return {"collab": cid, "root": str(ctx.root), "alias": alias, "pin": str(who),
+            "succeeded": str(old) if old else None, "participants": sorted(reg.active())}
+
+
+def handover(ctx: Ctx, *, collab: str | None, self_flag: str | None, to: str, alias: str | None = None) -> Payload:
+    who = ctx.who(self_flag)
+    cid = ctx.collab(collab, who)
+    ev = ctx.mailbox.handover(cid, who, validate.pin(to), alias=validate.alias(alias) if alias else None)
+    return {"collab": cid, "alias": ev["alias"], "to": ev["to"], "by": ev["by"]}
+
+
+def leave(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
+    who = ctx.who(self_flag)
+    cid = ctx.collab(collab, who)
+    return {"collab": cid, "alias": ctx.mailbox.leave(cid, who), "pin": str(who)}
+
+
+def close(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
+    who = ctx.who(self_flag)
+    cid = ctx.collab(collab, who)
+    unresolved = ctx.mailbox.close(cid, who)
+    return {"collab": cid, "closed_by": str(who), "unresolved": unresolved,
+            "unresolved_count": sum(len(v) for v in unresolved.values())}
+
+
+# ---- messages ----------------------------------------------------------------------------
+
+
+def send(ctx: Ctx, *, collab: str | None, self_flag: str | None, draft: Draft, redact: bool = False) -> Payload:
+    who = ctx.who(self_flag)
+    cid = ctx.collab(collab, who)
+    subject = validate.text(draft.subject, "subject", validate.SUBJECT_MAX_CHARS)
+    body = validate.body(draft.body)
+    subject, body, redacted = _guard_secrets(subject, body, redact)
+    if not draft.to and not draft.reply_to:
+        raise UsageError("--to ALIAS is required (or --reply-to to answer a message)")
+    draft = draft.replace(
+        subject=subject, body=body, kind=validate.choice(draft.kind, validate.KINDS, "kind"),
+        priority=validate.choice(draft.priority, validate.PRIORITIES, "priority"),
+        id=validate.message_id(draft.id) if draft.id else None, reply_to=_reply_ref(draft.reply_to))
+    sent = ctx.mailbox.send(cid, who, draft, flags=_flags(subject + "\n" + body))
+    reg = ctx.mailbox.registry(cid)
+    results = [_notify(ctx, cid, s, reg.participants[s.message.to].notify) for s in sent]
+    payload: Payload = {"collab": cid, "redacted": redacted, "results": results}
+    failed = [r for r in results if r["notify_error"]]
+    if failed:
+        err = NotifyFailed(failed[0]["notify_error"], f"agentmsg notify --retry {failed[0]['id']} --collab {cid}")
+        err.result = payload
+        raise err
+    return payload
+
+
+def _reply_ref(ref: str | None) -> str | None:
+    if not ref:
+        return None
+    named, _, mid = ref.rpartition("/")
+    if named:
+        validate.alias(named)
+    return f"{named}/{validate.message_id(mid)}" if named else validate.message_id(mid)
+
+
+def _guard_secrets(subject: str, body: str, redact: bool) -> tuple[str, str, int]:
+    """Refuse (or redact) credentials before anything is stored."""
+    from .. import secret_scan as secrets
+
+    if not redact:
+        _refuse_secrets(subject=subject, body=body)
+        return subject, body, 0
+    subject, in_subject = secrets.redact(subject)
+    body, in_body = secrets.redact(body)
+    return subject, body, len(in_subject) + len(in_body)
+
+
+def _notify(ctx: Ctx, cid: str, sent: Sent, config: dict[str, Any]) -> Payload:
+    msg = sent.message
+    out: Payload = {"id": msg.id, "to": msg.to, "seq": msg.seq, "notify_error": None}
+    if sent.already:
+        out.update(state="already stored", detail="same id and content; nothing new was written")
+        return out
+    try:
+        detail = notify.notify(config, msg)
+    except notify.NotifyError as exc:
+        out.update(state=f"stored, not yet surfaced (notify failed: {exc})", notify_error=str(exc), detail=None)
+        ctx.mailbox.record_notify(cid, msg, False, str(exc))
+        return out
+    if config.get("adapter", "hook") not in ("hook", "command"):
+        ctx.mailbox.record_notify(cid, msg, True, detail)
+    out.update(state="stored+notified", detail=detail)
+    return out
+
+
+def notify_retry(ctx: Ctx, *, collab: str | None, self_flag: str | None, message_id: str) -> Payload:
+    who = ctx.who(self_flag)
+    cid = ctx.collab(collab, who)
+    msg, reg = ctx.mailbox.notify_target(cid, who, validate.message_id(message_id))
+    result = _notify(ctx, cid, Sent(msg, already=False), reg.participants[msg.to].notify)
+    if result["notify_error"]:
+        err = NotifyFailed(result["notify_error"], f"agentmsg notify --retry {msg.id} --collab {cid}")
+        err.result = {"collab": cid, "results": [result]}
+        raise err
+    return {"collab": cid, "results": [result]}
+
+
+def inbox(ctx: Ctx, *, collab: str | None, self_flag: str | None, limit: int = rules.PAGE_DEFAULT,
+          offset: int = 0, everything: bool = False, include_acked: bool = False,
+          priority_first: bool = False) -> Payload:
+    """Unacknowledged messages, bounded: ``limit`` from ``offset``, or ``everything``."""
+    who = ctx.who(self_flag)
+    cid = ctx.collab(collab, who)
+    if limit < 1 or offset < 0:
+        raise UsageError("--limit must be at least 1 and --offset at least 0")
+    want = INBOX_MAX if everything else limit
+    alias, page = ctx.mailbox.inbox(cid, who, limit=offset + want, priority_first=priority_first)
+    page = page.replace(messages=page.messages[offset:])
+    out = {"collab": cid, "alias": alias, **payloads.page(page, offset=offset),
+           "problems": ctx.store.problems(cid, alias) if offset == 0 else []}
+    if include_acked:
+        history = list(ctx.store.history(cid, alias))
+        chosen = history if everything else history[offset:offset + limit]
+        out["messages"] = [payloads.message(m) for m in chosen]
+        out["history"] = len(history)
+    return out
+
+
+def show(ctx: Ctx, *, collab: str | None, message_id: str) -> Payload:
+    mid = validate.message_id(message_id)
+    msg = ctx.mailbox.message(ctx.collab(collab), mid) if collab or ctx.env.get("AGENTMSG_COLLAB") \
+        else ctx.mailbox.find(mid)
+    state = ctx.mailbox.state(msg)
+    return {"message": payloads.message(msg), "state": state.label, "states": state.as_dict()}
+
+
+def ack(ctx: Ctx, *, collab: str | None, self_flag: str | None, message_ids: list[str]) -> Payload:
+    who = ctx.who(self_flag)
+    cid = ctx.collab(collab, who)
+    if not message_ids:
+        raise UsageError("give at least one message id: --message ID (repeatable)")
+    done = ctx.mailbox.ack(cid, who, [validate.message_id(m) for m in message_ids])
+    results = [{"message": mid, "acknowledged_at": rec["ts"], "already": already} for mid, rec, already in done]
+    first = results[0]
+    return {"collab": cid, "message": first["message"], "acknowledged_at": first["acknowledged_at"],
+            "already": first["already"], "results": results}
+
+
+# ---- status and log --------------------------------------------------------------------
+
+STATUS_SAMPLE = 100
+
+
+def status(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
+    try:
+        who: Pin | None = ctx.who(self_flag)
+    except (IdentityError, UsageError):  # status must work for an operator with no usable identity
+        if self_flag:
+            raise
+        who = None
+    store = ctx.store
+    bindings = store.bindings(str(who)) if who else []
+    base = {"root": str(ctx.root), "root_source": ctx.root_source, "store": store.describe()}
+    if not collab and not ctx.env.get("AGENTMSG_COLLAB") and len(bindings) != 1:
+        return {**base, "self": str(who) if who else None,
+                "bindings": [{"collab": c, "alias": a} for c, a in bindings], "collab": None,
+                "collabs": store.collabs()}
+    cid = ctx.collab(collab, who)
+    reg = store.registry(cid)
+    people = []
+    awaiting: list[str] = []
+    for alias, p in sorted(reg.participants.items()):
+        row = {"alias": alias, "pin": p.pin, "runtime": p.runtime, "active": p.active,
+               "notify": p.notify.get("adapter", "hook")}
+        row.update(_mail_states(ctx, cid, alias, awaiting))
+        people.append(row)
+    return {
+        **base, "collab": cid, "label": reg.label, "task": reg.task, "self": str(who) if who else None,
+        "binding": {"alias": reg.alias_of(str(who))} if who and reg.alias_of(str(who)) else None,
+        "participants": people, "awaiting_notification": awaiting,
+        "closed_at": reg.closed_at, "closed": reg.closed,
+    }
+
+
+def _mail_states(ctx: Ctx, cid: str, alias: str, awaiting: list[str]) -> Payload:
+    """Counts per distinct state; the per-message states of at most STATUS_SAMPLE messages are read."""
+    page = ctx.store.unacked(cid, alias, limit=STATUS_SAMPLE)
+    counts = {"pending": page.total, "pending_requests": page.requests, "enqueued": 0, "presented": 0,
+              "replied": 0, "acknowledged": ctx.store.last_seq(cid, alias) - page.total,
+              "sampled": len(page.messages) < page.total}
+    for msg in page.messages:
+        state = ctx.mailbox.state(msg)
+        counts["presented" if state.presented else "enqueued"] += 1
+        counts["replied"] += bool(state.replied)
+        if state.notify is not None and not state.notify["ok"]:
+            awaiting.append(msg.id)
+    return counts
+
+
+def log_append(ctx: Ctx, *, collab: str | None, self_flag: str | None, text: str, corrects: str | None) -> Payload:
+    who = ctx.who(self_flag)
+    cid = ctx.collab(collab, who)
+    validate.body(text, "log entry", validate.LOG_MAX_BYTES)
+    _refuse_secrets(note=text)
+    rec = ctx.mailbox.log_append(cid, who, text, validate.as_uuid(corrects, "log entry id") if corrects else None)
+    return {"collab": cid, "entry": payloads.note(rec)}
+
+
+def log_render(ctx: Ctx, *, collab: str | None) -> Payload:
+    from ..backends.file import views
+
+    cid = ctx.collab(collab)
+    store = ctx.store
+    if store.kind != "file":
+        raise UsageError(f"log render writes Markdown files next to the records; the {store.kind} store has none")
+    with store.transaction(cid) as tx:
+        return {"collab": cid, "written": views.render_all(tx)}  # type: ignore[arg-type]
+
+
+def log_show(ctx: Ctx, *, collab: str | None) -> Payload:
+    """Notes and membership events (joins, takeovers, leaves, closure), in order."""
+    from .. import render
+
+    cid = ctx.collab(collab)
+    notes = [dict(payloads.note(r), kind="note", cseq=r["cseq"]) for r in ctx.store.notes(cid)]
+    events = [{"kind": "event", "cseq": ev["cseq"], "ts": ev["ts"], "author": ev.get("alias") or ev.get("by"),
+               "text": render.event_text(ev), "id": None, "corrects": None, "seq": ev["seq"]}
+              for ev in ctx.store.events(cid)]
+    return {"collab": cid, "entries": sorted(notes + events, key=lambda e: e["cseq"])}
+
+
+def registry(ctx: Ctx, *, collab: str | None) -> Payload:
+    cid = ctx.collab(collab)
+    return rules.registry_document(ctx.mailbox.registry(cid))
+
+
+# ---- watch -------------------------------------------------------------------------------
+
+WATCH_DEFAULT = 600.0
+WATCH_MAX = 1800.0
+
+
+def watch(ctx: Ctx, *, collab: str | None, self_flag: str | None, for_reply: str | None,
+          timeout: str | None, emit: Any) -> Payload:
+    """Block until a matching request or reply arrives; one line per event, then exit.
+
+    Finite by construction: it never re-arms and never outlives its timeout.
+    Lines carry id, sender and subject only, never the body.
+    """
+    from .. import render
+
+    who = ctx.who(self_flag)
+    cid = ctx.collab(collab, who)
+    wanted = validate.message_id(for_reply) if for_reply else None
+    seconds = validate.duration(timeout, "--timeout", maximum=WATCH_MAX) if timeout else WATCH_DEFAULT
+    alias, found = ctx.mailbox.watch(cid, who, for_reply=wanted, timeout=seconds)
+    events = [_event(m) for m in found]
+    for e in events:
+        emit(f"{e['kind']} {e['id']} from {e['from']}: {render.one_line(e['subject'])}")
+    return {"collab": cid, "alias": alias, "events": events}
+
+
+def _event(m: Message) -> Payload:
+    return {"id": m.id, "from": m.sender, "kind": m.kind, "subject": m.subject, "reply_to": m.reply_to}
+
+
+# ---- integrity ------------------------------------------------------------------------------
+
+
+def verify(ctx: Ctx, *, collab: str | None) -> Payload:
+    """Check every record, and every derived file against the records; tampering is an error."""
+    cid = validate.collab_id(collab) if collab else None
+    if cid:
+        ctx.store.registry(cid)  # unknown collaboration -> not found
+    files, findings = ctx.store.verify(cid)
+    payload = {"root": str(ctx.root), "files": files, "findings": findings,
+               "tampering": sum(bool(f["tampering"]) for f in findings),
+               "torn": sum(not f["tampering"] for f in findings)}
+    if payload["tampering"]:
+        first = next(f for f in findings if f["tampering"])
+        err = TamperDetected(f"{payload['tampering']} problem(s); first: {first['kind']} at "
+                             f"{first['path']}:{first['line']} ({first['detail']})")
+        err.result = payload
+        raise err
+    return payload
+
+
+def repair(ctx: Ctx, *, collab: str | None) -> Payload:
+    """Rebuild every derived file from the journals, and clean up temp files a killed writer left."""
+    store = ctx.store
+    cids = [ctx.collab(collab)] if collab else store.collabs()
+    rebuilt = {cid: store.rebuild(cid) for cid in cids}
+    return {"root": str(ctx.root), "rebuilt": rebuilt, "temp_files_removed": store.clean_temp(0.0)}

@@ -1,0 +1,66 @@
+"""What one command runs against: the state root, the environment, the store (built once), the actor."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from .. import identity
+from ..domain import validate
+from ..domain.values import Pin
+from ..errors import UsageError
+from ..paths import resolve_root
+from ..ports import Store
+from .messaging import Mailbox
+
+
+class Ctx:
+    """The resolved state root and environment of one command; the store and mailbox are built once."""
+
+    def __init__(self, root: Path, root_source: str, env: Mapping[str, str], store: Store | None = None) -> None:
+        self.root, self.root_source, self.env = root, root_source, env
+        self._store = store
+        self._mailbox: Mailbox | None = None
+
+    @classmethod
+    def create(cls, root_flag: str | None, env: Mapping[str, str] | None = None, *,
+               store: Store | None = None) -> Ctx:
+        env = dict(os.environ) if env is None else env
+        root, source = resolve_root(root_flag, env)
+        return cls(root, source, env, store)
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            from ..backends.file.store import FileStore
+
+            self._store = FileStore(self.root)
+        return self._store
+
+    @property
+    def mailbox(self) -> Mailbox:
+        if self._mailbox is None:
+            self._mailbox = Mailbox(self.store)
+        return self._mailbox
+
+    def who(self, self_flag: str | None) -> Pin:
+        return identity.resolve(self_flag, self.env)
+
+    def collab(self, flag: str | None, who: Pin | None = None) -> str:
+        """``--collab``, else ``AGENTMSG_COLLAB`` (if it is one of the pin's), else the pin's only binding."""
+        if flag:
+            return validate.collab_id(flag)
+        bound = self.store.bindings(str(who)) if who is not None else []
+        env = self.env.get("AGENTMSG_COLLAB")
+        if env:
+            cid = validate.collab_id(env)
+            if who is not None and bound and cid not in {c for c, _a in bound}:
+                raise UsageError(f"AGENTMSG_COLLAB={cid} is not one of {who}'s collaborations "
+                                 f"(it is bound in {len(bound)}); pass --collab UUID")
+            return cid
+        if len(bound) == 1:
+            return bound[0][0]
+        if bound:
+            raise UsageError(f"{who} is bound in {len(bound)} collaborations; pass --collab UUID")
+        raise UsageError("no collaboration given: pass --collab UUID")

@@ -1,0 +1,61 @@
+"""The ``agentmsg delivery`` commands: arguments -> ``service.delivery`` -> payloads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..domain import envelope, validate
+from . import delivery
+from .context import Ctx
+
+Payload = dict[str, Any]
+
+
+def enable(ctx: Ctx, *, collab: str | None, self_flag: str | None, expires_in: str, max_duration: str,
+           slots: int, wait: str) -> Payload:
+    who = ctx.who(self_flag)
+    cid = ctx.collab(collab, who)
+    return delivery.enable(
+        ctx.store, cid, who,
+        expires_in=validate.duration(expires_in, "--expires-in", maximum=envelope.MAX_DURATION),
+        max_duration=validate.duration(max_duration, "--max-duration", maximum=envelope.MAX_DURATION),
+        slots=slots, wait=validate.duration(wait, "--wait", maximum=envelope.MAX_WAIT, allow_zero=True),
+    )
+
+
+def disable(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
+    who = ctx.who(self_flag)
+    return delivery.disable(ctx.store, ctx.collab(collab, who), who)
+
+
+def inspect(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
+    from .. import installer
+
+    who = ctx.who(self_flag)
+    cid = ctx.collab(collab, who)
+    return delivery.inspect(ctx.store, cid, who, last_hook_run=_last_hook_run(ctx, cid, str(who)),
+                            adapters=installer.detect(home=ctx.env.get("HOME"), codex_home=ctx.env.get("CODEX_HOME")))
+
+
+def _last_hook_run(ctx: Ctx, cid: str, pin: str) -> dict[str, Any] | None:
+    """The hooks' own note of their last run (file store only: hooks read local files)."""
+    if ctx.store.kind != "file":
+        return None
+    from .. import fsio, records
+    from ..backends.file import layout
+
+    reg = ctx.store.registry(cid)
+    alias = reg.alias_of(pin)
+    if alias is None:
+        return None
+    raw = fsio.read_bytes(layout.hook_state(layout.collab(str(ctx.root), cid), alias))
+    try:
+        doc = records.loads(raw.decode()) if raw else None
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return doc.get("seen") if isinstance(doc, dict) and doc.get("pin") == pin else None
+
+
+def retry(ctx: Ctx, *, collab: str | None, self_flag: str | None, attempt: str, message: str) -> Payload:
+    who = ctx.who(self_flag)
+    return delivery.retry(ctx.store, ctx.collab(collab, who), who, attempt, message)

@@ -1,0 +1,242 @@
+"""Messaging over any store: open, join, send, read, acknowledge, log, close.
+
+``Mailbox`` applies ``domain.rules`` inside one store transaction per
+operation, so every backend gets exactly the same behaviour.  The acting
+identity is always an explicit ``Pin`` argument; nothing here reads the
+environment.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Container
+
+from ..domain import kinds, rules
+from ..domain.values import Draft, Message, MessageState, Page, Pin, Registry, Sent
+from ..errors import NotFound, UsageError, WatchTimeout
+from ..ports import Record, Store, Txn
+
+
+class Mailbox:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    # ---- membership -----------------------------------------------------------------
+
+    def open(self, opener: Pin, alias: str, label: str, task: str, notify: dict[str, object] | None = None) -> Registry:
+        collab = str(uuid.uuid4())
+        with self.store.create(collab) as tx:
+            tx.append_event(rules.opened_event(collab, opener, alias, label, task, dict(notify or {"adapter": "hook"})))
+            return tx.registry()
+
+    def join(self, collab: str, who: Pin, alias: str, *, succeeds: Pin | None = None, reason: str | None = None,
+             notify: dict[str, object] | None = None) -> Registry:
+        with self.store.transaction(collab) as tx:
+            ev = rules.join_event(tx.registry(), who, alias, succeeds=succeeds, reason=reason,
+                                  notify=dict(notify) if notify else None)
+            if ev is not None:
+                tx.append_event(ev)
+            return tx.registry()
+
+    def handover(self, collab: str, who: Pin, to: Pin, *, alias: str | None = None) -> Record:
+        with self.store.transaction(collab) as tx:
+            return tx.append_event(rules.handover_event(tx.registry(), who, alias, to))
+
+    def leave(self, collab: str, who: Pin) -> str:
+        with self.store.transaction(collab) as tx:
+            ev = rules.leave_event(tx.registry(), who)
+            tx.append_event(ev)
+            return str(ev["alias"])
+
+    def close(self, collab: str, who: Pin) -> dict[str, list[str]]:
+        with self.store.transaction(collab) as tx:
+            reg = tx.registry()
+            rules.may_close(reg, who)
+            unresolved = rules.unresolved({a: tx.unacked_ids(a) for a in reg.participants})
+            tx.append_event({"type": kinds.CLOSED, "by": str(who), "unresolved": unresolved})
+            return unresolved
+
+    def set_notify(self, collab: str, who: Pin, notify: dict[str, object]) -> None:
+        with self.store.transaction(collab) as tx:
+            reg = rules.require_open(tx.registry())
+            tx.append_event({"type": kinds.NOTIFY_SET, "alias": rules.require_alias(reg, who), "notify": notify})
+
+    def registry(self, collab: str) -> Registry:
+        return self.store.registry(collab)
+
+    def bindings(self, who: str) -> list[tuple[str, str]]:
+        return self.store.bindings(who)
+
+    def alias(self, collab: str, who: Pin) -> str:
+        return rules.require_alias(self.store.registry(collab), who)
+
+    # ---- sending ----------------------------------------------------------------------
+
+    def send(self, collab: str, who: Pin, draft: Draft, *, flags: tuple[str, ...] = ()) -> list[Sent]:
+        """Store ``draft`` (one copy per recipient for ``all``); every copy is checked before any is stored."""
+        with self.store.transaction(collab) as tx:
+            reg = rules.require_open(tx.registry())
+            sender = rules.require_alias(reg, who)
+            parent, reply_to = self._reply(tx, sender, draft.reply_to)
+            to = draft.to or (rules.other_party(parent, sender) if parent else "")
+            if not to:
+                raise UsageError("--to ALIAS is required (or --reply-to to answer a message)")
+            base_id = draft.id or str(uuid.uuid4())
+            wanted = rules.recipients(reg, sender, to)
+            if draft.id:
+                was_broadcast, stored = tx.broadcast(base_id)
+                wanted = rules.replayed_recipients(stored, was_broadcast, to, wanted, base_id)
+            planned = []
+            for alias in wanted:
+                fields: Record = {
+                    "type": kinds.MESSAGE, "id": base_id if to != "all" else rules.copy_id(base_id, alias),
+                    "collab": collab, "sender": sender, "sender_pin": str(who), "sender_runtime": who.runtime,
+                    "to": alias, "kind": draft.kind, "priority": draft.priority, "subject": draft.subject,
+                    "body": draft.body, "reply_to": reply_to, "broadcast": base_id if to == "all" else None,
+                }
+                fields["digest"] = rules.digest(fields)
+                existing = tx.message(fields["id"])
+                if existing is not None:
+                    rules.same_message(existing, fields["digest"])
+                planned.append((fields, existing))
+            fresh = to == "all" and all(existing is None for _f, existing in planned)
+            if parent is not None and any(existing is None for _f, existing in planned):
+                # Before the reply itself: a crash in between leaves a mark naming a message
+                # that does not exist (``state`` skips it), never a reply that lost its mark.
+                tx.append_receipts(parent.to, [{"type": kinds.REPLIED, "message": parent.id, "by": planned[0][0]["id"]}])
+            out = []
+            for i, (fields, existing) in enumerate(planned):
+                if existing is not None:
+                    out.append(Sent(existing, already=True))
+                    continue
+                if flags:
+                    fields["flags"] = list(flags)
+                out.append(Sent(tx.append_message(fields, broadcast_of=wanted if fresh and i == 0 else None),
+                                already=False))
+            return out
+
+    def _reply(self, tx: Txn, sender: str, ref: str | None) -> tuple[Message | None, str | None]:
+        if not ref:
+            return None, None
+        named, _, mid = ref.rpartition("/")
+        parent = tx.message(mid)
+        if parent is None:
+            raise NotFound(f"no message {mid} in collaboration {tx.collab}")
+        return parent, rules.reply_target(parent, sender, named)
+
+    def record_notify(self, collab: str, msg: Message, ok: bool, detail: str) -> None:
+        with self.store.transaction(collab) as tx:
+            tx.append_receipts(msg.to, [{"type": kinds.NOTIFY, "message": msg.id, "ok": ok, "detail": detail}])
+
+    def notify_target(self, collab: str, who: Pin, message_id: str) -> tuple[Message, Registry]:
+        with self.store.transaction(collab) as tx:
+            msg = tx.message(message_id)
+            if msg is None:
+                raise NotFound(f"no message {message_id} in collaboration {collab}")
+            reg = tx.registry()
+            rules.may_notify(reg, who, msg)
+            return msg, reg
+
+    # ---- reading and acknowledging -------------------------------------------------------
+
+    def inbox(self, collab: str, who: Pin, *, limit: int = rules.PAGE_DEFAULT, skip: Container[int] = (),
+              requests_only: bool = False, priority_first: bool = False) -> tuple[str, Page]:
+        with self.store.transaction(collab) as tx:
+            alias = rules.require_alias(tx.registry(), who)
+            return alias, tx.unacked(alias, limit=limit, skip=skip, requests_only=requests_only,
+                                     priority_first=priority_first)
+
+    def pending(self, collab: str, alias: str, *, limit: int = rules.PAGE_DEFAULT) -> Page:
+        return self.store.unacked(collab, alias, limit=limit)
+
+    def message(self, collab: str, message_id: str) -> Message:
+        msg = self.store.message(collab, message_id)
+        if msg is None:
+            raise NotFound(f"no message {message_id} in collaboration {collab}")
+        return msg
+
+    def find(self, message_id: str) -> Message:
+        msg = self.store.find_message(message_id)
+        if msg is None:
+            raise NotFound(f"no message {message_id} in this store")
+        return msg
+
+    def state(self, msg: Message) -> MessageState:
+        """A message's distinct states, from its own receipts only."""
+        presented: list[dict[str, object]] = []
+        acked: str | None = None
+        replied: list[str] = []
+        notify: dict[str, object] | None = None
+        with self.store.transaction(msg.collab) as tx:
+            for rec in tx.message_receipts(msg):
+                if rec["type"] == kinds.PRESENTED:
+                    presented.append({"attempt": rec["attempt"], "ts": rec["ts"], "host": rec.get("host")})
+                elif rec["type"] == kinds.ACK and acked is None:
+                    acked = rec["ts"]
+                elif rec["type"] == kinds.REPLIED and tx.message(rec["by"]) is not None:
+                    replied.append(rec["by"])
+                elif rec["type"] == kinds.NOTIFY:
+                    notify = {"ok": rec["ok"], "detail": rec["detail"], "ts": rec["ts"]}
+        return MessageState(msg.ts, presented, acked, replied, notify)
+
+    def ack(self, collab: str, who: Pin, message_ids: list[str]) -> list[tuple[str, Record, bool]]:
+        """Acknowledge messages as their exact recipient: ``(id, receipt, already)`` for each, in one write."""
+        with self.store.transaction(collab) as tx:
+            alias = rules.require_alias(rules.require_open(tx.registry()), who)
+            found = []
+            for mid in dict.fromkeys(message_ids):
+                msg = tx.message(mid)
+                if msg is None:
+                    raise NotFound(f"no message {mid} in collaboration {collab}")
+                rules.may_ack(msg, alias)
+                found.append((msg, tx.acked(alias, msg)))
+            new = [{"type": kinds.ACK, "message": m.id, "seq": m.seq, "by": str(who)} for m, first in found
+                   if first is None]
+            written = iter(tx.append_receipts(alias, new)) if new else iter(())
+            return [(m.id, first, True) if first is not None else (m.id, next(written), False)
+                    for m, first in found]
+
+    # ---- the log ----------------------------------------------------------------------------
+
+    def log_append(self, collab: str, who: Pin, text: str, corrects: str | None = None) -> Record:
+        with self.store.transaction(collab) as tx:
+            author = rules.log_author(tx.registry(), who)
+            if corrects and not any(n["id"] == corrects for n in tx.notes()):
+                raise NotFound(f"no log entry {corrects} to correct")
+            return tx.append_note({"type": kinds.NOTE, "id": str(uuid.uuid4()), "author": author, "text": text,
+                                   "corrects": corrects})
+
+    # ---- waiting ----------------------------------------------------------------------------
+
+    def watch(self, collab: str, who: Pin, *, for_reply: str | None, timeout: float) -> tuple[str, list[Message]]:
+        """Until a matching request or reply arrives for ``who``; finite: never re-arms."""
+        with self.store.transaction(collab) as tx:
+            alias = rules.require_alias(tx.registry(), who)
+            if for_reply and tx.message(for_reply) is None:
+                raise NotFound(f"no message {for_reply} in collaboration {collab}")
+            start = tx.total(alias)
+
+        def matches(msg: Message) -> bool:
+            if for_reply:
+                return bool(msg.reply_to) and str(msg.reply_to).endswith("/" + for_reply)
+            return msg.kind == kinds.REQUEST
+
+        found: list[Message] = []
+        if for_reply:
+            found = [m for m in self._all_unacked(collab, alias) if matches(m)]
+        deadline = time.monotonic() + timeout
+        seen = start
+        while not found:
+            left = deadline - time.monotonic()
+            if left <= 0 or not self.store.wait(collab, alias, seen, left):
+                what = f"reply to {for_reply}" if for_reply else "request"
+                raise WatchTimeout(f"no {what} for {alias} within {timeout:g}s")
+            new = self.store.since(collab, alias, seen)
+            seen = max([seen, *(m.seq for m in new)])
+            found = [m for m in new if matches(m)]
+        return alias, found
+
+    def _all_unacked(self, collab: str, alias: str) -> list[Message]:
+        page = self.store.unacked(collab, alias, limit=200)
+        return page.messages
