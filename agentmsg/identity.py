@@ -11,8 +11,8 @@ import os
 from collections.abc import Mapping
 
 from .domain import validate as model
-from .errors import IdentityError
 from .domain.values import Pin
+from .errors import IdentityError
 
 HOST_VARS = (("CLAUDE_CODE_SESSION_ID", "claude-code"), ("CODEX_THREAD_ID", "codex"))
 

@@ -52,7 +52,7 @@ def root(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def store(root: Path):
-    from agentmsg.store import FileStore
+    from tests.facade import FileStore
 
     return FileStore(root)
 
@@ -63,7 +63,7 @@ class Collab:
 
     id: str
     root: Path
-    driver: object  # agentmsg.model.Pin
+    driver: object  # agentmsg.values.Pin
     reviewer: object
     carol: object
 
@@ -84,7 +84,7 @@ CAROL_PIN = "human:carol"
 @pytest.fixture
 def collab(store) -> Collab:
     """driver (codex) opened it; reviewer (claude-code) and carol (human) joined."""
-    from agentmsg import model
+    from agentmsg.domain import validate as model
 
     driver, reviewer, carol = model.pin(DRIVER_PIN), model.pin(REVIEWER_PIN), model.pin(CAROL_PIN)
     reg = store.open(driver, "driver", "review", "review the store", {"adapter": "hook"})

@@ -20,8 +20,8 @@ import sys
 import time
 from pathlib import Path
 
-from agentmsg import model
-from agentmsg.store import Draft, FileStore
+from agentmsg.domain import validate as model
+from tests.facade import Draft, FileStore
 
 
 def _wait_for(path: Path, timeout: float = 60.0) -> None:

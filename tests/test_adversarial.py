@@ -25,8 +25,10 @@ from cli_helpers import run, run_json, snapshot
 from helpers_hooks import run_hook
 from transcript_checks import assert_one_header_per_message
 
-from agentmsg import boundary, delivery, model, records
-from agentmsg.store import Draft, FileStore
+from agentmsg import boundary, records
+from agentmsg.domain import validate as model
+from agentmsg.service import delivery
+from tests.facade import Draft, FileStore
 
 HOOK_KEYS = {"SessionStart": "context", "UserPromptSubmit": "context", "Stop": "block"}
 

@@ -14,7 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-from agentmsg import model, records
+from agentmsg import records
+from agentmsg.domain import validate as model
 
 SENDERS = 16
 EACH = 200

@@ -7,28 +7,30 @@ import time
 
 import pytest
 
-from agentmsg import delivery, model
+from agentmsg.domain import envelope, kinds
+from agentmsg.domain import validate as model
 from agentmsg.errors import Closed, Conflict, DeliveryInactive, IdentityError, NotFound, UsageError
-from agentmsg.store import Draft
+from agentmsg.service import delivery
+from tests.facade import Draft
 
 T0 = 1_800_000_000.0
 PIN = "claude-code:abc"
 
 
 def enabled(envelope="e1", pin=PIN, alias="reviewer", created=T0, expires_in=7200, cap=86400, slots=20, wait=0):
-    return {"type": delivery.ENABLED, "envelope": envelope, "alias": alias, "pin": pin, "ts": delivery.iso(created),
+    return {"type": kinds.ENABLED, "envelope": envelope, "alias": alias, "pin": pin, "ts": envelope.iso(created),
             "expires_at": created + expires_in, "hard_cap_at": created + cap, "slots": slots, "wait": wait}
 
 
 def slot(n, envelope="e1"):
-    return {"type": delivery.SLOT, "envelope": envelope, "slot": n, "ts": delivery.iso(T0)}
+    return {"type": kinds.SLOT, "envelope": envelope, "slot": n, "ts": envelope.iso(T0)}
 
 
 # ---- the pure fold ----------------------------------------------------------------------
 
 
 def test_fresh_envelope_is_active_with_defaults():
-    env = delivery.latest(delivery.fold([enabled()]), "reviewer", PIN)
+    env = envelope.latest(envelope.fold([enabled()]), "reviewer", PIN)
     assert env is not None and env.status(T0 + 1, holder=PIN, closed=False) == "active"
     assert env.remaining == 20
     d = env.describe(T0 + 60, holder=PIN, closed=False)
@@ -40,27 +42,27 @@ def test_fresh_envelope_is_active_with_defaults():
     ([enabled(expires_in=10**6)], T0 + 86400, PIN, False, "expired"),  # the hard cap wins
     ([enabled(slots=2), slot(1), slot(2)], T0, PIN, False, "spent"),
     ([enabled(slots=2), slot(1), slot(1)], T0, PIN, False, "active"),  # a slot number counts once
-    ([enabled(), {"type": delivery.DISABLED, "envelope": "e1", "ts": "t"}], T0, PIN, False, "disabled"),
+    ([enabled(), {"type": kinds.DISABLED, "envelope": "e1", "ts": "t"}], T0, PIN, False, "disabled"),
     ([enabled()], T0, PIN, True, "closed"),
     ([enabled()], T0, "claude-code:new", False, "taken-over"),
     ([enabled()], T0, None, False, "left"),
 ])
 def test_what_makes_an_envelope_inert(records, now, holder, closed, status):
-    env = delivery.latest(delivery.fold(records), "reviewer", PIN)
+    env = envelope.latest(envelope.fold(records), "reviewer", PIN)
     assert env.status(now, holder=holder, closed=closed) == status
 
 
 def test_latest_is_per_exact_binding_and_ignores_strays():
-    envs = delivery.fold([slot(1, "nope"), enabled("e1"), enabled("e2", pin="codex:x"), enabled("e3"),
-                          {"type": delivery.DISABLED, "envelope": "zzz", "ts": "t"}, slot(1, "e3")])
-    assert delivery.latest(envs, "reviewer", PIN).id == "e3"
-    assert delivery.latest(envs, "reviewer", "codex:x").id == "e2"
-    assert delivery.latest(envs, "driver", PIN) is None
+    envs = envelope.fold([slot(1, "nope"), enabled("e1"), enabled("e2", pin="codex:x"), enabled("e3"),
+                          {"type": kinds.DISABLED, "envelope": "zzz", "ts": "t"}, slot(1, "e3")])
+    assert envelope.latest(envs, "reviewer", PIN).id == "e3"
+    assert envelope.latest(envs, "reviewer", "codex:x").id == "e2"
+    assert envelope.latest(envs, "driver", PIN) is None
     assert envs["e3"].remaining == 19 and envs["e1"].remaining == 20
 
 
 def test_interrupted_attempts():
-    old, new = delivery.iso(T0 - 600), delivery.iso(T0 - 5)
+    old, new = envelope.iso(T0 - 600), envelope.iso(T0 - 5)
     receipts = [
         {"type": "presented", "message": "m1", "attempt": "a1", "ts": old, "host": "claude", "hook": "Stop"},
         {"type": "presented", "message": "m2", "attempt": "a1", "ts": old},
@@ -71,7 +73,7 @@ def test_interrupted_attempts():
         {"type": "presented", "message": "m5", "attempt": "a4", "ts": old},
         {"type": "retry", "message": "m5", "attempt": "a4", "ts": old},
     ]
-    got = delivery.interrupted(receipts, T0)
+    got = envelope.interrupted(receipts, T0)
     assert got == [{"attempt": "a1", "ts": old, "host": "claude", "hook": "Stop", "messages": ["m1"]}]
 
 
@@ -81,10 +83,10 @@ def test_interrupted_attempts():
 def test_enable_defaults_and_record(store, collab):
     out = delivery.enable(store, collab.id, collab.reviewer, now=T0)
     assert out["status"] == "active" and out["slots"] == 20 and out["remaining"] == 20
-    assert out["expires"] == delivery.iso(T0 + 7200) and out["hard_cap"] == delivery.iso(T0 + 86400)
+    assert out["expires"] == envelope.iso(T0 + 7200) and out["hard_cap"] == envelope.iso(T0 + 86400)
     assert out["wait_seconds"] == 0 and out["owner"] == {"alias": "reviewer", "pin": str(collab.reviewer)}
-    (rec,) = [json.loads(line) for line in (collab.dir / delivery.JOURNAL).read_text().splitlines()]
-    assert rec["type"] == delivery.ENABLED and rec["pin"] == str(collab.reviewer) and rec["alias"] == "reviewer"
+    (rec,) = [json.loads(line) for line in (collab.dir / "delivery.jsonl").read_text().splitlines()]
+    assert rec["type"] == kinds.ENABLED and rec["pin"] == str(collab.reviewer) and rec["alias"] == "reviewer"
 
 
 @pytest.mark.parametrize("kwargs", [
@@ -94,7 +96,7 @@ def test_enable_defaults_and_record(store, collab):
 def test_enable_refuses_out_of_bounds(store, collab, kwargs):
     with pytest.raises(UsageError):
         delivery.enable(store, collab.id, collab.reviewer, **kwargs)
-    assert not (collab.dir / delivery.JOURNAL).exists()
+    assert not (collab.dir / "delivery.jsonl").exists()
 
 
 def test_an_envelope_is_never_changed_only_replaced(store, collab):

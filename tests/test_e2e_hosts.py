@@ -358,8 +358,8 @@ def long_body(i: int) -> str:
 
 def flood(collab: product.Collab, alias: str, n: int) -> list[tuple[str, str]]:
     """``n`` updates from carol to ``alias`` (the store directly: 200 CLI runs would take a minute)."""
-    from agentmsg import model
-    from agentmsg.store import Draft, FileStore
+    from agentmsg.domain import validate as model
+    from tests.facade import Draft, FileStore
 
     store, carol = FileStore(collab.root), model.pin(CAROL)
     sent = []

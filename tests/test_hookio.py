@@ -20,11 +20,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentmsg import fsio, hookrun, mailbox, model, paths, records
+from agentmsg import fsio, hookrun, mailbox, paths, records
+from agentmsg.backends.file.integrity import verify_file
+from agentmsg.domain import rules
+from agentmsg.domain import validate as model
 from agentmsg.errors import StoreFailed, UnsafePath, UsageError
 from agentmsg.journal import Journal, Problem
-from agentmsg.store import Draft
-from agentmsg.verify import verify_file
+from tests.facade import Draft
 
 JSONISH = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
@@ -319,7 +321,7 @@ def test_bindings_are_the_stores(store, collab):
         got = mailbox.bindings(str(collab.root), str(pin), hook_at(collab.root)._registry)
         assert [(c, a) for c, a, _doc in got] == store.bindings(str(pin)) == [(collab.id, alias)]
         assert {k: v for k, v in got[0][2].items() if k != "built_from"} == \
-            model.registry_document(store.registry(collab.id))
+            rules.registry_document(store.registry(collab.id))
     assert store.bindings("claude-code:someone-else") == []
     # a tampered pin index entry names nothing, for both
     key = paths.pin_key(str(collab.reviewer))
@@ -401,7 +403,7 @@ def test_the_registry_document_and_its_fallback(store, collab):
     def plain(doc):
         return {k: v for k, v in doc.items() if k != "built_from"}
 
-    expected = model.registry_document(store.registry(collab.id))
+    expected = rules.registry_document(store.registry(collab.id))
     assert plain(mailbox.registry_document(str(collab.dir))) == expected
     (collab.dir / "registry.yaml").write_text("# damaged\n[")
     assert mailbox.registry_document(collab.dir) is None

@@ -22,8 +22,11 @@ from helpers_hooks import (
     run_hook,
 )
 
-from agentmsg import boundary, delivery, hookrun, model
-from agentmsg.store import Draft
+from agentmsg import boundary, hookrun
+from agentmsg.domain import kinds
+from agentmsg.domain import validate as model
+from agentmsg.service import delivery
+from tests.facade import Draft
 
 HOSTS = ("claude", "codex")
 
@@ -354,8 +357,8 @@ def stop(tmp_path, collab, host="claude", active=False, **kw):
 
 
 def slots(collab) -> list[dict]:
-    path = collab.dir / delivery.JOURNAL
-    return [r for r in map(json.loads, path.read_text().splitlines()) if r["type"] == delivery.SLOT]
+    path = collab.dir / "delivery.jsonl"
+    return [r for r in map(json.loads, path.read_text().splitlines()) if r["type"] == kinds.SLOT]
 
 
 def test_stop_does_nothing_without_an_envelope(tmp_path, store, collab):
@@ -423,7 +426,7 @@ def test_disabled_envelope_is_inert(tmp_path, store, collab):
 
 
 def test_takeover_makes_the_envelope_inert(tmp_path, store, collab):
-    from agentmsg import model
+    from agentmsg.domain import validate as model
 
     delivery.enable(store, collab.id, collab.reviewer)
     send(store, collab, collab.driver, "reviewer", "one", kind="request")

@@ -29,8 +29,11 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 from transcript_checks import assert_one_header_per_message
 
-from agentmsg import actions, boundary, delivery, model, secret_scan
-from agentmsg.store import Draft, FileStore
+from agentmsg import boundary, secret_scan
+from agentmsg.domain import validate as model
+from agentmsg.service import commands as actions
+from agentmsg.service import delivery
+from tests.facade import Draft, FileStore
 
 DRIVER = f"codex:{DRIVER_SESSION}"
 REVIEWER = f"claude-code:{REVIEWER_SESSION}"

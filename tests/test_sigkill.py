@@ -28,7 +28,7 @@ import pytest
 
 from agentmsg import records
 from agentmsg.journal import Journal
-from agentmsg.store import Draft
+from tests.facade import Draft
 
 WORKER = Path(__file__).with_name("store_worker.py")
 TRIALS = 200

@@ -19,11 +19,13 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentmsg import model, records
+from agentmsg import records
+from agentmsg.backends.file.layout import pin_key
+from agentmsg.domain import rules
+from agentmsg.domain import validate as model
 from agentmsg.errors import Closed, Conflict, IdentityError, NotFound, UnknownAgent, UnsafePath, UsageError
 from agentmsg.journal import Journal
-from agentmsg.paths import pin_key
-from agentmsg.store import Draft, FileStore
+from tests.facade import Draft, FileStore
 
 TS_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 HEADER_RE = re.compile(r"^## \[", re.M)
@@ -596,7 +598,7 @@ def test_registry_yaml_is_the_replayed_registry(store, collab):
         doc = yaml.safe_load(text)
         last = records.decode((collab.dir / "collab.jsonl").read_bytes().rstrip(b"\n").split(b"\n")[-1])
         assert doc.pop("built_from") == {"seq": last["seq"], "sum": last["sum"]}
-        assert doc == model.registry_document(store._replay(collab.id))
+        assert doc == rules.registry_document(store._replay(collab.id))
         assert doc["participants"]["reviewer"]["pin"] == "claude-code:next"
         assert doc["participants"]["carol"]["notify"]["adapter"] == "command"
         assert doc["participants"]["carol"]["active"] is False

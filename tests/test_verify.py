@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from agentmsg import records
+from agentmsg.backends.file.integrity import verify_file
 from agentmsg.journal import Journal
-from agentmsg.verify import verify_file
 
 N = 10_000
 TRIALS = 20

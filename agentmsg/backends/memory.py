@@ -172,6 +172,13 @@ class MemoryTxn:
         self.store._changed.notify_all()
         self.store._lock.release()
 
+    def _alias(self, alias: str) -> str:
+        if not rules.is_alias(alias):
+            from ..errors import UsageError
+
+            raise UsageError(f"invalid alias {str(alias)[:40]!r}: must match ^[a-z][a-z0-9_-]{{0,31}}$")
+        return alias
+
     def _cseq(self) -> int:
         self.data.cseq += 1
         return self.data.cseq
@@ -220,6 +227,7 @@ class MemoryTxn:
 
     def unacked(self, alias: str, *, limit: int, skip: Container[int] = (), requests_only: bool = False,
                 priority_first: bool = True) -> Page:
+        self._alias(alias)
         every = self._unacked(alias, priority_first)
         pool = [r for r in every if not requests_only or r["kind"] == kinds.REQUEST]
         chosen = [Message.from_record(r) for r in pool if r["seq"] not in skip][:limit]

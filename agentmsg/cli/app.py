@@ -13,11 +13,11 @@ from typing import Annotated, Any
 import typer
 
 from .. import admin
-from ..service import commands as actions
 from ..domain.values import Draft
+from ..errors import UsageError
+from ..service import commands as actions
 from ..service import delivery_commands as delivery_actions
 from ..service.context import Ctx
-from ..errors import UsageError
 from . import output
 
 app = typer.Typer(

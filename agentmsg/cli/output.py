@@ -16,8 +16,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..errors import AgentmsgError
 from ..domain.values import Message
+from ..errors import AgentmsgError
 from ..render import body_block, escape_hidden, message_section, one_line
 
 Payload = dict[str, Any]

@@ -35,7 +35,6 @@ import time
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
-    from pathlib import Path
     from typing import Any
 
 

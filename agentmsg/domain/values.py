@@ -172,7 +172,7 @@ class Draft(Value):
     id: str | None
     reply_to: str | None
 
-    def __init__(self, *, to: str = "", kind: str = "update", priority: str = "normal", subject: str = "",
+    def __init__(self, to: str = "", kind: str = "update", priority: str = "normal", subject: str = "",
                  body: str = "", id: str | None = None, reply_to: str | None = None) -> None:
         self.to, self.kind, self.priority, self.subject, self.body = to, kind, priority, subject, body
         self.id, self.reply_to = id, reply_to

@@ -18,13 +18,17 @@ from ..errors import Closed, Conflict, DeliveryInactive, IdentityError, NotFound
 from ..ports import Store
 
 
+def _pin(who: Pin | str) -> Pin:
+    return who if isinstance(who, Pin) else validate.pin(who)
+
+
 def _binding(reg: Registry, who: Pin) -> str:
     if reg.closed:
         raise Closed(f"collaboration {reg.collab} was closed at {reg.closed_at}; delivery stays inert")
     return rules.require_alias(reg, who)
 
 
-def enable(store: Store, collab: str, who: Pin, *, expires_in: float = env_.DEFAULT_EXPIRES_IN,
+def enable(store: Store, collab: str, who: Pin | str, *, expires_in: float = env_.DEFAULT_EXPIRES_IN,
            max_duration: float = env_.MAX_DURATION, slots: int = env_.DEFAULT_SLOTS, wait: float = 0.0,
            now: float | None = None) -> dict[str, Any]:
     """Create the immutable envelope for this exact binding (refused while one is active)."""
@@ -36,6 +40,7 @@ def enable(store: Store, collab: str, who: Pin, *, expires_in: float = env_.DEFA
         raise UsageError(f"--slots must be between 1 and {env_.MAX_SLOTS}")
     if not 0 <= wait <= env_.MAX_WAIT:
         raise UsageError(f"--wait must be between 0 and {env_.MAX_WAIT:g}s")
+    who = _pin(who)
     with store.transaction(collab) as tx:
         alias = _binding(tx.registry(), who)
         pin = str(who)
@@ -53,7 +58,8 @@ def enable(store: Store, collab: str, who: Pin, *, expires_in: float = env_.DEFA
     return env_.Envelope(rec).describe(t, holder=pin, closed=False) | {"collab": collab}
 
 
-def disable(store: Store, collab: str, who: Pin, *, now: float | None = None) -> dict[str, Any]:
+def disable(store: Store, collab: str, who: Pin | str, *, now: float | None = None) -> dict[str, Any]:
+    who = _pin(who)
     with store.transaction(collab) as tx:
         alias = _binding(tx.registry(), who)
         pin = str(who)
@@ -69,10 +75,10 @@ def disable(store: Store, collab: str, who: Pin, *, now: float | None = None) ->
     return current.describe(t, holder=pin, closed=False) | {"collab": collab}
 
 
-def inspect(store: Store, collab: str, who: Pin, *, last_hook_run: dict[str, Any] | None = None,
+def inspect(store: Store, collab: str, who: Pin | str, *, last_hook_run: dict[str, Any] | None = None,
             adapters: dict[str, Any] | None = None, now: float | None = None) -> dict[str, Any]:
     """The envelope of this binding and the evidence around it (interrupted attempts, hook runs, adapters)."""
-    pin = str(who)
+    pin = str(_pin(who))
     t = time.time() if now is None else now
     reg = store.registry(collab)
     envs = env_.fold(store.delivery_records(collab))
@@ -90,9 +96,10 @@ def inspect(store: Store, collab: str, who: Pin, *, last_hook_run: dict[str, Any
     }
 
 
-def retry(store: Store, collab: str, who: Pin, attempt: str, message: str) -> dict[str, Any]:
+def retry(store: Store, collab: str, who: Pin | str, attempt: str, message: str) -> dict[str, Any]:
     """Ask the next prompt to present ``message`` again, because ``attempt`` was interrupted."""
     attempt, message = validate.as_uuid(attempt, "attempt id"), validate.message_id(message)
+    who = _pin(who)
     with store.transaction(collab) as tx:
         alias = _binding(tx.registry(), who)
         receipts = _receipts(tx, alias)

@@ -14,7 +14,7 @@ from collections.abc import Container
 
 from ..domain import kinds, rules
 from ..domain.values import Draft, Message, MessageState, Page, Pin, Registry, Sent
-from ..errors import NotFound, UsageError, WatchTimeout
+from ..errors import NotFound, WatchTimeout
 from ..ports import Record, Store, Txn
 
 
@@ -80,8 +80,6 @@ class Mailbox:
             sender = rules.require_alias(reg, who)
             parent, reply_to = self._reply(tx, sender, draft.reply_to)
             to = draft.to or (rules.other_party(parent, sender) if parent else "")
-            if not to:
-                raise UsageError("--to ALIAS is required (or --reply-to to answer a message)")
             base_id = draft.id or str(uuid.uuid4())
             wanted = rules.recipients(reg, sender, to)
             if draft.id:
@@ -104,7 +102,8 @@ class Mailbox:
             if parent is not None and any(existing is None for _f, existing in planned):
                 # Before the reply itself: a crash in between leaves a mark naming a message
                 # that does not exist (``state`` skips it), never a reply that lost its mark.
-                tx.append_receipts(parent.to, [{"type": kinds.REPLIED, "message": parent.id, "by": planned[0][0]["id"]}])
+                mark = {"type": kinds.REPLIED, "message": parent.id, "by": planned[0][0]["id"]}
+                tx.append_receipts(parent.to, [mark])
             out = []
             for i, (fields, existing) in enumerate(planned):
                 if existing is not None:

@@ -157,7 +157,7 @@ def check_derived(tx: FileTxn) -> list[Finding]:
             size = fsio.file_size(layout.inbox(base, inbox)) if rules.is_alias(inbox) else 0
             if not rules.is_alias(inbox) or type(doc.get("offset")) is not int:
                 found.append(Finding(path, 1, "damaged", f"index entry of {mid} is malformed"))
-            elif size == 0 and doc.get("seq", 0) > 1 or 0 < doc["offset"] < size:
+            elif (size == 0 and doc.get("seq", 0) > 1) or 0 < doc["offset"] < size:
                 found.append(Finding(path, 1, "removed", f"index names message {mid} at inbox/{inbox}.jsonl "
                                      f"offset {doc['offset']}, which no journal holds"))
         else:

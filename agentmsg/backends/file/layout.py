@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 
 from ... import records
+from ...domain import rules
 
 COLLABS = "collabs"
 PINS = "pins"
@@ -41,25 +42,35 @@ def collab(root: str, cid: str) -> str:
     return os.path.join(root, COLLABS, cid)
 
 
+def _alias(alias: str) -> str:
+    """Only a valid alias ever names a file: anything else is refused before a path is built."""
+    if not rules.is_alias(alias):
+        from ...errors import UsageError
+
+        shown = alias[:40] if isinstance(alias, str) else type(alias).__name__
+        raise UsageError(f"invalid alias {shown!r}: must match ^[a-z][a-z0-9_-]{{0,31}}$ and not be 'all'")
+    return alias
+
+
 def inbox(base: str, alias: str) -> str:
-    return os.path.join(base, "inbox", f"{alias}.jsonl")
+    return os.path.join(base, "inbox", f"{_alias(alias)}.jsonl")
 
 
 def receipts(base: str, alias: str) -> str:
-    return os.path.join(base, "receipts", f"{alias}.jsonl")
+    return os.path.join(base, "receipts", f"{_alias(alias)}.jsonl")
 
 
 def inbox_map(base: str, alias: str) -> str:
-    return os.path.join(base, "state", f"{alias}.map")
+    return os.path.join(base, "state", f"{_alias(alias)}.map")
 
 
 def inbox_offsets(base: str, alias: str) -> str:
-    return os.path.join(base, "state", f"{alias}.offsets")
+    return os.path.join(base, "state", f"{_alias(alias)}.offsets")
 
 
 def hook_state(base: str, alias: str) -> str:
     """The hooks' per-binding state (a name no alias can take)."""
-    return os.path.join(base, "state", f"{alias}.hook.json")
+    return os.path.join(base, "state", f"{_alias(alias)}.hook.json")
 
 
 def index(base: str, message: str) -> str:
@@ -67,4 +78,4 @@ def index(base: str, message: str) -> str:
 
 
 def transcript(base: str, alias: str) -> str:
-    return os.path.join(base, "transcripts", f"{alias}.md")
+    return os.path.join(base, "transcripts", f"{_alias(alias)}.md")
