@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from agentmsg.domain import envelope, kinds
+from agentmsg.domain import envelope as env_
+from agentmsg.domain import kinds
 from agentmsg.domain import validate as model
 from agentmsg.errors import Closed, Conflict, DeliveryInactive, IdentityError, NotFound, UsageError
 from agentmsg.service import delivery
@@ -18,19 +19,19 @@ PIN = "claude-code:abc"
 
 
 def enabled(envelope="e1", pin=PIN, alias="reviewer", created=T0, expires_in=7200, cap=86400, slots=20, wait=0):
-    return {"type": kinds.ENABLED, "envelope": envelope, "alias": alias, "pin": pin, "ts": envelope.iso(created),
+    return {"type": kinds.ENABLED, "envelope": envelope, "alias": alias, "pin": pin, "ts": env_.iso(created),
             "expires_at": created + expires_in, "hard_cap_at": created + cap, "slots": slots, "wait": wait}
 
 
 def slot(n, envelope="e1"):
-    return {"type": kinds.SLOT, "envelope": envelope, "slot": n, "ts": envelope.iso(T0)}
+    return {"type": kinds.SLOT, "envelope": envelope, "slot": n, "ts": env_.iso(T0)}
 
 
 # ---- the pure fold ----------------------------------------------------------------------
 
 
 def test_fresh_envelope_is_active_with_defaults():
-    env = envelope.latest(envelope.fold([enabled()]), "reviewer", PIN)
+    env = env_.latest(env_.fold([enabled()]), "reviewer", PIN)
     assert env is not None and env.status(T0 + 1, holder=PIN, closed=False) == "active"
     assert env.remaining == 20
     d = env.describe(T0 + 60, holder=PIN, closed=False)
@@ -48,21 +49,21 @@ def test_fresh_envelope_is_active_with_defaults():
     ([enabled()], T0, None, False, "left"),
 ])
 def test_what_makes_an_envelope_inert(records, now, holder, closed, status):
-    env = envelope.latest(envelope.fold(records), "reviewer", PIN)
+    env = env_.latest(env_.fold(records), "reviewer", PIN)
     assert env.status(now, holder=holder, closed=closed) == status
 
 
 def test_latest_is_per_exact_binding_and_ignores_strays():
-    envs = envelope.fold([slot(1, "nope"), enabled("e1"), enabled("e2", pin="codex:x"), enabled("e3"),
+    envs = env_.fold([slot(1, "nope"), enabled("e1"), enabled("e2", pin="codex:x"), enabled("e3"),
                           {"type": kinds.DISABLED, "envelope": "zzz", "ts": "t"}, slot(1, "e3")])
-    assert envelope.latest(envs, "reviewer", PIN).id == "e3"
-    assert envelope.latest(envs, "reviewer", "codex:x").id == "e2"
-    assert envelope.latest(envs, "driver", PIN) is None
+    assert env_.latest(envs, "reviewer", PIN).id == "e3"
+    assert env_.latest(envs, "reviewer", "codex:x").id == "e2"
+    assert env_.latest(envs, "driver", PIN) is None
     assert envs["e3"].remaining == 19 and envs["e1"].remaining == 20
 
 
 def test_interrupted_attempts():
-    old, new = envelope.iso(T0 - 600), envelope.iso(T0 - 5)
+    old, new = env_.iso(T0 - 600), env_.iso(T0 - 5)
     receipts = [
         {"type": "presented", "message": "m1", "attempt": "a1", "ts": old, "host": "claude", "hook": "Stop"},
         {"type": "presented", "message": "m2", "attempt": "a1", "ts": old},
@@ -73,7 +74,7 @@ def test_interrupted_attempts():
         {"type": "presented", "message": "m5", "attempt": "a4", "ts": old},
         {"type": "retry", "message": "m5", "attempt": "a4", "ts": old},
     ]
-    got = envelope.interrupted(receipts, T0)
+    got = env_.interrupted(receipts, T0)
     assert got == [{"attempt": "a1", "ts": old, "host": "claude", "hook": "Stop", "messages": ["m1"]}]
 
 
@@ -83,7 +84,7 @@ def test_interrupted_attempts():
 def test_enable_defaults_and_record(store, collab):
     out = delivery.enable(store, collab.id, collab.reviewer, now=T0)
     assert out["status"] == "active" and out["slots"] == 20 and out["remaining"] == 20
-    assert out["expires"] == envelope.iso(T0 + 7200) and out["hard_cap"] == envelope.iso(T0 + 86400)
+    assert out["expires"] == env_.iso(T0 + 7200) and out["hard_cap"] == env_.iso(T0 + 86400)
     assert out["wait_seconds"] == 0 and out["owner"] == {"alias": "reviewer", "pin": str(collab.reviewer)}
     (rec,) = [json.loads(line) for line in (collab.dir / "delivery.jsonl").read_text().splitlines()]
     assert rec["type"] == kinds.ENABLED and rec["pin"] == str(collab.reviewer) and rec["alias"] == "reviewer"
