@@ -73,6 +73,10 @@ def command_config(command: str | None) -> dict[str, Any]:
     if not command:
         return {"adapter": "hook"}
     try:
+        command.encode("utf-8")
+    except UnicodeEncodeError as exc:  # undecodable bytes in argv arrive as lone surrogates
+        raise UsageError(f"--notify-command is not valid UTF-8 (character {exc.start}); nothing was stored") from None
+    try:
         argv = shlex.split(command)
     except ValueError as exc:
         raise UsageError(f"--notify-command: {exc}") from None
