@@ -111,7 +111,7 @@ def os_error(exc: OSError) -> AgentmsgError | None:
     if exc.errno == errno.ENOTDIR and isinstance(name, str) and name:
         name, what = _not_a_dir(name), "is not a directory"
     where = visible.escape(_one_line(os.fsdecode(name) if isinstance(name, (str, bytes)) else str(name)))
-    where = (where[:120] + "...") if len(where) > 120 else where
+    where = (where[:400] + "...") if len(where) > 400 else where
     tail = "; nothing was stored" if cls is StoreFailed else ""
     sep = " " if what.startswith("is ") else ": "  # "PATH is not a directory", "PATH: read-only file system"
     return cls(f"{where + sep if where else ''}{what}{tail}")
