@@ -26,6 +26,9 @@ bytes for Codex.  High
 priority first, then oldest first (inbox ``seq``).  A body that does not fit
 is cut with a marker giving the exact ``agentmsg show`` command; messages
 that do not fit at all are counted, with the ``agentmsg inbox`` command.
+A subject is cut the same way (at most ``SUBJECT_MAX`` characters, fewer
+when its escapes would crowd the message out), so at the smallest cap the
+first message is always shown.
 
 Imports nothing beyond ``os`` and ``visible``: this runs on every prompt.
 """
@@ -46,6 +49,7 @@ HARD_CAP = 9500
 MIN_CAP = 2000
 CAP_ENV = "AGENTMSG_HOOK_CAP"
 EXCERPT = 200  # body characters every shown message gets before the rest is shared out
+SUBJECT_MAX = 400  # subject characters shown at most (escapes can make each one up to ten)
 PREFIX = "│ "
 OPEN, CLOSE = "⟦", "⟧"
 
@@ -138,21 +142,46 @@ def inbox_command(collab: str) -> str:
     return f"agentmsg inbox --collab {collab}"
 
 
-def attribution(msg: Any, number: int, with_collab: bool) -> str:
-    """agentmsg's own lines about one message; peer text only after a label."""
+def _subject_line(msg: Any, shown: int | None = None) -> str:
+    """The subject line, with its first ``shown`` characters (default: up to SUBJECT_MAX) and a cut marker."""
+    subject = msg.subject
+    shown = min(len(subject), SUBJECT_MAX) if shown is None else shown
+    if shown >= len(subject):
+        return f"  subject: {one_line(subject)}\n"
+    return (f"  subject: {one_line(subject[:shown])} [subject cut: {shown:,} of {len(subject):,} characters "
+            f"shown; the rest: {show_command(msg.collab, msg.id)}]\n")
+
+
+def attribution(msg: Any, number: int, with_collab: bool, room: int | None = None,
+                size: Callable[[str], int] = len) -> str | None:
+    """agentmsg's own lines about one message; peer text only after a label.
+
+    With ``room``, the subject is cut further (escapes can make a short subject
+    long) so the lines fit in ``room`` units; None when even an empty subject does not fit.
+    """
     where = f" · collaboration {one_line(msg.collab)}" if with_collab else ""
-    lines = [
-        f"message {number} · id {one_line(msg.id)}{where}",
-        f"  from: {one_line(msg.sender)} ({one_line(msg.sender_runtime)}) · kind: {one_line(msg.kind)}"
-        f" · priority: {one_line(msg.priority)} · sent {_when(msg.ts)}",
-        f"  subject: {one_line(msg.subject[:400])}{' [subject cut]' if len(msg.subject) > 400 else ''}",
-    ]
+    head = (f"message {number} · id {one_line(msg.id)}{where}\n"
+            f"  from: {one_line(msg.sender)} ({one_line(msg.sender_runtime)}) · kind: {one_line(msg.kind)}"
+            f" · priority: {one_line(msg.priority)} · sent {_when(msg.ts)}\n")
+    tail = []
     if msg.reply_to:
-        lines.append(f"  reply to: {one_line(msg.reply_to)}")
+        tail.append(f"  reply to: {one_line(msg.reply_to)}\n")
     if msg.flags:
-        lines.append(f"  flags: instruction-like text ({one_line(', '.join(msg.flags[:12]))})")
-    lines.append(f"  body, {_n(len(msg.body), 'character')}:" if msg.body else "  body: (empty)")
-    return "\n".join(lines) + "\n"
+        tail.append(f"  flags: instruction-like text ({one_line(', '.join(msg.flags[:12]))})\n")
+    tail.append(f"  body, {_n(len(msg.body), 'character')}:\n" if msg.body else "  body: (empty)\n")
+    rest = head + "".join(tail)
+    subject = _subject_line(msg)
+    if room is None or size(rest) + size(subject) <= room:
+        return head + subject + "".join(tail)
+    room -= size(rest)
+    low, high = -1, min(len(msg.subject), SUBJECT_MAX)  # the most subject characters whose line fits
+    while low < high:
+        mid = (low + high + 1) // 2
+        if size(_subject_line(msg, mid)) <= room:
+            low = mid
+        else:
+            high = mid - 1
+    return None if low < 0 else head + _subject_line(msg, low) + "".join(tail)
 
 
 def _cut_marker(msg: Any, shown: int) -> str:
@@ -268,11 +297,14 @@ def render(messages: Sequence[Any], *, alias: str, cap: int = DEFAULT_CAP, unit:
     budget = cap - reserve
     blocks: list[list[Any]] = []  # [msg, attribution, body, cost, cut]
     for number, msg in enumerate(msgs, start=1):
-        attr = attribution(msg, number, several)
-        room = budget - size(attr)
         excerpt = _excerpt_cost(msg, size)
-        if room < size(_cut_marker(msg, 0)) or (blocks and room < excerpt):
-            break  # a shown message gets its first EXCERPT characters (the first one: what fits)
+        # A shown message gets its first EXCERPT characters (the first one: what fits); its subject
+        # is cut rather than let a long (or escape-heavy) one keep the message, or every message, out.
+        need = excerpt if blocks else size(_cut_marker(msg, 0))
+        attr = attribution(msg, number, several, budget - need, size)
+        if attr is None:
+            break
+        room = budget - size(attr)
         body, cut = body_block(msg, min(room, excerpt), size)
         cost = size(attr) + size(body)
         blocks.append([msg, attr, body, cost, cut])

@@ -122,17 +122,19 @@ class Disagreement(AgentmsgError):
 EXIT_CODES: tuple[tuple[int, str], ...] = (
     (0, "success"),
     (1, "internal error (the traceback goes to ~/.cache/agentmsg/crash.log)"),
-    (UsageError.code, "bad arguments or bad input"),
+    (UsageError.code, "bad arguments or bad input (including a file name too long)"),
     (NotFound.code, "no such collaboration, message or attempt"),
     (UnknownAgent.code, "FAILED(unknown agent): recipient not in the registry"),
     (Conflict.code, "conflict: alias or pin taken, id reused with other content"),
     (Closed.code, "the collaboration is closed"),
     (NotifyFailed.code, "stored, not yet surfaced: notification failed"),
-    (StoreFailed.code, "store failed: nothing was stored"),
+    (StoreFailed.code, "store failed: nothing was stored (lock held too long, disk full, I/O error, "
+                       "read-only file system)"),
     (IdentityError.code, "identity missing, mismatched or not permitted"),
     (TooLarge.code, "subject or body over the documented limit"),
     (SecretRefused.code, "REFUSED(secret): a credential was found"),
-    (UnsafePath.code, "unsafe path: a symlink or non-directory inside the state root"),
+    (UnsafePath.code, "unsafe path: a symlink, a FIFO or other non-regular file, a hard link, a "
+                      "non-directory or a permission-denied path inside the state root"),
     (TamperDetected.code, "verify found edited, removed or reordered records"),
     (WatchTimeout.code, "watch timed out with no matching event"),
     (DeliveryInactive.code, "delivery envelope missing, expired or spent"),

@@ -7,7 +7,8 @@ visible flag naming the rules that matched, so the reader knows this
 untrusted text imitates instructions or authority.
 
 Rules (`RULES`, case-insensitive, tolerant of extra spaces/punctuation;
-text is also checked with hidden characters removed and NFKC-folded):
+text is also checked with hidden characters and controls removed and
+NFKC-folded):
 
 ==================  =====================================================
 name                matches
@@ -15,13 +16,19 @@ name                matches
 act-as-authority    "the user has approved", "you have permission to",
                     "override your safety", "this message is from the
                     user"
-hidden-text         zero-width, bidi-override and Unicode tag characters
+hidden-text         characters that draw nothing: zero-width, bidi, soft
+                    hyphen, variation selectors, tag characters, Hangul
+                    fillers, the rest of Unicode's format characters
+                    (``visible.INVISIBLE_RANGES``)
 hide-from-user      "don't tell the user", "without asking the user"
 ignore-previous     "ignore/disregard/forget (all) previous instructions"
 new-instructions    "new instructions:" (colon required)
 role-markup         <system>, <system-reminder>, <|im_start|>, [INST],
-                    "### System:", lines starting "System:" etc., and
-                    look-alikes of agentmsg's own boundary lines (⟦ ⟧)
+                    [SYSTEM], "### System:", lines starting "System:",
+                    "Human:"/"Assistant:" turn markers, the hosts' own
+                    framing tags (<hook_prompt>, <local-command-stdout>,
+                    <user-prompt-submit-hook>, <function_calls>, ...),
+                    and look-alikes of agentmsg's own boundary lines (⟦ ⟧)
 system-prompt       "system prompt", "system instructions"
 you-are-now         "you are now a/an/the/my ...", "you are now DAN"
 ==================  =====================================================
@@ -31,6 +38,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from . import visible
 
 __all__ = ["RULES", "Rule", "detect"]
 
@@ -46,8 +55,11 @@ class Rule:
 # Between words: spaces, punctuation, markdown, newlines. Written as [\W_]
 # because a negated class under IGNORECASE costs milliseconds to compile.
 _W = r"[\W_]{1,6}"
-_HIDDEN = "\u200b-\u200f\u2060-\u2064\ufeff\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f"
+# Every character that draws nothing (visible.INVISIBLE_RANGES, the one table the renderers escape).
+_HIDDEN = "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in (*visible.INVISIBLE_RANGES, visible.PLANE14_IGNORABLE))
 _HIDDEN_RE = re.compile(f"[{_HIDDEN}]")
+# Dropped before matching, with the invisible ones: controls a model reads through ("ig\x00nore").
+_CONTROLS_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 _VERB = r"\b(?:ignore|disregard|forget|overlook)"
 _FILL = r"(?:the|of|all|any|these|those)"
@@ -61,6 +73,13 @@ _ROLE_TAGS = (
     r"system(?:[-_][a-z]+){0,2}|developer|instructions?|assistant|im_start|im_end"
     r"|function_calls|function_results|tool_(?:use|result|call)|command-(?:name|message|args)"
     r"|user-prompt-submit-hook|untrusted[-_a-z]{0,30}|agentmsg[-_a-z]{0,30}|peer[-_]message"
+    # the hosts' own framing: Codex's <hook_prompt>, <environment_context>, <user_instructions>;
+    # Claude Code's <system-reminder> (above), <local-command-stdout>, <bash-input>, <task-notification>, ...
+    r"|hook[-_\s]{0,2}prompt|environment[-_\s]{0,2}context|user[-_\s]{0,2}(?:instructions|prompt|query)"
+    r"|local[-_\s]{0,2}command[-_\s]{0,2}(?:stdout|stderr|caveat)|bash[-_\s]{0,2}(?:input|stdout|stderr)"
+    r"|task[-_\s]{0,2}notification|command[-_\s]{0,2}(?:name|message|args|contents)"
+    r"|(?:antml|anthropic)[-_:a-z]{0,30}|invoke|function[-_\s]{0,2}(?:calls|results)|thinking"
+    r"|tool[-_\s]{0,2}(?:use|result|call|calls|output)s?|human|turn"
 )
 _WHO = r"(?:user|human|operator|owner|admin(?:istrator)?|developer|maintainer)s?"
 
@@ -108,7 +127,11 @@ RULES: tuple[Rule, ...] = (
         rf"<\s{{0,3}}/?\s{{0,3}}(?:{_ROLE_TAGS})\b[^<>\n]{{0,80}}>",
         r"<\|[a-z_]{2,30}\|>",
         r"\[/?INST\]|<</?SYS>>",
+        r"(?<!\w)\[\s{0,3}/?\s{0,3}(?:system|developer|assistant|human|admin|operator|sys)"
+        r"(?:[-_\s]{1,2}(?:message|prompt|note|instructions?|override))?\s{0,3}\]",
         r"^[ \t>*_#]{0,8}(?:system|developer|assistant|human)[ \t*_]{0,4}:",
+        # a turn marker inside a line: "... done.  Human: now push", "\\n\\nAssistant: sure"
+        r"(?:[.!?;)\]}>\"'](?:[ \t]|\\n){1,4}|[ \t]{2,}|\\n)(?:human|assistant)[ \t*_]{0,4}:",
         r"^[ \t]{0,3}#{1,6}[ \t]*(?:instructions?|user)[ \t*_]{0,4}:",
         rf"[⟦⟧]|\bagentmsg{_W}peer{_W}data\b",  # agentmsg's own boundary lines (boundary.py)
     ),
@@ -123,12 +146,12 @@ RULES: tuple[Rule, ...] = (
 
 
 def _folded(text: str) -> str:
-    """Text as a model would read it: hidden characters dropped, NFKC-folded."""
+    """Text as a model would read it: hidden characters and controls dropped, NFKC-folded."""
     if text.isascii():
-        return text
+        return _CONTROLS_RE.sub("", text)
     import unicodedata
 
-    return unicodedata.normalize("NFKC", _HIDDEN_RE.sub("", text))
+    return unicodedata.normalize("NFKC", _CONTROLS_RE.sub("", _HIDDEN_RE.sub("", text)))
 
 
 def detect(text: str) -> tuple[str, ...]:

@@ -2,9 +2,12 @@
 
 Rules that hold for every path built here: components are created 0700
 (files 0600), no component may be a symlink (``O_NOFOLLOW`` plus ``lstat``),
-appends are fsynced before returning (unless the caller marks the data
-expendable), small state files are replaced atomically, and a new file's
-directory is fsynced so the name is durable.
+every file is opened ``O_NONBLOCK`` and must be a regular file (a planted
+FIFO, socket or device is refused, never waited on), an append never writes
+through a file with other hard links, a failed append is cut back to the
+size it had (no torn record), appends are fsynced before returning (unless
+the caller marks the data expendable), small state files are replaced
+atomically, and a new file's directory is fsynced so the name is durable.
 
 Paths are ``str`` or ``pathlib.Path``; a function that builds a path returns
 the kind it was given.  The hooks use ``str``: this module imports neither
@@ -32,7 +35,8 @@ if TYPE_CHECKING:
     StrPath = str | os.PathLike[str]
     LockFn = Callable[[IO[Any]], None]
 
-_NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
+_NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # O_NONBLOCK: a planted FIFO never blocks the open
+_NOT_REGULAR = "is not a regular file (a FIFO, socket, device or directory); refusing to use it"
 CHUNK = 1 << 16
 
 
@@ -103,26 +107,49 @@ def existing_dir(root: P, *parts: str) -> P | None:
             return None
         if stat.S_ISLNK(st.st_mode):
             raise _unsafe(path)
+        if not stat.S_ISDIR(st.st_mode):
+            raise _unsafe(path, "is not a directory")
     return path
 
 
 def refuse_link(path: StrPath) -> None:
-    """Raise if ``path`` is a symlink; checked before a write that must not fail later."""
+    """Raise unless ``path`` is absent or a regular file with one name.
+
+    Checked before a write that must not fail later: a symlink, a FIFO (or
+    other non-regular file) or a hard link to a file elsewhere is refused.
+    """
     try:
         st = os.lstat(path)
     except FileNotFoundError:
         return
     if stat.S_ISLNK(st.st_mode):
         raise _unsafe(path)
+    _check_regular(path, st, write=True)
 
 
-def _open(path: StrPath, flags: int, mode: int = 0o600) -> int:
+def _check_regular(path: StrPath, st: os.stat_result, *, write: bool) -> None:
+    if not stat.S_ISREG(st.st_mode):
+        raise _unsafe(path, _NOT_REGULAR)
+    if write and st.st_nlink > 1:
+        raise _unsafe(path, f"has {st.st_nlink} hard links; refusing to write through it")
+
+
+def _open(path: StrPath, flags: int, mode: int = 0o600, *, write: bool = False) -> int:
+    """``os.open`` that refuses symlinks and anything but a regular file (with one name, for ``write``)."""
     try:
-        return os.open(path, flags | _NOFOLLOW, mode)
+        fd = os.open(path, flags | _NOFOLLOW, mode)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise _unsafe(path, "is a symlink; refusing to follow it") from None
+        if exc.errno in (errno.ENXIO, errno.EISDIR, errno.ENODEV, errno.EOPNOTSUPP):  # a socket, a directory
+            raise _unsafe(path, _NOT_REGULAR) from None
         raise
+    try:
+        _check_regular(path, os.fstat(fd), write=write)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def fsync_dir(path: StrPath) -> None:
@@ -148,21 +175,34 @@ def append(path: StrPath, data: bytes, *, durable: bool = True) -> int:
     before returning; ``durable=False`` is for data whose loss in a crash
     is harmless.
     """
-    fd = _open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+    fd = _open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, write=True)
     try:
-        size = os.fstat(fd).st_size
+        size = before = os.fstat(fd).st_size
         created = size == 0
         if size and os.pread(fd, 1, size - 1) != b"\n":
             data = b"\n" + data
             size += 1
-        _write_all(fd, data)
-        if durable:
-            os.fsync(fd)
+        try:
+            _write_all(fd, data)
+            if durable:
+                os.fsync(fd)
+        except BaseException:
+            _cut_back(fd, before)
+            raise
     finally:
         os.close(fd)
     if created and durable:
         fsync_dir(_parent(path))
     return size
+
+
+def _cut_back(fd: int, size: int) -> None:
+    """Undo a failed or partial append (full disk, I/O error, file size limit): no torn record stays."""
+    try:
+        os.ftruncate(fd, size)
+        os.fsync(fd)
+    except OSError:
+        pass  # the disk is failing; a reader skips a torn last line and the next writer terminates it
 
 
 def next_offset(path: StrPath) -> int:
@@ -181,14 +221,21 @@ def next_offset(path: StrPath) -> int:
 def atomic_write(path: StrPath, data: bytes, *, durable: bool = True) -> None:
     head, name = os.path.split(os.fspath(path))
     tmp = os.path.join(head, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-    fd = _open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    fd = _open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, write=True)
     try:
-        _write_all(fd, data)
-        if durable:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        try:
+            _write_all(fd, data)
+            if durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)  # a link, FIFO or hard link at ``path`` is replaced, never written through
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
     if durable:
         fsync_dir(head or ".")
 
@@ -220,6 +267,7 @@ def file_size(path: StrPath) -> int:
         return 0
     if stat.S_ISLNK(st.st_mode):
         raise _unsafe(path, "is a symlink; refusing to follow it")
+    _check_regular(path, st, write=False)
     return st.st_size
 
 

@@ -93,10 +93,19 @@ class Journal:
             for rec, line in zip(sealed, lines, strict=True):
                 before(at, rec)
                 at += len(line)
-        at = fsio.append(self.path, b"".join(lines), durable=durable)
+        try:
+            at = fsio.append(self.path, b"".join(lines), durable=durable)
+        except OSError as exc:  # fsio cut the file back: no part of these records is on disk
+            from .errors import StoreFailed
+
+            raise StoreFailed(f"cannot append to {os.fspath(self.path)}: {exc.strerror or exc}; "
+                              "nothing was stored") from None
         if head:
-            fsio.atomic_write(self.head_path, records.canonical({"seq": tail["seq"], "sum": tail["sum"]}),
-                              durable=False)
+            try:
+                fsio.atomic_write(self.head_path, records.canonical({"seq": tail["seq"], "sum": tail["sum"]}),
+                                  durable=False)
+            except OSError:
+                pass  # the records are stored; verify accepts a sidecar that lags, and the next append fixes it
         placed = []
         for rec, line in zip(sealed, lines, strict=True):
             placed.append((at, rec))

@@ -1,20 +1,35 @@
 """Make hidden characters visible: one table for transcripts and the boundary.
 
-Control characters, line breaks other than ``\\n``, invisible and bidi
-characters and Unicode tag characters are what let peer text fake structure
-(a second header, a reordered line, a hidden instruction).  Both renderers
-show them as backslash escapes.  Pure, and import-free: it runs on every
-prompt.
+Control characters, line breaks other than ``\\n``, and every character that
+renders as nothing (format characters, Unicode category Cf: zero-width,
+bidi, soft hyphen, interlinear annotation, tags; variation selectors;
+Hangul fillers; the combining grapheme joiner; the Mongolian free variation
+selectors; the rest of the default-ignorable tag/selector block) are what
+let peer text fake structure (a second header, a reordered line) or carry a
+hidden channel (instructions spelled in tag characters, bits in variation
+selectors).  Both renderers show them as backslash escapes, and
+``flags`` names them ``hidden-text``.  Pure, and import-free: it runs on
+every prompt.
 """
 
 from __future__ import annotations
 
-HIDDEN_RANGES = (
-    (0x00, 0x08), (0x0B, 0x1F), (0x7F, 0x9F), (0xAD, 0xAD), (0x61C, 0x61C), (0x180E, 0x180E),
-    (0x200B, 0x200F), (0x2028, 0x202E), (0x2060, 0x2069), (0xFEFF, 0xFEFF), (0xFFF9, 0xFFFB),
-    (0xE0000, 0xE007F),
+#: Characters that draw nothing, or nothing of their own (see the module docstring).
+INVISIBLE_RANGES = (
+    (0xAD, 0xAD), (0x34F, 0x34F), (0x600, 0x605), (0x61C, 0x61C), (0x6DD, 0x6DD), (0x70F, 0x70F),
+    (0x890, 0x891), (0x8E2, 0x8E2), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F),
+    (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164), (0xFE00, 0xFE0F),
+    (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF9, 0xFFFB), (0x110BD, 0x110BD), (0x110CD, 0x110CD),
+    (0x13430, 0x1343F), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0000, 0xE01EF),
 )
+#: The rest of the tag/selector block (unassigned, default-ignorable): escaped by a separate pass
+#: (see ``escape``), so the translate table stays small.
+PLANE14_IGNORABLE = (0xE01F0, 0xE0FFF)
+#: Controls and line breaks other than ``\n``.
+CONTROL_RANGES = ((0x00, 0x08), (0x0B, 0x1F), (0x7F, 0x9F), (0x2028, 0x2029))
+HIDDEN_RANGES = CONTROL_RANGES + INVISIBLE_RANGES
 _NAMED = {0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r"}
+_LOW_PLANE14 = chr(PLANE14_IGNORABLE[0])
 
 
 def code(cp: int) -> str:
@@ -44,6 +59,10 @@ def escape(text: str, tab: dict[int, str] | None = None) -> str:
     out = text.translate(tab)
     try:
         out.encode("utf-8")
+        rare = bool(out) and max(out) >= _LOW_PLANE14  # C speed; plane 14 and up is rare in real text
     except UnicodeEncodeError:  # lone surrogates
-        out = "".join(code(ord(c)) if 0xD800 <= ord(c) <= 0xDFFF else c for c in out)
+        rare = True
+    if rare:
+        lo, hi = PLANE14_IGNORABLE
+        out = "".join(code(ord(c)) if 0xD800 <= ord(c) <= 0xDFFF or lo <= ord(c) <= hi else c for c in out)
     return out

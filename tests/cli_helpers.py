@@ -128,6 +128,8 @@ def snapshot(root: Path) -> dict[str, tuple[str, int, str]]:
                 out[rel] = ("link", 0, os.readlink(path))
             elif path.is_dir():
                 out[rel] = ("dir", 0, "")
+            elif not path.is_file():  # a FIFO or socket: reading it would block
+                out[rel] = ("special", 0, "")
             else:
                 data = path.read_bytes()
                 out[rel] = ("file", len(data), hashlib.sha256(data).hexdigest())

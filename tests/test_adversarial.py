@@ -140,6 +140,25 @@ def _prep(world: World, step: K.Prep) -> None:
             target.write_bytes(b"")
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         path.symlink_to(target, target_is_directory=step.is_dir)
+    elif isinstance(step, K.Plant):
+        path = world.path(step.path)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if step.kind == "hardlink":
+            target = world.outside / step.path.replace("{collab}", "C").replace("/", "__")
+            if not path.exists():
+                path.write_bytes(b"")
+            shutil.move(str(path), str(target))
+            os.link(target, path)
+            return
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif os.path.lexists(path):
+            path.unlink()
+        if step.kind == "fifo":
+            os.mkfifo(path, 0o600)
+        else:
+            assert step.kind == "file", step.kind
+            path.write_bytes(b"not a directory\n")
     elif isinstance(step, K.Append):
         world.path(step.path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         with open(world.path(step.path), "ab") as fh:
@@ -167,7 +186,8 @@ def _prep(world: World, step: K.Prep) -> None:
         path = world.path(step.path)
         os.truncate(path, path.stat().st_size - step.nbytes)
     elif isinstance(step, K.Send):
-        draft = Draft(to=step.to, kind=step.kind, priority="normal", subject=step.subject, body=step.body, id=step.id)
+        draft = Draft(to=step.to, kind=step.kind, priority=step.priority, subject=step.subject, body=step.body,
+                      id=step.id)
         FileStore(world.root).send(world.collab, model.pin(step.sender), draft)
     elif isinstance(step, K.Close):
         FileStore(world.root).close(world.collab, model.pin(step.who))
@@ -186,7 +206,7 @@ def _record_files(root: Path) -> dict[str, bytes]:
     for dirpath, _dirs, files in os.walk(root):
         for name in files:
             path = Path(dirpath) / name
-            if name.endswith(".jsonl") and not path.is_symlink():
+            if name.endswith(".jsonl") and not path.is_symlink() and path.is_file():  # never open a FIFO
                 out[str(path.relative_to(root))] = path.read_bytes()
     return out
 
@@ -197,7 +217,7 @@ def _without_log(snap: dict[str, Any]) -> dict[str, Any]:
 
 def _log_lines(root: Path) -> list[str]:
     path = root / "hooks.log"
-    if path.is_symlink() or not path.exists():
+    if path.is_symlink() or not path.is_file():
         return []
     return path.read_text("utf-8", "replace").splitlines()
 

@@ -231,9 +231,7 @@ def registry(collab: Collab = None, root: Root = None, json_: Json = False) -> i
     doc = actions.registry(_ctx(root), collab=collab)
     if json_:
         return _done("registry", doc, True)
-    import yaml
-
-    sys.stdout.write(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
+    sys.stdout.write(output.yaml_text(doc))
     return 0
 
 

@@ -12,6 +12,7 @@ notification failed).
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -69,6 +70,26 @@ def to_message(p: Payload) -> Message:
         reply_to=p["reply_to"], ts=p["ts"], seq=p["seq"], digest="", broadcast=p["broadcast"],
         flags=tuple(p["flags"]),
     )
+
+
+def yaml_text(doc: Any) -> str:
+    """YAML that reads back exactly: a string holding a control, NEL, LS, PS, BOM, a non-character or a
+    lone surrogate is written double-quoted, where PyYAML escapes them (plain or block styles would
+    print them raw, and a raw NEL reads back as a space)."""
+    import yaml
+
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    def text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+        style = '"' if _YAML_RAW.search(value) else None
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+    Dumper.add_representer(str, text)
+    return yaml.dump(doc, Dumper=Dumper, sort_keys=False, allow_unicode=True)
+
+
+_YAML_RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]")
 
 
 def _generic(payload: Payload) -> None:
