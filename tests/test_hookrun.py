@@ -115,7 +115,7 @@ def test_session_start_exports_identity_once(tmp_path, collab):
         res = run_hook("claude", "SessionStart", tmp_path, collab.root, REVIEWER_SESSION, source=source)
         assert res.returncode == 0 and res.stdout
     lines = [ln for ln in (tmp_path / "claude-env-file").read_text().splitlines() if ln]
-    assert lines == [f"export AGENTMSG_HOME='{collab.root}'", f"export AGENTMSG_COLLAB='{collab.id}'"]
+    assert lines == [f"export AGENTMSG_HOME='{collab.root}'"]  # never the collaboration: it would go stale
 
 
 def test_session_start_codex_writes_no_env_file(tmp_path, collab):
@@ -167,9 +167,9 @@ def test_prompt_records_presented_attempts_and_never_acks(tmp_path, store, colla
     assert [m.id for m in store.inbox(collab.id, "reviewer").messages] == ids
     state = store.state(collab.id, store.message(collab.id, ids[0]))
     assert state.label == "presented" and state.presented[0]["host"] == "claude"
-    from agentmsg.verify import verify
+    from agentmsg.backends.file.store import FileStore as FilePort
 
-    assert verify(collab.root, collab.id)[1] == []
+    assert FilePort(collab.root).verify(collab.id)[1] == []
 
 
 def test_prompt_shows_each_message_once_then_again_after_n_prompts(tmp_path, store, collab):
@@ -303,12 +303,11 @@ def test_corrupt_hook_state_fails_open_then_heals(tmp_path, store, collab):
     assert "subject: pending" in run_hook("claude", "UserPromptSubmit", tmp_path, collab.root, REVIEWER_SESSION).text
 
 
-def test_corrupt_pin_index_fails_open(tmp_path, store, collab):
+def test_a_corrupt_pin_index_is_rebuilt_and_loses_nothing(tmp_path, store, collab):
     send(store, collab, collab.driver, "reviewer", "pending")
     for path in (collab.root / "pins").glob("*.json"):
         path.write_bytes(b"\x00\x01 not json")
-    assert_failed_open(run_hook("claude", "UserPromptSubmit", tmp_path, collab.root, REVIEWER_SESSION),
-                       collab.root, 0)
+    assert "subject: pending" in run_hook("claude", "UserPromptSubmit", tmp_path, collab.root, REVIEWER_SESSION).text
 
 
 def test_symlinked_state_dir_fails_open(tmp_path, store, collab):

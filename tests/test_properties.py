@@ -32,6 +32,7 @@ from transcript_checks import assert_one_header_per_message
 from agentmsg import boundary, secret_scan
 from agentmsg.domain import validate as model
 from agentmsg.service import commands as actions
+from agentmsg.service.context import Ctx
 from agentmsg.service import delivery
 from tests.facade import Draft, FileStore
 
@@ -206,8 +207,8 @@ def test_body_and_subject_round_trip_through_store_and_show(shared: tuple[Path, 
     mid = sent.message.id
     got = store.message(collab, mid)
     assert (got.subject, got.body) == (subject, body)
-    ctx = actions.Ctx.create(str(root), env={})
-    shown = actions.show(ctx, None, mid)["message"]
+    ctx = Ctx.create(str(root), env={})
+    shown = actions.show(ctx, collab=None, message_id=mid)["message"]
     assert (shown["subject"], shown["body"], shown["from"]) == (subject, body, "driver")
     assert [(m.subject, m.body) for m in store.inbox(collab, "reviewer").messages if m.id == mid] == [(subject, body)]
 

@@ -76,8 +76,13 @@ def disable(store: Store, collab: str, who: Pin | str, *, now: float | None = No
 
 
 def inspect(store: Store, collab: str, who: Pin | str, *, last_hook_run: dict[str, Any] | None = None,
-            adapters: dict[str, Any] | None = None, now: float | None = None) -> dict[str, Any]:
+            adapters: dict[str, Any] | None = None, home: str | None = None, codex_home: str | None = None,
+            now: float | None = None) -> dict[str, Any]:
     """The envelope of this binding and the evidence around it (interrupted attempts, hook runs, adapters)."""
+    if adapters is None:
+        from .. import installer
+
+        adapters = installer.detect(home=home, codex_home=codex_home)
     pin = str(_pin(who))
     t = time.time() if now is None else now
     reg = store.registry(collab)

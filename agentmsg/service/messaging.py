@@ -190,7 +190,7 @@ class Mailbox:
                     raise NotFound(f"no message {mid} in collaboration {collab}")
                 rules.may_ack(msg, alias)
                 found.append((msg, tx.acked(alias, msg)))
-            new = [{"type": kinds.ACK, "message": m.id, "seq": m.seq, "by": str(who)} for m, first in found
+            new = [{"type": kinds.ACK, "message": m.id, "mseq": m.seq, "by": str(who)} for m, first in found
                    if first is None]
             written = iter(tx.append_receipts(alias, new)) if new else iter(())
             return [(m.id, first, True) if first is not None else (m.id, next(written), False)

@@ -126,7 +126,7 @@ class InboxMap:
         receipts = Journal(layout.receipts(self.base, self.alias))
         for pos, rec, end in receipts.entries(self.re):
             if rec.get("type") == kinds.ACK:
-                seq = rec.get("seq")
+                seq = rec.get("mseq")  # the message's inbox seq (the receipt's own "seq" is its place here)
                 if type(seq) is not int and lookup_seq is not None:
                     seq = lookup_seq(rec.get("message"))
                 if type(seq) is int and 0 < seq <= len(self.status):

@@ -139,8 +139,13 @@ class FileStore:
     def bindings(self, pin: str) -> list[tuple[str, str]]:
         """Active (collab, alias) bindings of a pin, confirmed against each registry."""
         views.ensure_pins(self)
+        try:
+            entries = views.pin_entries(self.root, pin)
+        except views.DamagedIndex:
+            views.ensure_pins(self, force=True)
+            entries = views.pin_entries(self.root, pin)
         found = []
-        for collab, alias in views.pin_entries(self.root, pin):
+        for collab, alias in entries:
             try:
                 reg = self.registry(collab)
             except LookupError:
@@ -217,7 +222,10 @@ class FileTxn:
         """Durably append a membership or lifecycle event, then bring the registry and pin index up to date."""
         before = self._registry if os.path.exists(os.path.join(self.base, layout.EVENTS)) else None
         fsio.refuse_link(os.path.join(self.base, layout.TRANSCRIPT))
-        views.refuse_pin_links(self.root)
+        pins = {fields[k] for k in ("pin", "to") if isinstance(fields.get(k), str)}
+        if os.path.exists(os.path.join(self.base, layout.EVENTS)):
+            pins |= {p.pin for p in self.registry().participants.values()}
+        views.refuse_pin_links(self.root, pins)
         rec = Journal(os.path.join(self.base, layout.EVENTS)).append(dict(fields, cseq=self.next_cseq()))[1]
         self._registry = None
         after = self.registry()

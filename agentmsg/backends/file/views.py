@@ -20,6 +20,7 @@ from .inboxmap import InboxMap, record_at
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from collections.abc import Callable
     from typing import Any
 
@@ -120,8 +121,12 @@ def _pins_dir(root: str) -> str:
     return fsio.ensure_dir(root, layout.PINS)
 
 
-def refuse_pin_links(root: str) -> None:
-    fsio.ensure_dir(root, layout.PINS)
+def refuse_pin_links(root: str, pins: Iterable[str] = ()) -> None:
+    """Refuse a planted link or non-regular file at the pin lock or these pins' index files, before a write."""
+    base = fsio.ensure_dir(root, layout.PINS)
+    fsio.refuse_link(os.path.join(base, ".lock"))
+    for pin in pins:
+        fsio.refuse_link(os.path.join(base, f"{layout.pin_key(pin)}.json"))
 
 
 def pin_entries(root: str, pin: str) -> list[tuple[str, str]]:
@@ -129,9 +134,11 @@ def pin_entries(root: str, pin: str) -> list[tuple[str, str]]:
     raw = fsio.read_bytes(os.path.join(base, f"{layout.pin_key(pin)}.json")) if base is not None else None
     try:
         doc = records.loads(raw) if raw else {}
-        entries = doc.get("bindings", []) if isinstance(doc, dict) else []
+        entries = doc.get("bindings", []) if isinstance(doc, dict) else None
     except ValueError:
-        entries = []
+        entries = None
+    if entries is None or not isinstance(entries, list):
+        raise DamagedIndex(f"pin index of {pin[:60]} is damaged")
     return [(e["collab"], e["alias"]) for e in entries
             if isinstance(e, dict) and layout.is_uuid(e.get("collab")) and rules.is_alias(e.get("alias"))]
 
@@ -140,10 +147,18 @@ def _set_pin(root: str, pin: str, collab: str, alias: str | None) -> None:
     base = _pins_dir(root)
     path = os.path.join(base, f"{layout.pin_key(pin)}.json")
     with fsio.locked(os.path.join(base, ".lock"), 30.0):
-        entries = [{"collab": c, "alias": a} for c, a in pin_entries(root, pin) if c != collab]
+        try:
+            have = pin_entries(root, pin)
+        except DamagedIndex:
+            have = []
+        entries = [{"collab": c, "alias": a} for c, a in have if c != collab]
         if alias is not None:
             entries.append({"collab": collab, "alias": alias})
         fsio.atomic_write(path, records.dumps_plain({"pin": pin, "bindings": entries}).encode(), durable=False)
+
+
+class DamagedIndex(ValueError):
+    """A derived index that does not parse: rebuilt from the registries."""
 
 
 def update_pins(root: str, collab: str, before: Registry | None, after: Registry) -> None:
@@ -158,10 +173,15 @@ def update_pins(root: str, collab: str, before: Registry | None, after: Registry
             _set_pin(root, pin, collab, alias)
 
 
-def ensure_pins(store: FileStore) -> None:
-    """A missing pin index is rebuilt from every registry (derived data, like everything outside journals)."""
-    if fsio.existing_dir(store.root, layout.PINS) is not None or not store.collabs():
+def ensure_pins(store: FileStore, *, force: bool = False) -> None:
+    """A missing or damaged pin index is rebuilt from every registry (derived, like everything outside journals)."""
+    if not force and (fsio.existing_dir(store.root, layout.PINS) is not None or not store.collabs()):
         return
+    if force:
+        base = fsio.ensure_dir(store.root, layout.PINS)
+        for name in os.listdir(base):
+            if name.endswith(".json"):
+                os.unlink(os.path.join(base, name))
     for collab in store.collabs():
         try:
             reg = store.registry(collab)
