@@ -118,8 +118,10 @@ class Mailbox:
     def _reply(self, tx: Txn, sender: str, ref: str | None) -> tuple[Message | None, str | None]:
         if not ref:
             return None, None
+        from ..domain import validate
+
         named, _, mid = ref.rpartition("/")
-        parent = tx.message(mid)
+        parent = tx.message(validate.message_id(mid))
         if parent is None:
             raise NotFound(f"no message {mid} in collaboration {tx.collab}")
         return parent, rules.reply_target(parent, sender, named)
