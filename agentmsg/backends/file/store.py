@@ -62,7 +62,7 @@ class FileStore:
     def create(self, collab: str) -> FileTxn:
         """A transaction on a new, empty collaboration."""
         views.refuse_pin_links(self.root)
-        return FileTxn(self, collab, fsio.ensure_dir(self.root, layout.COLLABS, collab))
+        return FileTxn(self, collab, fsio.ensure_dir(self.root, layout.COLLABS, collab), fresh=True)
 
     # ---- reads (each takes the lock briefly: derived files may be brought up to date) ----
 
@@ -186,8 +186,8 @@ class FileStore:
 class FileTxn:
     """Everything a command reads and writes while it holds one collaboration's lock."""
 
-    def __init__(self, store: FileStore, collab: str, base: str) -> None:
-        self.store, self.collab, self.base = store, collab, base
+    def __init__(self, store: FileStore, collab: str, base: str, *, fresh: bool = False) -> None:
+        self.store, self.collab, self.base, self.fresh = store, collab, base, fresh
         self._lock = fsio.locked(os.path.join(base, layout.LOCK), store.lock_timeout)
         self._registry: Registry | None = None
         self._maps: dict[str, InboxMap] = {}
@@ -203,6 +203,18 @@ class FileTxn:
                     views.quietly(m.save)
         finally:
             self._lock.__exit__(*exc)
+            if exc[0] is not None and self.fresh:
+                self._drop_unopened()
+
+    def _drop_unopened(self) -> None:
+        """A failed open leaves no collaboration behind: only its lock file, never a record, is removed."""
+        if os.path.lexists(os.path.join(self.base, layout.EVENTS)):
+            return
+        try:
+            os.unlink(os.path.join(self.base, layout.LOCK))
+            os.rmdir(self.base)  # fails, harmlessly, if anything else is in it
+        except OSError:
+            pass
 
     @property
     def root(self) -> str:
@@ -247,6 +259,13 @@ class FileTxn:
     def append_message(self, fields: dict[str, Any], *, broadcast_of: list[str] | None = None) -> Message:
         """Durably append one message to its recipient's inbox: the one fsync of a send."""
         alias = fields["to"]
+        # A planted link, FIFO or hard link at a transcript is refused before anything is stored
+        # (for a broadcast, every recipient's transcript before its first copy).
+        fsio.refuse_link(os.path.join(self.base, layout.TRANSCRIPT))
+        transcripts = fsio.existing_dir(self.base, "transcripts")
+        if transcripts is not None:
+            for to in dict.fromkeys([alias, *(broadcast_of or ())]):
+                fsio.refuse_link(layout.transcript(self.base, to))
         if broadcast_of is not None:
             views.write_broadcast(self, fields["broadcast"], broadcast_of)
         fields = dict(fields, cseq=self.next_cseq())

@@ -20,8 +20,7 @@ from .inboxmap import InboxMap, record_at
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
     from typing import Any
 
     from ...domain.values import Message, Registry
