@@ -339,7 +339,7 @@ def verify(ctx: Ctx, *, collab: str | None) -> Payload:
                "torn": sum(not f["tampering"] for f in findings)}
     if payload["tampering"]:
         first = next(f for f in findings if f["tampering"])
-        err = TamperDetected(f"{payload['tampering']} problem(s); first: {first['kind']} at "
+        err = TamperDetected(f"{payload['tampering']} problem(s); first: {first['kind']} record at "
                              f"{first['path']}:{first['line']} ({first['detail']})")
         err.result = payload
         raise err
