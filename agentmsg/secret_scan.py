@@ -7,44 +7,34 @@ plain ``python3``; every pattern is linear-time on 64 KiB bodies.
 
 API: ``scan(text) -> list[Finding]`` (sorted, non-overlapping) and
 ``redact(text) -> (text, findings)`` (each finding becomes
-``[REDACTED:<kind>]``; for assignments and URLs only the value).
+``[REDACTED:<kind>]``; for assignments, URLs, connection strings and
+``.netrc`` entries only the value).
 
-Rules, highest precedence first (on overlap the earlier kind wins and
-absorbs the overlapping span, so findings never overlap):
+`RULES` is the table, highest precedence first: on overlap the earlier
+kind wins and absorbs the overlapping span, so findings never overlap.
+Vendor rules (a fixed prefix or URL) come first; three context rules close
+the table: `url-credentials` (``scheme://user:password@``),
+`netrc-password` and `assignment` (a value bound to a credential-named
+key). A vendor rule that declines a match (filler, low entropy) does not
+hide it from the context rules: each rule scans the whole text.
 
-=================  ====================================================
-kind               matches
-=================  ====================================================
-private-key        PEM/PGP/SSH2 ``BEGIN ... PRIVATE KEY`` block with
-                   base64 key material (RSA, EC, DSA, OPENSSH, ...)
-jwt                ``eyJ...`` three base64url segments whose header
-                   decodes to a JSON object with ``"alg"``
-slack-token        Slack webhook URL ``https://hooks.slack.com/...``
-anthropic-api-key  ``sk-ant-...``
-openai-api-key     ``sk-...`` / ``sk-proj-...`` (never ``sk-ant-``)
-github-token       ``ghp_ gho_ ghu_ ghs_ ghr_`` + 36, ``github_pat_...``
-gitlab-token       ``glpat-...``
-slack-token        ``xoxb- xoxp- xoxa- xoxr- xoxs- xoxe- xoxo-`` tokens
-gcp-api-key        ``AIza`` + 35
-aws-access-key     ``AKIA`` / ``ASIA`` + 16
-url-credentials    password in ``scheme://user:password@host``
-assignment         ``password=`` / ``token:`` / ``"api_key": "..."``
-                   style assignment of a high-entropy value
-=================  ====================================================
-
-See docs/SECRETS.md for example shapes and false-positive guards.
+One placeholder rule (`is_placeholder`) exempts values in the context
+rules; it only ever applies to the *whole* value. docs/SECRETS.md lists
+every kind with an example shape, the placeholder rule and the limits.
 """
 
 from __future__ import annotations
 
+import binascii
 import math
 import re
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from urllib.parse import unquote
 
-__all__ = ["RULES", "Finding", "Rule", "redact", "scan"]
+__all__ = ["RULES", "Finding", "Rule", "is_placeholder", "redact", "scan"]
 
 
 @dataclass(frozen=True)
@@ -69,12 +59,24 @@ class Finding:
 
 # Token boundaries. "]" before and "[" after count as token characters so
 # that a "[REDACTED:...]" marker never frees a neighbour to match on rescan.
-_BEFORE = r"(?<![A-Za-z0-9_\]-])"
+_TOKEN_CHARS = r"A-Za-z0-9_\]-"
 _AFTER = r"(?![A-Za-z0-9_\[-])"
-# AWS/GCP shapes also appear by chance inside base64 blobs; "+" and "/"
+# Shapes that also appear by chance inside base64 blobs; "+" and "/"
 # neighbours mean "inside base64", not "a key".
-_B64_BEFORE = r"(?<![A-Za-z0-9_+/\]-])"
+_B64_CHARS = r"A-Za-z0-9_+/\]-"
 _B64_AFTER = r"(?![A-Za-z0-9_+/\[-])"
+
+
+def _lead(prefix: str, width: int, before: str = _TOKEN_CHARS) -> str:
+    """`prefix` (`width` characters) not preceded by a character in `before`.
+
+    The check comes after the prefix so that the pattern starts with a
+    literal, which `re` finds with a fast scan instead of trying a
+    lookbehind at every position.
+    """
+    return prefix + rf"(?<![{before}][\s\S]{{{width}}})"
+
+
 # Token characters with "-", but never "----": a key cannot swallow the
 # dashes of an adjacent "-----BEGIN ... PRIVATE KEY-----".
 _RUN = r"(?:[A-Za-z0-9_]|-(?!---))"
@@ -96,21 +98,269 @@ def _atomic(name: str, body: str) -> str:
     return f"(?=(?P<{name}>{body}))(?P={name})"
 
 
-_ASSIGN_KEY = (
-    r"(?:pass(?:word|wd|phrase)|secret|token|api[_-]?key|access[_-]?key"
-    r"|auth[_-]?key|private[_-]?key|authorization|credentials?)"
+# ---- the placeholder rule ---------------------------------------------------------------------------
+
+# Values wrapped as a template, variable or marker: <x>, [x], {x}, {{ x }},
+# ${X}, $(cmd), `cmd`, %X%, %s, %(x)s, __X__, @X@, #{x}; and bare $X.
+_WRAPPED = re.compile(
+    r"<.*>|\[.*\]|\{.*\}|\$\{.*\}|\$\(.*\)|`.*`|%\w+%|%\(?\w*\)?[sdr]|__\w+__|@\w+@|#\{.*\}"
+    r"|\$[A-Za-z_][A-Za-z0-9_]*(?:[.:][A-Za-z_][A-Za-z0-9_]*)*",
+    re.DOTALL,
 )
-# A plain class keeps the capped scan fast. A value that runs into an
-# adjacent "-----BEGIN" is rejected (dash filler) and then found by _settle.
-_BARE = r"""(?:[^\s"'`,;()\[\]{}<>&|\\]|&(?![A-Za-z_][A-Za-z0-9_]*=))"""  # "&" ends a value only before "key="
+# Words that make a value a stand-in when the whole value is made of them.
+_PLACEHOLDER_WORDS = frozenset(
+    """changeme change me changeit it password passwd pass pwd secret secrets token tokens key keys api apikey
+    access auth private client example examples sample placeholder redacted dummy test testing fake mock
+    none null nil empty undefined todo tbd fixme your my the a an here goes insert enter paste put replace add
+    fill value string foo bar baz qux foobar xyz abc default hidden masked notreal not real demo stub
+    something some goes own actual""".split()
+)
+# Local-development defaults that carry no secrecy.
+_DEV_PASSWORDS = frozenset({"postgres", "root", "admin", "guest", "mysql", "letmein", "qwerty", "hunter2"})
+_ALNUM_RUN = re.compile(r"[A-Za-z0-9]{8,}")
+_MASK = frozenset(".*•…")
+_SEPARATORS = re.compile(r"[-_.:/= \t]+")
+_WORD_PART = re.compile(r"([a-z]+)([0-9]{0,3})|([0-9]{1,4})")
+# Known token prefixes: "ghp_" + filler is as much a stand-in as filler.
+_TOKEN_PREFIX = re.compile(
+    r"(?:sk-(?:ant-|proj-)?|[sr]k_(?:live|test)_|whsec_|gh[pousr]_|github_pat_|glpat-|xox[a-z]-|xapp-"
+    r"|AKIA|ASIA|AIza|npm_|pypi-|hf_|SG\.|ya29\.|GOCSPX-|do[opr]_v1_|shp(?:at|ca|pa|ss)_)"
+)
+# Filler inside a prefixed token ("AKIAXXXXXXXX...", docs' EXAMPLE keys).
+# Case-sensitive and short so real random tokens almost never trip it.
+_DUMMY = re.compile(r"([A-Za-z0-9])\1{5}|EXAMPLE|example|XXXX|xxxx|your|dummy|fake|placeholder|REDACTED")
+# The two values AWS publishes in its documentation, split so that no
+# scanner reads this file as holding them.
+_PUBLISHED_EXAMPLES = frozenset({"AKIA" + "IOSFODNN7" + "EXAMPLE", "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY"})
+
+
+def _keyish(text: str) -> bool:
+    """Holds a run that looks like key material: 8+ letters and digits, two or more of each."""
+    for run in _ALNUM_RUN.findall(text):
+        digits = sum(c.isdigit() for c in run)
+        if digits >= 2 and len(run) - digits >= 2:
+            return True
+    return False
+
+
+def _filler(body: str) -> bool:
+    """At least a quarter of a token body is filler (XXXX, EXAMPLE, 000000, your...)."""
+    return sum(m.end() - m.start() for m in _DUMMY.finditer(body)) * 4 >= len(body)
+
+
+def _placeholder_words(value: str) -> bool:
+    parts = [p for p in _SEPARATORS.split(value.lower()) if p]
+    if not parts:
+        return False
+    for part in parts:
+        m = _WORD_PART.fullmatch(part)
+        if m is None:
+            return False
+        word = m.group(1)
+        if word is not None and word not in _PLACEHOLDER_WORDS and len(set(word)) > 1:
+            return False
+    return True
+
+
+def is_placeholder(value: str) -> bool:
+    """True when the WHOLE value is a stand-in, not a credential (docs/SECRETS.md, "Placeholders").
+
+    1. a template, variable or marker: ``<...>``, ``[...]`` (so
+       ``[REDACTED:kind]``), ``{...}``/``{{ ... }}``, ``${...}``, ``$VAR``,
+       ``$(cmd)``, backticks, ``%VAR%``, ``%s``/``%(name)s``, ``__VAR__``,
+       ``@VAR@``, ``#{...}`` -- unless it holds a key-like run (8+ letters
+       and digits, two or more of each), so ``<Xk9mP2qL...>`` is no cover;
+    2. one character repeated, separators aside: ``xxxx``, ``****``, ``0000``,
+       ``XXXX-XXXX``;
+    3. masked or elided: contains ``...``, ``…`` or ``***`` and at most 8
+       other characters (``sk-...``, ``****abcd``);
+    4. made only of placeholder words (`_PLACEHOLDER_WORDS`: changeme,
+       password, secret, token, example, placeholder, redacted, dummy, test,
+       none, null, empty, your, here, ...), each optionally followed by up to
+       three digits, and short numbers (``your-token-here``, ``test123``);
+    5. a local-development default (postgres, root, admin, guest, ...);
+    6. a known token prefix followed by a placeholder or by filler
+       (``ghp_XXXX...``, ``sk-your-key``), or a value AWS publishes in its docs.
+    """
+    v = value.strip()
+    if not v:
+        return True
+    if _WRAPPED.fullmatch(v):
+        return not _keyish(v)
+    squeezed = _SEPARATORS.sub("", v.lower())
+    if len(set(squeezed)) <= 1:
+        return True
+    if ("..." in v or "…" in v or "***" in v) and sum(c not in _MASK for c in v) <= 8:
+        return True
+    if _placeholder_words(v) or v.lower() in _DEV_PASSWORDS or v in _PUBLISHED_EXAMPLES:
+        return True
+    prefix = _TOKEN_PREFIX.match(v)
+    if prefix is not None and prefix.end() < len(v):
+        body = v[prefix.end() :]
+        return is_placeholder(body) or _filler(body)
+    return False
+
+
+# ---- what a credential looks like in context -------------------------------------------------------
+
+# Words of a key name: DB_PASSWORD, clientSecret, x-api-key, APIKey.
+_KEY_PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+# A key word that names a credential by itself (dbpassword, csrftoken, apikey).
+_CRED_WORD = re.compile(
+    r"[a-z]*(?:passwords?|passwd|passphrase|passcode|secrets?|token|apikey|accesskey|privatekey|secretkey"
+    r"|authkey|credentials?)|pass|pwd|pw|creds|auth|authorization"
+)
+# "key" names a credential after one of these (api_key, private-key, APP_KEY).
+_KEY_QUALIFIERS = frozenset(
+    "api access auth private secret signing encryption master account shared consumer app client storage"
+    " webhook session license".split()
+)
+# A last key word that makes the key describe a credential, not hold one.
+_METADATA = frozenset(
+    """url uri urls endpoint endpoints host hostname port file files filename path paths dir directory folder
+    name names id ids type types kind ttl length len size count limit max min expiry expires expire expiration
+    expired timeout lifetime age at date time timestamp created updated issued header headers field fields env
+    var variable prefix suffix format policy policies hint prompt label description desc help reset rotation
+    version scope scopes provider source manager helper mode enabled disabled required regex pattern validator
+    strength ref refs arn location region mount issuer audience algorithm alg method backend strategy service
+    stdin cmd command class module param parameter option options flag""".split()
+)
+# Pagination and sync tokens are cursors, not credentials.
+_CURSOR_WORDS = frozenset({"page", "next", "continuation", "cursor", "sync", "pagination"})
+# A key that mentions a credential stem somewhere (cheap pre-filter in the regex).
+_KEY_STEM = r"(?=[A-Za-z0-9_.-]{0,63}?(?i:pass|pwd|pw|secret|token|key|auth|cred))"
+
+
+def _credential_key(key: str) -> tuple[bool, bool]:
+    """(names a credential, ends with the credential word) for a key name."""
+    parts = [p.lower() for p in _KEY_PARTS.findall(key)]
+    while parts and parts[-1].isdigit():
+        parts.pop()  # password2, TOKEN_1
+    cred = [
+        i
+        for i, p in enumerate(parts)
+        if _CRED_WORD.fullmatch(p) or (p in ("key", "keys") and i and parts[i - 1] in _KEY_QUALIFIERS)
+    ]
+    if not cred:
+        return False, False
+    if parts[-1] in _METADATA and cred[-1] != len(parts) - 1 and not (parts[-1] == "id" and "secret" in parts):
+        return False, False  # token_url, PASSWORD_FILE, AWS_ACCESS_KEY_ID (but Vault's secret_id)
+    if _CURSOR_WORDS.intersection(parts):
+        return False, False
+    return True, cred[-1] == len(parts) - 1
+
+
+# Identifier paths and calls: request.token, self._password, os.environ,
+# settings.SECRET_KEY, getpass, hashlib.sha256, None, api_key_v2.
+_REFERENCE = re.compile(r"[$@&*!~]?[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::|->|:|/|-)[A-Za-z_][A-Za-z0-9_]*)*[?!]?")
+_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_VOWELS = frozenset("aeiouyAEIOUY")
+# Numbers, versions, dates and times: 4096, 1.2.3, 2024-01-01T10:00:00Z.
+_NUMERIC = re.compile(r"[0-9][0-9.,:/+-]*|[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9:.]+(?:Z|[+-][0-9:]+)?)?")
+_MARKER = re.compile(r"\[REDACTED:[a-z0-9-]{1,40}\]")
+_PATH = re.compile(r"(?:~|\.{1,2})?/[\w.@~+-]+(?:/[\w.@~+-]*)*|[A-Za-z]:\\.*|[\w.-]+/[\w./-]*\.[A-Za-z0-9]{1,5}")
+
+
+def _is_name(value: str) -> bool:
+    """A word, identifier or dotted path (a name for a secret, not one).
+
+    Digits may only trail a word, at most three of them, once (sha256,
+    oauth2, api_key_v2). Words of three or more letters must mostly have
+    vowels, and a single camelCase token must average three letters a word,
+    so random letter soup ("XkqPzLmRtWvB") is not a name.
+    """
+    if _REFERENCE.fullmatch(value) is None:
+        return False
+    words = _WORDS.findall(value)
+    digit_words = [w for w in words if w.isdigit()]
+    if not words or words[0].isdigit() or len(digit_words) > 1 or any(len(w) > 3 for w in digit_words):
+        return False
+    letters = [w for w in words if not w.isdigit()]
+    long_words = [w for w in letters if len(w) >= 3]
+    if not long_words or sum(1 for w in long_words if _VOWELS.intersection(w)) * 2 < len(long_words):
+        return False
+    if len(letters) > 1 and not any(c in value for c in "-_.:/>"):
+        return sum(map(len, letters)) >= 3 * len(letters)
+    return True
+
+
+def _is_path(value: str) -> bool:
+    return (_PATH.fullmatch(value) is not None or value.lower().startswith(("http://", "https://"))) and not _keyish(
+        value.replace("/", " ")
+    )
+
+
+def _plausible(value: str, *, literal: bool, env_style: bool = False, ends_with_cred: bool = False) -> bool:
+    """A value bound to a credential-named key that is itself a credential.
+
+    `literal`: the value is quoted (or XML text), so it is data, not code.
+    `env_style`: ``UPPER_KEY=value`` with no spaces (.env, shell, Docker),
+    where an unquoted word is data too. Entropy plays no part: a
+    12-character password, a 32-hex secret or a UUID token all count.
+    A ``[REDACTED:kind]`` marker inside the value is not part of it.
+    """
+    value = _MARKER.sub("", value)
+    if len(value) < 8 or any(c.isspace() for c in value) or is_placeholder(value):
+        return False
+    if _NUMERIC.fullmatch(value) or _is_path(value):
+        return False
+    if _TOKEN_PREFIX.match(value):
+        return True  # ghp_..., sk_live_... with a body its own rule declined: a token, not a name
+    letters_only = value.replace("_", "").replace("-", "").replace(".", "").isalpha()
+    if env_style and not literal:
+        if re.fullmatch(r"[A-Z_]+", value):
+            return False  # TOKEN=GITHUB_TOKEN names a variable
+        if letters_only and ends_with_cred:
+            return True  # DB_PASSWORD=<a plain word>
+    if literal or env_style:
+        # A quoted word or identifier ("access_token", "db-creds", "AutoTokenizer")
+        # names something; a quoted word with digits ("Welcome1") is a password.
+        has_separator = any(c in value for c in "-_.:/")
+        return not (_is_name(value) and (letters_only or has_separator))
+    return not _is_name(value)
+
+
+# ---- rule patterns -----------------------------------------------------------------------------------
+
+# A plain class keeps the capped scan fast. An unquoted value stops before
+# "----" (an adjacent "-----BEGIN") and at "&" only before "key=".
+_BARE = r"""(?:[^\s"'`,;()\[\]{}<>&|\\-]|-(?!---)|&(?![A-Za-z_][A-Za-z0-9_]*=))"""
 _SCHEME = r"(?:(?:bearer|basic|token)[ \t]+)?"
-# A "]" after the key only closes a quoted subscript (env["TOKEN"]); a bare
-# "token]" is the tail of a [REDACTED:github-token] marker, not a key.
-_ASSIGN = (
-    _ASSIGN_KEY + r"[a-z0-9_-]{0,32}(?:[\"']\]?)?[ \t]{0,16}(?:=>|[:=]=?)[ \t]{0,16}"
-    r'(?:"' + _SCHEME + _atomic("dq", r'[^"\r\n]{1,512}') + '"'
+_VALUE = (
+    r'(?:\\"' + _SCHEME + _atomic("eq", r'[^"\\\r\n]{1,512}') + r'\\"'
+    r'|"' + _SCHEME + _atomic("dq", r'[^"\r\n]{1,512}') + '"'
     r"|'" + _SCHEME + _atomic("sq", r"[^'\r\n]{1,512}") + "'"
     r"|" + _SCHEME + _atomic("bare", _BARE + "{1,512}") + f"(?!{_BARE}))"
+)
+# key [quote] op value. The key starts at a word start ("--" flags allowed);
+# "]" after the key only closes a quoted subscript (env["TOKEN"]): a bare
+# "token]" is the tail of a [REDACTED:github-token] marker, not a key.
+_ASSIGN = (
+    r"(?<![A-Za-z0-9_./-])" + _KEY_STEM + r"(?P<key>-{0,2}[A-Za-z_][A-Za-z0-9_.-]{0,63})"
+    r"(?P<kq>\\?[\"']\]?)?(?P<op>[ \t]{0,16}(?:=>|:=|={1,3}|:)[ \t]{0,16})" + _VALUE
+)
+# --password value (a command-line flag, value after whitespace).
+_FLAG = (
+    _lead("--", 2, r"A-Za-z0-9_.-") + _KEY_STEM + r"(?P<key>[A-Za-z][A-Za-z0-9_.-]{0,63})[ \t]{1,16}"
+    r'(?:"' + _atomic("dq", r'[^"\r\n]{1,512}') + '"'
+    r"|'" + _atomic("sq", r"[^'\r\n]{1,512}") + "'"
+    r"|(?!-)" + _atomic("bare", _BARE + "{1,512}") + f"(?!{_BARE}))"
+)
+# <password>value</password> (Maven settings.xml and friends).
+_XML = (
+    r"<"
+    + _KEY_STEM
+    + r"(?P<key>[A-Za-z_][A-Za-z0-9_.:-]{0,63})>[ \t]*"
+    + _atomic("xml", r"[^<>\s]{1,512}")
+    + r"[ \t]*</(?P=key)>"
+)
+# curl -u user:password / --user=user:password (HTTP basic auth on a command line).
+_USER_FLAG = (
+    _lead("-", 1, r"A-Za-z0-9_-")
+    + r"(?:u|-user)(?:[ \t]{1,16}|=)?[\"']?"
+    + _atomic("user", r"[^\s:\"'<>\[\]]{1,128}")
+    + ":"
+    + _atomic("pw", r"[^\s\"'<>@\[\]]{1,256}")
 )
 _URL_CREDS = (
     r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{1,30}://"
@@ -119,27 +369,28 @@ _URL_CREDS = (
     + _atomic("pw", r"[^\s/?#@\"'<>]{1,256}")
     + "@"
 )
+# machine <host> [login <u>] [account <a>] [port <p>] password <pw> (or
+# "default ..."), on one line or across lines, as in ~/.netrc.
+_WS = r"[ \t\r\n]+"
+_NETRC = (
+    _lead("(?:machine|default)", 7, r"A-Za-z0-9_.-")
+    + r"(?:(?<=machine)"
+    + _WS
+    + _atomic("host", r"[^\s]{1,256}")
+    + "|(?<=default))"
+    r"(?:"
+    + _WS
+    + r"(?:login|account|port)"
+    + _WS
+    + r"[^\s]{1,256}){0,3}?"
+    + _WS
+    + "password"
+    + _WS
+    + _atomic("pw", r"[^\s]{1,256}")
+)
 
-# Filler inside a prefixed token ("AKIAXXXXXXXX...", docs' EXAMPLE keys).
-# Case-sensitive and short so real random tokens almost never trip it.
-_DUMMY = re.compile(r"([A-Za-z0-9])\1{5}|EXAMPLE|example|XXXX|xxxx|your|dummy|fake|placeholder|REDACTED")
-# Placeholder values in assignments and URLs: <x>, [x], {x}, $VAR, ${VAR},
-# $(cmd), %VAR%, %s, runs like xxxxx/*****, and tell-tale words.
-_PLACEHOLDER = re.compile(
-    r"^(?:<.*>|\[.*\]|\{.*\}|\$\{?\w+\}?|\$\(.*\)|%\w+%|%\(?\w*\)?s)$"
-    r"|(.)\1{4}|\.\.\.|changeme|change[_-]me|example|placeholder|your|redacted"
-    r"|dummy|fake|sample|insert|replace[_-]?me|todo",
-    re.IGNORECASE,
-)
-# Identifiers, dotted paths and word lists (settings.SECRET_KEY,
-# AutoTokenizer, app-tls-cert) are references to secrets, not secrets.
-_WORDY = re.compile(
-    r"^[./~]*(?:[A-Za-z]+(?:[-_./:][A-Za-z]+)+|[a-z]+|[A-Z]+"
-    r"|[A-Z]?[a-z]+(?:[A-Z][a-z]+)+)/?$"
-)
-_PATHLIKE = re.compile(r"^(?:~|\.{1,2})?/|^[a-z]:\\|/.*\.[a-z0-9]{1,5}$|^https?://", re.IGNORECASE)
-_B64_RUN = re.compile(r"[A-Za-z0-9+/]{32}")
-_DEV_PASSWORDS = frozenset({"password", "passwd", "secret", "changeme", "postgres", "root", "admin", "guest", "pass"})
+
+# ---- validators -------------------------------------------------------------------------------------
 
 
 def _entropy(value: str) -> float:
@@ -151,7 +402,7 @@ def _entropy(value: str) -> float:
 def _random_body(m: re.Match[str]) -> bool:
     """Prefixed tokens: reject filler such as AKIA + "X" * 16."""
     body = m.group("body")
-    return _DUMMY.search(body) is None and _entropy(body) >= 2.5
+    return not _filler(body) and _entropy(body) >= 2.5
 
 
 def _api_key(m: re.Match[str]) -> bool:
@@ -162,14 +413,19 @@ def _api_key(m: re.Match[str]) -> bool:
     return longest >= 16 and has_digit and any(c.isalpha() for c in body) and _random_body(m)
 
 
+def _mixed_case(m: re.Match[str]) -> bool:
+    """Hugging Face tokens mix cases; a long lowercase identifier (hf_transformers...) is not one."""
+    body = m.group("body")
+    return any(c.isupper() for c in body) and any(c.islower() for c in body) and _random_body(m)
+
+
 def _pem(m: re.Match[str]) -> bool:
     """A header alone (in prose or docs) carries no key material."""
-    return _B64_RUN.search(m.group("body")) is not None
+    return re.search(r"[A-Za-z0-9+/]{32}", m.group("body")) is not None
 
 
 def _jwt(m: re.Match[str]) -> bool:
     """The header must decode to a JSON object naming an algorithm."""
-    import binascii
     import json
 
     seg = m.group("header")
@@ -183,26 +439,64 @@ def _jwt(m: re.Match[str]) -> bool:
     return isinstance(header, dict) and "alg" in header
 
 
-def _url_password(m: re.Match[str]) -> bool:
-    """Skip dev defaults (postgres:postgres@) and placeholders."""
-    pw = m.group("pw")
-    if len(pw) < 6 or pw == m.group("user") or pw.lower() in _DEV_PASSWORDS:
+def _sas_signature(m: re.Match[str]) -> bool:
+    """An Azure SAS ``sig=`` is an HMAC-SHA256: 32 bytes of base64, maybe URL-encoded."""
+    raw = unquote(m.group("body"))
+    try:
+        decoded = binascii.a2b_base64(raw + "=" * (-len(raw) % 4))
+    except (binascii.Error, ValueError):
         return False
-    return _PLACEHOLDER.search(pw) is None
+    return len(decoded) == 32 and not _filler(raw)
 
 
-def _assigned_value(m: re.Match[str]) -> str:
-    return next(v for v in (m.group("dq"), m.group("sq"), m.group("bare")) if v is not None)
+def _url_password(m: re.Match[str]) -> bool:
+    """Skip dev defaults (postgres:postgres@), user == password and placeholders."""
+    pw = m.group("pw")
+    return len(pw) >= 6 and pw != m.group("user") and not is_placeholder(pw)
+
+
+def _netrc_password(m: re.Match[str]) -> bool:
+    """A "default" entry needs a login, so prose ("by default password ...") is not one."""
+    pw = m.group("pw")
+    if m.group("host") is None and re.search(r"\slogin\s", m.group(0)) is None:
+        return False
+    return len(pw) >= 6 and not is_placeholder(pw)
+
+
+def _user_flag(m: re.Match[str]) -> bool:
+    """A password, not a group (docker -u app:appgroup) or a port (-u 1000:1000)."""
+    pw = m.group("pw")
+    return pw != m.group("user") and _plausible(pw, literal=True)
+
+
+# Punctuation that ends a sentence or a statement, not an unquoted value.
+_TRAILING = ".:"
+
+
+def _assigned(m: re.Match[str]) -> tuple[str, bool]:
+    """The assigned value (unquoted: without a trailing "." or ":") and whether it was quoted."""
+    for name in ("eq", "dq", "sq", "xml"):
+        if name in m.re.groupindex and m.group(name) is not None:
+            return m.group(name), True
+    return m.group("bare").rstrip(_TRAILING), False
 
 
 def _assignment(m: re.Match[str]) -> bool:
-    """High-entropy, non-placeholder, non-reference value."""
-    value = _assigned_value(m)
-    if len(value) < 12 or any(c.isspace() for c in value) or _entropy(value) < 3.5:
+    """A plausible credential bound to a credential-named key, not a reference to one."""
+    credential, ends_with_cred = _credential_key(m.group("key").lstrip("-"))
+    if not credential:
         return False
-    if _PLACEHOLDER.search(value) or _WORDY.match(value) or _PATHLIKE.search(value):
-        return False
-    return not m.string.startswith("(", m.end())  # token = make_token(...)
+    value, quoted = _assigned(m)
+    if not quoted and m.string.startswith(("(", "[", "{"), m.end()):
+        return False  # token = make_token(...), os.environ["X"], Token{...}
+    groups = m.re.groupindex
+    env_style = (
+        "op" in groups
+        and m.group("op") == "="
+        and not m.group("kq")
+        and re.fullmatch(r"[A-Z][A-Z0-9_]*", m.group("key")) is not None
+    )
+    return _plausible(value, literal=quoted, env_style=env_style, ends_with_cred=ends_with_cred)
 
 
 def _rule(
@@ -215,36 +509,100 @@ def _rule(
     return Rule(kind, re.compile(pattern, flags), validator, groups)
 
 
+def _prefixed(
+    kind: str, prefix: str, width: int, body: str, validator: Callable[[re.Match[str]], bool] = _random_body
+) -> Rule:
+    """A token: `prefix` (`width` characters) then a `body` run, with no token character on either side."""
+    return _rule(kind, _lead(prefix, width) + "(?P<body>" + body + ")" + _AFTER, validator)
+
+
+_VALUE_GROUPS = ("eq", "dq", "sq", "bare")
+
 # Order is precedence: a rule whose matches can contain another's comes first.
 RULES: tuple[Rule, ...] = (
     _rule("private-key", _PEM_HEAD + _PEM_BODY + f"(?:{_PEM_TAIL})?", _pem),
     _rule(
         "jwt",
-        r"(?<![A-Za-z0-9_.\]-])(?P<header>eyJ[A-Za-z0-9_-]{8,})\.[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*",
+        _lead("(?P<header>eyJ", 3, r"A-Za-z0-9_.\]-") + r"[A-Za-z0-9_-]{8,})\.[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*",
         _jwt,
     ),
     _rule(
         "slack-token",
-        r"https://hooks\.slack\.com/(?:services|workflows|triggers)/(?P<body>[A-Za-z0-9_/-]{16,})",
+        _lead("h", 1, r"A-Za-z0-9_.-") + r"(?:ttps?://hooks|ooks)\.slack(?:-gov)?\.com/(?:services|workflows|triggers)/"
+        r"(?P<body>[A-Za-z0-9_/-]{16,})",
         _random_body,
     ),
-    _rule("anthropic-api-key", _BEFORE + r"sk-ant-(?P<body>" + _RUN + "{20,})", _api_key),
-    _rule("openai-api-key", _BEFORE + r"sk-(?!ant-)(?P<body>" + _RUN + "{20,})", _api_key),
-    _rule("github-token", _BEFORE + r"github_pat_(?P<body>[A-Za-z0-9_]{36,251})" + _AFTER, _random_body),
-    _rule("github-token", _BEFORE + r"gh[pousr]_(?P<body>[A-Za-z0-9]{36,251})" + _AFTER, _random_body),
-    _rule("gitlab-token", _BEFORE + r"glpat-(?P<body>" + _RUN + "{20,})", _random_body),
-    _rule("slack-token", _BEFORE + r"xox[abeoprs]-(?P<body>[0-9]{1,20}-" + _SLACK_RUN + "{8,})", _random_body),
-    _rule("gcp-api-key", _B64_BEFORE + r"AIza(?P<body>[0-9A-Za-z_-]{35})" + _B64_AFTER, _random_body),
-    _rule("aws-access-key", _B64_BEFORE + r"(?:AKIA|ASIA)(?P<body>[A-Z0-9]{16})" + _B64_AFTER, _random_body),
+    _rule(
+        "discord-webhook",
+        r"discord(?:app)?\.com/api/webhooks/[0-9]{17,20}/(?P<body>[A-Za-z0-9_-]{60,68})" + _AFTER,
+        _random_body,
+    ),
+    _rule(
+        "azure-storage-key",
+        r"(?:AccountKey|SharedAccessKey)[ \t]*=[ \t]*(?P<body>[A-Za-z0-9+/]{20,256}={0,2})",
+        _random_body,
+        ("body",),
+    ),
+    _rule(
+        "azure-sas-token",
+        _lead("sig=", 4, r"A-Za-z0-9_%") + r"(?P<body>(?:[A-Za-z0-9+/]|%2[BbFf]){40,120}(?:=|%3[Dd]){0,2})",
+        _sas_signature,
+        ("body",),
+    ),
+    _rule("anthropic-api-key", _lead("sk-ant-", 7) + "(?P<body>" + _RUN + "{20,})", _api_key),
+    _rule("openai-api-key", _lead("sk-", 3) + "(?!ant-)(?P<body>" + _RUN + "{20,})", _api_key),
+    _prefixed("stripe-key", r"[sr]k_(?:live|test)_", 8, "[A-Za-z0-9]{20,}"),
+    _prefixed("stripe-webhook-secret", "whsec_", 6, "[A-Za-z0-9+/]{24,}={0,2}"),
+    _prefixed("github-token", "github_pat_", 11, "[A-Za-z0-9_]{36,251}"),
+    _prefixed("github-token", "gh[pousr]_", 4, "[A-Za-z0-9]{36,251}"),
+    _rule("gitlab-token", _lead("glpat-", 6) + "(?P<body>" + _RUN + "{20,})", _random_body),
+    _rule(
+        "slack-token",
+        _lead("xox", 3) + r"(?:e\.xox)?[abcdeoprs]-(?P<body>[0-9]{1,20}-" + _SLACK_RUN + "{8,})",
+        _random_body,
+    ),
+    _rule("slack-token", _lead("xox", 3) + r"(?:e\.xox)?[abcdeoprs]-(?P<body>" + _SLACK_RUN + "{20,})", _api_key),
+    _rule("slack-token", _lead("xapp-", 5) + "(?P<body>[0-9]{1,3}-" + _SLACK_RUN + "{16,})", _random_body),
+    _rule("google-oauth-token", _lead(r"ya29\.", 5, r"A-Za-z0-9_.\]-") + "(?P<body>" + _RUN + "{20,})", _random_body),
+    _rule("google-client-secret", _lead("GOCSPX-", 7) + "(?P<body>" + _RUN + "{20,})", _random_body),
+    _rule("gcp-api-key", _lead("AIza", 4, _B64_CHARS) + "(?P<body>[0-9A-Za-z_-]{35})" + _B64_AFTER, _random_body),
+    _rule(
+        "aws-access-key", _lead("(?:AKIA|ASIA)", 4, _B64_CHARS) + "(?P<body>[A-Z0-9]{16})" + _B64_AFTER, _random_body
+    ),
+    _prefixed("npm-token", "npm_", 4, "[A-Za-z0-9]{36,}"),
+    _prefixed("pypi-token", "pypi-", 5, "AgE" + _RUN + "{50,}"),
+    _prefixed("huggingface-token", "hf_", 3, "[A-Za-z0-9]{34,}", _mixed_case),
+    _rule(
+        "sendgrid-key",
+        _lead(r"SG\.", 3, r"A-Za-z0-9_.\]-") + r"[A-Za-z0-9_-]{16,32}\.(?P<body>[A-Za-z0-9_-]{30,64})" + _AFTER,
+        _random_body,
+    ),
+    _prefixed("digitalocean-token", "do[opr]_v1_", 7, "[a-f0-9]{64}"),
+    _prefixed("shopify-token", "shp(?:at|ca|pa|ss)_", 6, "[a-fA-F0-9]{32}"),
+    _rule(
+        "telegram-bot-token",
+        # the first digit, then: after "/bot" (an API URL) or after no token character
+        r"(?P<tok>[0-9](?:(?<=/bot[0-9])|(?<![A-Za-z0-9_:][0-9]))[0-9]{7,9}:(?P<body>AA[A-Za-z0-9_-]{33}))"
+        r"(?![A-Za-z0-9_-])",
+        _random_body,
+        ("tok",),
+    ),
     _rule("url-credentials", _URL_CREDS, _url_password, ("pw",)),
-    _rule("assignment", _ASSIGN, _assignment, ("dq", "sq", "bare"), re.IGNORECASE),
+    _rule("netrc-password", _NETRC, _netrc_password, ("pw",)),
+    _rule("assignment", _ASSIGN, _assignment, _VALUE_GROUPS, re.IGNORECASE),
+    _rule("assignment", _FLAG, _assignment, ("dq", "sq", "bare"), re.IGNORECASE),
+    _rule("assignment", _XML, _assignment, ("xml",)),
+    _rule("assignment", _USER_FLAG, _user_flag, ("pw",)),
 )
 
 
 def _span(m: re.Match[str], groups: tuple[str, ...]) -> tuple[int, int]:
     for name in groups:
         if m.group(name) is not None:
-            return m.span(name)
+            start, end = m.span(name)
+            if name == "bare":  # a sentence may end right after an unquoted value
+                end = start + len(m.group(name).rstrip(_TRAILING))
+            return start, end
     return m.span()
 
 
@@ -309,9 +667,9 @@ def _to_original(spans: list[_Span], pos: int, is_end: bool) -> int:
 def _settle(text: str, spans: list[_Span]) -> list[_Span]:
     """Rescan the redacted text until it is clean.
 
-    A value rejected only because of the secret beside it (say a password
-    whose tail ran into a key's "-----") is a finding once that secret is a
-    marker; reporting it here means redact() leaves nothing to find.
+    A value rejected only because of the secret beside it is a finding once
+    that secret is a marker; reporting it here means redact() leaves
+    nothing to find.
     """
     for _ in range(8):
         extra = _spans(_apply(text, [(s, e, k) for s, e, _r, k in spans])) if spans else []

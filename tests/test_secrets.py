@@ -11,7 +11,9 @@ import base64
 import json
 import random
 import string
+import time
 from itertools import pairwise
+from urllib.parse import quote
 
 import pytest
 from hypothesis import given, settings
@@ -66,6 +68,71 @@ def sk(seed: int, middle: str = "", n: int = 48, alphabet: str = ALNUM) -> str:
 
 def value(seed: int, n: int = 20) -> str:
     return rnd(ALNUM + "!@#%^*+=", n, seed)
+
+
+def b64_bytes(n: int, seed: int) -> str:
+    return base64.b64encode(random.Random(seed).randbytes(n)).decode()
+
+
+def stripe(kind: str, seed: int, n: int = 24) -> str:
+    return kind + "_" + rnd(ALNUM, n, seed)  # kind: "sk_live", "rk_test", ...
+
+
+def webhook_secret(seed: int) -> str:
+    return "wh" + "sec_" + rnd(ALNUM, 32, seed)
+
+
+def npm(seed: int) -> str:
+    return "np" + "m_" + rnd(ALNUM, 36, seed)
+
+
+def pypi(seed: int) -> str:
+    return "py" + "pi-AgEIcHlwaS5vcmc" + rnd(B64URL, 120, seed)
+
+
+def hf(seed: int) -> str:
+    return "h" + "f_" + rnd(string.ascii_letters, 34, seed)
+
+
+def sendgrid(seed: int) -> str:
+    return "S" + "G." + rnd(B64URL, 22, seed) + "." + rnd(B64URL, 43, seed + 1)
+
+
+def xapp(seed: int) -> str:
+    return f"xa{'pp'}-1-A{rnd(UPPER_DIGITS, 10, seed)}-{rnd(string.digits, 13, seed + 1)}-{rnd(HEX, 64, seed + 2)}"
+
+
+def ya29(seed: int) -> str:
+    return "ya" + "29." + rnd(B64URL, 150, seed)
+
+
+def gocspx(seed: int) -> str:
+    return "GOC" + "SPX-" + rnd(B64URL, 28, seed)
+
+
+def do_token(kind: str, seed: int) -> str:
+    return kind + "_v1_" + rnd(HEX, 64, seed)  # kind: "dop", "doo", "dor"
+
+
+def shopify(kind: str, seed: int) -> str:
+    return kind + "_" + rnd(HEX, 32, seed)  # kind: "shpat", "shpca", "shppa", "shpss"
+
+
+def azure_key(seed: int) -> str:
+    return b64_bytes(64, seed)
+
+
+def sas_sig(seed: int, encoded: bool = True) -> str:
+    sig = b64_bytes(32, seed)
+    return quote(sig, safe="") if encoded else sig
+
+
+def discord_webhook(seed: int) -> str:
+    return "https://discord.com/api/" + "webhooks/" + rnd(string.digits, 18, seed) + "/" + rnd(B64URL, 68, seed + 1)
+
+
+def telegram(seed: int) -> str:
+    return rnd(string.digits, 10, seed) + ":AA" + rnd(B64URL, 33, seed + 1)
 
 
 PASSWORD = "pass" + "word"
@@ -152,6 +219,116 @@ CASES: list[tuple[str, str, str, int]] = [
         rnd(ALNUM, 12, 73),
         2,
     ),
+    # ---- Stripe: secret (sk_) and restricted (rk_) keys, live and test; webhook signing secrets
+    ("stripe-key", f"STRIPE_SECRET_KEY={stripe('sk_live', 400)}", stripe("sk_live", 400), 1),
+    ("stripe-key", f'stripe.api_key = "{stripe("rk_live", 401, 99)}"', stripe("rk_live", 401, 99), 1),
+    ("stripe-key", f'{{\n  "key": "{stripe("sk_test", 402)}"\n}}', stripe("sk_test", 402), 2),
+    ("stripe-key", f"curl https://api.stripe.com/v1/charges -u {stripe('rk_test', 403)}:", stripe("rk_test", 403), 1),
+    ("stripe-webhook-secret", f"endpoint_secret: {webhook_secret(404)}", webhook_secret(404), 1),
+    ("stripe-webhook-secret", f'\n{{"signing": "{webhook_secret(405)}"}}', webhook_secret(405), 2),
+    # ---- package registries
+    ("npm-token", f"//registry.npmjs.org/:_authToken={npm(406)}", npm(406), 1),
+    ("npm-token", f'NPM_TOKEN="{npm(407)}"\n', npm(407), 1),
+    ("npm-token", f"publish with ({npm(408)}).", npm(408), 1),
+    ("pypi-token", f"[pypi]\nusername = __token__\n{PASSWORD} = {pypi(409)}\n", pypi(409), 3),
+    ("pypi-token", f"TWINE_{PASSWORD.upper()}='{pypi(410)}'", pypi(410), 1),
+    ("huggingface-token", f"HF_TOKEN={hf(411)}", hf(411), 1),
+    ("huggingface-token", f"huggingface-cli login --token {hf(412)}", hf(412), 1),
+    ("huggingface-token", f'tokens = ["{hf(413)}",]', hf(413), 1),
+    ("sendgrid-key", f"SENDGRID_API_KEY='{sendgrid(414)}'", sendgrid(414), 1),
+    ("sendgrid-key", f"\n-H 'Authorization: Bearer {sendgrid(416)}'", sendgrid(416), 2),
+    # ---- Slack: app-level tokens, every xox form, webhooks with or without a scheme
+    ("slack-token", f"SLACK_APP_TOKEN={xapp(418)}", xapp(418), 1),
+    ("slack-token", f"refresh: xoxe.xoxp-1-{rnd(ALNUM, 40, 421)}", f"xoxe.xoxp-1-{rnd(ALNUM, 40, 421)}", 1),
+    ("slack-token", f"xoxe-1-{rnd(ALNUM, 40, 422)}", f"xoxe-1-{rnd(ALNUM, 40, 422)}", 1),
+    (
+        "slack-token",
+        f"legacy xoxo-{rnd('0123456789', 10, 423)}-{rnd(ALNUM, 24, 424)}",
+        f"xoxo-{rnd('0123456789', 10, 423)}-{rnd(ALNUM, 24, 424)}",
+        1,
+    ),
+    ("slack-token", f'"xoxb-{rnd(ALNUM, 40, 425)}"', f"xoxb-{rnd(ALNUM, 40, 425)}", 1),
+    (
+        "slack-token",
+        f"xoxc-{rnd('0123456789', 12, 426)}-{rnd(ALNUM, 30, 427)}",
+        f"xoxc-{rnd('0123456789', 12, 426)}-{rnd(ALNUM, 30, 427)}",
+        1,
+    ),
+    (
+        "slack-token",
+        f"url: {slack_webhook(428).removeprefix('https://')}",
+        slack_webhook(428).removeprefix("https://"),
+        1,
+    ),
+    (
+        "slack-token",
+        f"notify: curl -X POST -H 'Content-type: application/json' --data '{{\"text\":\"done\"}}' {slack_webhook(429)}",
+        slack_webhook(429),
+        1,
+    ),
+    ("slack-token", f'{{"webhook_url": "{slack_webhook(430)}"}}', slack_webhook(430), 1),
+    # ---- Google OAuth
+    ("google-oauth-token", f"Authorization: Bearer {ya29(431)}", ya29(431), 1),
+    ("google-oauth-token", f'{{\n"access_token": "{ya29(432)}",\n"expires_in": 3599}}', ya29(432), 2),
+    (
+        "google-client-secret",
+        f'{{"installed": {{"client_id": "x", "client_secret": "{gocspx(433)}"}}}}',
+        gocspx(433),
+        1,
+    ),
+    ("google-client-secret", f"GOOGLE_CLIENT_SECRET={gocspx(434)}", gocspx(434), 1),
+    # ---- Azure
+    (
+        "azure-storage-key",
+        "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey="
+        + azure_key(435)
+        + ";EndpointSuffix=core.windows.net",
+        azure_key(435),
+        1,
+    ),
+    (
+        "azure-storage-key",
+        "\nEndpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey="
+        + b64_bytes(32, 436),
+        b64_bytes(32, 436),
+        2,
+    ),
+    (
+        "azure-sas-token",
+        f"https://acct.blob.core.windows.net/c/b.txt?sv=2022-11-02&ss=b&srt=o&sp=r&se=2030-01-01T00:00:00Z&sig={sas_sig(437)}",
+        sas_sig(437),
+        1,
+    ),
+    (
+        "azure-sas-token",
+        f"BlobEndpoint=https://a.blob.core.windows.net/;SharedAccessSignature=sv=2022-11-02"
+        f"&sig={sas_sig(438, False)}&se=x",
+        sas_sig(438, False),
+        1,
+    ),
+    # ---- DigitalOcean and Shopify
+    ("digitalocean-token", f"DIGITALOCEAN_TOKEN={do_token('dop', 439)}", do_token("dop", 439), 1),
+    ("digitalocean-token", f"oauth: {do_token('doo', 440)}\n", do_token("doo", 440), 1),
+    ("digitalocean-token", f'\n{{"refresh": "{do_token("dor", 441)}"}}', do_token("dor", 441), 2),
+    ("shopify-token", f"X-Shopify-Access-Token: {shopify('shpat', 442)}", shopify("shpat", 442), 1),
+    ("shopify-token", f"'{shopify('shpca', 443)}'", shopify("shpca", 443), 1),
+    ("shopify-token", f"app: {shopify('shppa', 444)};", shopify("shppa", 444), 1),
+    ("shopify-token", f"SHOPIFY_SECRET={shopify('shpss', 445)}", shopify("shpss", 445), 1),
+    # ---- chat webhooks and bots often found in notify commands
+    ("discord-webhook", f"curl -d '{{}}' {discord_webhook(446)}", discord_webhook(446)[len("https://") :], 1),
+    ("telegram-bot-token", f"curl https://api.telegram.org/bot{telegram(447)}/sendMessage", telegram(447), 1),
+    ("telegram-bot-token", f"TELEGRAM_BOT_TOKEN={telegram(448)}", telegram(448), 1),
+    # ---- .netrc: one line, across lines, default entries
+    ("netrc-password", f"machine api.example.com login me {PASSWORD} {rnd(ALNUM, 12, 449)}", rnd(ALNUM, 12, 449), 1),
+    (
+        "netrc-password",
+        f"machine git.example.com\n  login me\n  {PASSWORD} {rnd(ALNUM, 12, 450)}\n",
+        rnd(ALNUM, 12, 450),
+        3,
+    ),
+    ("netrc-password", f"machine h {PASSWORD} {rnd(ALNUM, 10, 451)} login me", rnd(ALNUM, 10, 451), 1),
+    ("netrc-password", f"default login anonymous {PASSWORD} {rnd(ALNUM, 10, 452)}", rnd(ALNUM, 10, 452), 1),
+    ("netrc-password", f"machine h login u account a port 21 {PASSWORD} {rnd(ALNUM, 10, 453)}", rnd(ALNUM, 10, 453), 1),
 ]
 
 
@@ -223,14 +400,23 @@ def test_overlap_merges_into_the_more_specific_kind() -> None:
     assert out == "token=[REDACTED:github-token]"
 
 
-def test_value_rejected_only_because_of_its_neighbour_is_still_found() -> None:
-    # The whole value looks like filler ("00000" inside the AWS key); once the
-    # key is a marker, the rest is a high-entropy password: scan reports both.
+def test_value_next_to_a_secret_merges_into_the_specific_kind() -> None:
+    # The assigned value runs into an AWS key: one finding, named by the more specific kind.
     key = "AKIA" + "A00000" + rnd(UPPER_DIGITS, 10, 114)
     text = f"token=Ab1!Cd2@Ef3#.{key} rest"
     out, found = redact(text)
-    assert [(f.kind, f.start, f.end) for f in found] == [("assignment", 6, 19), ("aws-access-key", 19, 39)]
-    assert out == "token=[REDACTED:assignment][REDACTED:aws-access-key] rest"
+    assert [(f.kind, f.start, f.end) for f in found] == [("aws-access-key", 6, 39)]
+    assert out == "token=[REDACTED:aws-access-key] rest"
+
+
+def test_value_rejected_only_because_of_its_neighbour_is_still_found() -> None:
+    # "-u" right after the key's closing dashes is not a flag; once the key is
+    # a marker it is, and scan reports the password it carries too.
+    block, pw = pem("RSA PRIVATE", 115), rnd(ALNUM, 14, 114)
+    text = f"{block}-u deploy:{pw}"
+    out, found = redact(text)
+    assert [(f.kind, text[f.start : f.end]) for f in found] == [("private-key", block), ("assignment", pw)]
+    assert out == "[REDACTED:private-key]-u deploy:[REDACTED:assignment]"
 
 
 def test_key_cannot_swallow_adjacent_private_key_dashes() -> None:
@@ -292,6 +478,38 @@ FALSE_POSITIVES = [
     "eyJhbGciOiJIUzI1NiJ9 is just a header",
     f"eyJ{rnd(ALNUM, 20, 209)}.{rnd(ALNUM, 20, 210)}.{rnd(ALNUM, 20, 211)}",  # header is not JSON
     "",
+    # new kinds: publishable keys, near misses and filler
+    "pk_live_" + rnd(ALNUM, 24, 212),  # Stripe publishable keys are meant to be public
+    "pk_test_" + rnd(ALNUM, 24, 213),
+    "sk_live_" + "x" * 24,
+    "whsec_" + "X" * 32,
+    "from huggingface_hub import hf_hub_download; hf_transfer enabled",
+    "hf_" + "abcdefghijklmnopqrstuvwxyzabcdefghij",  # one case: an identifier, not a token
+    "npm_config_registry=https://registry.npmjs.org/ npm_package_version=1.2.3",
+    "npm_" + "0" * 36,
+    "pypi-AgEIcHlwaS5vcmc...",
+    "SG.foo.bar and SG.xxxxxxxxxxxxxxxxxxxxxx.yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy",
+    "dop_v1_" + "0" * 64,
+    "shpat_" + "0" * 32,
+    "shpat_123 is too short",
+    "ya29.xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+    "client_secret: GOCSPX-<your-secret>",
+    "AccountKey=<storage-account-key>;EndpointSuffix=core.windows.net",
+    "AccountKey=" + "A" * 86 + "==",
+    "https://x.blob.core.windows.net/c?sig=abc&sv=2022-11-02",
+    "https://x.example/p?sig=" + rnd(ALNUM, 60, 214),  # not a 32-byte signature
+    "xapp-1-XXXXXXXXXXX-0000000000000-xxxxxxxx",
+    "https://hooks." + "slack.com/services/XXX/YYY/ZZZ",
+    "https://discord.com/api/" + "webhooks/" + "0" * 18 + "/" + "x" * 68,
+    "machine learning password is weak",
+    "by default password authentication is off",
+    f"machine api.example.com login me {PASSWORD} $NETRC_PASSWORD",
+    f"machine h login u {PASSWORD} <secret>",
+    "docker run -u 1000:1000 image; docker exec -u www-data:www-data c; git push -u origin main",
+    "AWS_ACCESS_KEY_ID=AKIA"
+    + "IOSFODNN7"
+    + "EXAMPLE\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/"
+    + "bPxRfiCYEXAMPLEKEY",
 ]
 
 
@@ -315,6 +533,10 @@ FRAGMENTS = [
     *"AKIA sk- sk-ant- ghp_ eyJ glpat- xoxb-1- ----- ---- password token token] secret api_key = [ ] ( . - _".split(),
     *"@ u: https:// 0123456789 [REDACTED: [REDACTED:jwt] [REDACTED:github-token] [REDACTED:url-credentials]".split(),
     *(": ", '"', "'", "\n", "\\n", " ", "Bearer "),
+    *(stripe("sk_live", 315), npm(316), pypi(317), hf(318), sendgrid(319), xapp(320), ya29(321), gocspx(322)),
+    *(do_token("dop", 323), shopify("shpat", 324), discord_webhook(325), telegram(326), sas_sig(327)),
+    *("AccountKey=" + azure_key(328), "&sig=", "machine h ", "default login u ", f"{PASSWORD} ", "-u u:", "--token "),
+    *("<password>", "</password>", "DB_PASSWORD=", "changeme", "${X}", "<x>", "xxxx", rnd(HEX, 32, 329)),
 ]
 texts = st.lists(st.one_of(st.text(max_size=30), st.sampled_from(FRAGMENTS)), max_size=14).map("".join)
 
@@ -349,20 +571,55 @@ ADVERSARIAL = [
     "xoxb-1-" * 9000,
     "=" * 65536,
     "\n" * 65536,
+    "a=a" * 21000,
+    "a-b" * 21000,
+    "token:" * 10000,
+    "token_url=" * 6500,
+    "AccountKey=" * 6000,
+    "&sig=" + "A" * 65000,
+    "sig=" * 16000,
+    "machine x " * 6500,
+    "machine x password " * 3400,
+    "default login " * 5000,
+    "--password " * 6000,
+    "<password>" * 6000,
+    "<password>a</passwor" * 3000,
+    '\\"token\\": \\"' * 5000,
+    "npm_" + "A" * 65000 + "_",
+    "hf_" + "aA" * 32000 + "-",
+    "SG." + "a" * 64000,
+    "SG.aaaaaaaaaaaaaaaaaaaa." * 2800,
+    "xoxb-" + "a" * 65000,
+    "ya29." * 13000,
+    "123456789:" * 6500,
+    "bot123456789:AA" * 4000,
+    ("x" * 60 + "token=") * 990,
+    "a." * 32000,
+    "-u " * 20000,
+    "-u a:" * 13000,
+    'password="' + "a" * 65000,
+    "secret='" + "\\" * 65000,
+    "password: <" + "a1" * 32000 + ">",
+    "token=" + "${" * 32000,
+    "api_key=" + "Ab1." * 16000,
 ]
 
 
 @pytest.mark.parametrize("text", ADVERSARIAL, ids=range(len(ADVERSARIAL)))
 def test_adversarial_inputs_complete(text: str) -> None:
+    # A generous bound: linear patterns take well under a second on 64 KiB;
+    # catastrophic backtracking would take minutes.
+    started = time.perf_counter()
     out, found = redact(text)
     assert scan(out) == []
     assert isinstance(found, list)
+    assert time.perf_counter() - started < 30
 
 
 def test_an_unquoted_value_keeps_an_ampersand_unless_a_new_key_follows() -> None:
     """`&` inside a bare password is part of it; `&next=` in a query string starts the next parameter."""
     value = "q8Zr!x2Lp" + "&" + "9vKm3TzW"
     text = f"DB_PASSWORD={value}"
-    assert [(f.kind, text[f.start:f.end]) for f in scan(text)] == [("assignment", value)]
+    assert [(f.kind, text[f.start : f.end]) for f in scan(text)] == [("assignment", value)]
     url = "https://x.io/cb?token=" + "Zq8rX2Lp9vKm3TzWq" + "&next=/home"
-    assert [url[f.start:f.end] for f in scan(url)] == ["Zq8rX2Lp9vKm3TzWq"]
+    assert [url[f.start : f.end] for f in scan(url)] == ["Zq8rX2Lp9vKm3TzWq"]

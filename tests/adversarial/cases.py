@@ -392,6 +392,28 @@ SECRETS: dict[str, tuple[str, str, str, int]] = {
     "aws-access-key": ("one\ntwo\nid ", "AK" + "IA" + _rnd(_UPPER, 16, 11), "", 3),
     "url-credentials": ("db at postgres://app:", _rnd(_ALNUM, 16, 12), "@db:5432/app", 1),
     "assignment": ("config:\nDB_PASS" + "WORD=", _rnd(_ALNUM + "!@#%^*+", 20, 13), "\n", 2),
+    "stripe-key": ("STRIPE_SECRET_KEY=", "sk" + "_live_" + _rnd(_ALNUM, 24, 30), "", 1),
+    "stripe-webhook-secret": ("endpoint secret: ", "wh" + "sec_" + _rnd(_ALNUM, 32, 31), "\n", 1),
+    "npm-token": ("//registry.npmjs.org/:_authToken=", "np" + "m_" + _rnd(_ALNUM, 36, 32), "", 1),
+    "pypi-token": ("[pypi]\nusername = __token__\npassword = ", "py" + "pi-AgEIcHlwaS5vcmc" + _rnd(_B64URL, 120, 33),
+                   "\n", 3),
+    "huggingface-token": ("HF_TOKEN=", "h" + "f_" + _rnd(string.ascii_letters, 34, 34), "", 1),
+    "sendgrid-key": ("SENDGRID_API_KEY='", "S" + "G." + _rnd(_B64URL, 22, 35) + "." + _rnd(_B64URL, 43, 36), "'", 1),
+    "google-oauth-token": ("Authorization: Bearer ", "ya" + "29." + _rnd(_B64URL, 150, 37), "", 1),
+    "google-client-secret": ('{"installed": {"client_secret": "', "GOC" + "SPX-" + _rnd(_B64URL, 28, 38), '"}}', 1),
+    "azure-storage-key": ("DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=",
+                          base64.b64encode(random.Random(39).randbytes(64)).decode(),
+                          ";EndpointSuffix=core.windows.net", 1),
+    "azure-sas-token": ("https://acct.blob.core.windows.net/c/b.txt?sv=2022-11-02&sp=r&se=2030-01-01&sig=",
+                        base64.b64encode(random.Random(40).randbytes(32)).decode()
+                        .replace("+", "%2B").replace("/", "%2F").replace("=", "%3D"), "", 1),
+    "digitalocean-token": ("DIGITALOCEAN_TOKEN=", "do" + "p_v1_" + _rnd("0123456789abcdef", 64, 41), "", 1),
+    "shopify-token": ("X-Shopify-Access-Token: ", "shp" + "at_" + _rnd("0123456789abcdef", 32, 42), "", 1),
+    "discord-webhook": ("notify: curl -d '{}' https://", "discord.com/api/" + "webhooks/" + _rnd(_DIGITS, 18, 43)
+                        + "/" + _rnd(_B64URL, 68, 44), "", 1),
+    "telegram-bot-token": ("curl https://api.telegram.org/bot", _rnd(_DIGITS, 10, 45) + ":AA" + _rnd(_B64URL, 33, 46),
+                           "/sendMessage", 1),
+    "netrc-password": ("machine api.example.com\n  login deploy\n  password ", _rnd(_ALNUM, 12, 47), "\n", 3),
 }
 
 
@@ -407,6 +429,20 @@ MORE_SECRETS: dict[str, tuple[str, str, int]] = {
     "json-escaped-private-key": ('{"key": "' + _BEGIN + ' PRIVATE KEY-----\\n' + _rnd(_B64, 64, 27) + '\\n'
                                  + _END + ' PRIVATE KEY-----"}', "private-key", 1),
     "bearer-header": ("curl -H 'Authorization: Bearer " + _rnd(_ALNUM, 32, 28) + "'", "assignment", 1),
+    "stripe-restricted-key": ("key: rk" + "_live_" + _rnd(_ALNUM, 99, 50), "stripe-key", 1),
+    "stripe-test-key": ('{"stripe": "sk' + "_test_" + _rnd(_ALNUM, 24, 51) + '"}', "stripe-key", 1),
+    "slack-app-token": ("SLACK_APP_TOKEN=xa" + "pp-1-A" + _rnd(_UPPER, 10, 52) + "-" + _rnd(_DIGITS, 13, 53) + "-"
+                        + _rnd("0123456789abcdef", 64, 54), "slack-token", 1),
+    "slack-webhook-in-notify-command": ("notify: curl -X POST --data '{\"text\":\"hi\"}' https://hooks."
+                                        + "slack.com/services/T" + _rnd(_UPPER, 8, 55) + "/B" + _rnd(_UPPER, 10, 56)
+                                        + "/" + _rnd(_ALNUM, 24, 57), "slack-token", 1),
+    "netrc-one-line": ("\nmachine h login me password " + _rnd(_ALNUM, 10, 58), "netrc-password", 2),
+    "short-password-env": ("DB_PASS" + "WORD=Tr0ub4dor&3x", "assignment", 1),
+    "uuid-token-yaml": ("auth:\n  token: " + str(uuid.UUID(int=random.Random(59).getrandbits(128), version=4)),
+                        "assignment", 2),
+    "hex-secret-json": ('{"client_secret": "' + _rnd("0123456789abcdef", 32, 60) + '"}', "assignment", 1),
+    "password-flag": ("deploy --pass" + "word x9Lq2mZt", "assignment", 1),
+    "low-entropy-prefixed-token": ("GITHUB_TOKEN=gh" + "p_" + "ab" * 18, "assignment", 1),
 }
 
 
