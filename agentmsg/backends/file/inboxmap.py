@@ -117,8 +117,12 @@ class InboxMap:
         """
         inbox = Journal(layout.inbox(self.base, self.alias))
         for pos, rec, end in inbox.entries(self.ie):
-            if rec.get("seq") != len(self.status) + 1:
-                continue  # not the next message: never re-fold or skip one
+            seq = rec.get("seq")
+            if type(seq) is not int or seq <= len(self.status):
+                continue  # already folded: never count a message twice
+            while len(self.status) < seq - 1:  # a damaged line holds the seqs between: hide nothing after it
+                self.status.append(0)
+                self.new_offsets.append(0)
             self.status.append(status_byte(rec))
             self.new_offsets.append(pos)
             self.ie, self.il, self.is_ = end, pos, rec["sum"]
