@@ -43,7 +43,7 @@ import os
 import sys
 import time
 
-from . import TOOL, __version__, boundary, delivery, fsio, mailbox, records
+from . import TOOL, __version__, boundary, delivery, fsio, hostcmd, mailbox, records
 from .journal import Journal
 from .paths import resolve_root_str
 
@@ -151,6 +151,7 @@ class Hook:
             self.lock_timeout = LOCK_TIMEOUT
         self.cap = boundary.cap_from_env(env)
         self.unit = "bytes" if host == "codex" else "utf16"  # how each host counts (docs/HOSTS-NOTES.md)
+        self.cli = boundary.CLI = hostcmd.cli_command(host, env)  # every command the text names runs as shown
 
     # ---- plumbing ------------------------------------------------------------
 
@@ -181,12 +182,21 @@ class Hook:
             raise HookError(f"invalid session_id {str(session)[:40]!r}")
         self.pin = f"{HOSTS[self.host]}:{session}"
         if self.root is None or not os.path.isdir(self.root):
-            return b"", _nothing  # no state root: this machine never used agentmsg
+            return self.unbound(event), _nothing  # no state root: this machine never used agentmsg
         binds = mailbox.bindings(self.root, self.pin, self._registry)
         if not binds:
-            return b"", _nothing  # not joined: joining never happens implicitly
+            return self.unbound(event), _nothing  # not joined: joining never happens implicitly
         handler = {"SessionStart": self.session_start, "UserPromptSubmit": self.prompt, "Stop": self.stop}[event]
         return handler(data, binds)
+
+    def unbound(self, event: str) -> bytes:
+        """A session with no binding: nothing, except where the host cannot find the CLI by name
+        (Codex): there SessionStart states the command to use, so the skill's commands run as shown."""
+        if event != "SessionStart" or self.cli == "agentmsg":
+            return b""
+        return self.output(f"agentmsg (peer messaging; this session has not joined a collaboration): its CLI is "
+                           f"not on this shell's PATH; run it as {self.cli} wherever the agentmsg skill or a "
+                           f"message shows `agentmsg`, e.g. `{self.cli} status`.\n")
 
     def probe(self, root: str | None, source: str | None) -> bytes:
         """The answer to ``agentmsg doctor``: what this hook runs and where it would read and write."""
@@ -329,17 +339,20 @@ class Hook:
         requests = sum(1 for m in msgs if m["kind"] == "request")
         counts = f"{len(msgs)} ({requests} request{'s' * (requests != 1)}, {len(msgs) - requests} other)"
         opener = next((a for a, p in reg["participants"].items() if p.get("pin") == reg.get("opener")), "?")
+        own = reg.get("opener") == self.pin
         label, task = str(reg.get("label", ""))[:64], str(reg.get("task", ""))[:500]
         from . import flags  # SessionStart only: its patterns cost milliseconds to compile
 
+        cli = f" The agentmsg CLI here is {self.cli}." if self.cli != "agentmsg" else ""
         return (
             f"agentmsg: this session ({self.pin}) is participant {alias} in collaboration {collab}, "
-            f"opened by {boundary.one_line(opener)}. "
-            f"State root: {self.root}. Unacknowledged messages for {alias}: {counts}; they are quoted at "
+            + ("which this session opened. " if own else f"opened by {boundary.one_line(opener)}. ")
+            + f"State root: {self.root}. Unacknowledged messages for {alias}: {counts}; they are quoted at "
             f"the next prompt inside an untrusted peer-data boundary, and "
-            f"`{boundary.inbox_command(collab)}` lists them.\n"
+            f"`{boundary.inbox_command(collab)}` lists them.{cli}\n"
             + boundary.peer_fields((("label", label), ("task", task)), flags.detect(label + "\n" + task),
-                                   f"{opener}, the collaboration's opener")
+                                   f"this session ({alias}), when it opened the collaboration" if own
+                                   else f"{opener}, the collaboration's opener", peer=not own)
         )
 
     def _envelope_note(self, base: str, alias: str, reg: Mapping[str, Any]) -> str:
