@@ -178,6 +178,8 @@ class Hook:
         if event not in EVENTS:
             raise HookError(f"unsupported hook_event_name {str(event)[:40]!r}")
         self.event = event
+        if event == "SessionStart":
+            hostcmd.prepare_cli(self.env)  # the CLI's first call must not wait for pip (detached, fail-open)
         if not is_session(session):
             raise HookError(f"invalid session_id {str(session)[:40]!r}")
         self.pin = f"{HOSTS[self.host]}:{session}"

@@ -47,3 +47,26 @@ def cli_command(host: str, env: Mapping[str, str], package_dir: str | None = Non
         return "agentmsg"
     found = launcher(package_dir or os.path.dirname(os.path.abspath(__file__)))
     return sh_quote(found) if found else "agentmsg"
+
+
+def prepare_cli(env: Mapping[str, str], package_dir: str | None = None) -> bool:
+    """At SessionStart: if this machine has no launcher folder yet (``${XDG_DATA_HOME:-~/.local/share}/agentmsg``),
+    start ``bin/agentmsg --prepare-env`` detached, in the background, output discarded.  It builds the CLI's
+    private environment when python3 lacks the CLI's dependencies (about 15 s of pip), so the model's first
+    ``agentmsg`` command does not wait for it.  Never blocks and never fails the hook; True if started."""
+    if env.get("AGENTMSG_NO_PREPARE"):
+        return False
+    base = env.get("XDG_DATA_HOME") or os.path.join(env.get("HOME") or "/nonexistent", ".local", "share")
+    if os.path.exists(os.path.join(base, "agentmsg")):
+        return False
+    found = launcher(package_dir or os.path.dirname(os.path.abspath(__file__)))
+    if found is None:
+        return False
+    import subprocess
+
+    try:
+        subprocess.Popen(["/bin/sh", found, "--prepare-env"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True, env=dict(env))
+    except OSError:
+        return False
+    return True
