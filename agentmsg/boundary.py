@@ -69,8 +69,12 @@ def one_line(text: str) -> str:
 
 
 def quote(text: str) -> str:
-    """Peer text as quoted lines: each starts with ``│ ``."""
-    return "".join(f"{PREFIX}{line}\n" for line in escape(text).split("\n"))
+    """Peer text as quoted lines: each starts with ``│ ``.  The newline that ends a body's last line (a
+    heredoc's) ends that quoted line; it does not add an empty one."""
+    lines = escape(text).split("\n")
+    if len(lines) > 1 and lines[-1] == "":
+        lines.pop()
+    return "".join(f"{PREFIX}{line}\n" for line in lines)
 
 
 def cap_from_env(env: Mapping[str, str]) -> int:

@@ -93,7 +93,9 @@ def send(
     body_file: Annotated[Path | None, typer.Option(help="Read the body from a file.")] = None,
     id_: Annotated[str | None, typer.Option("--id", help="Message UUID (default: new). Same id + same "
                                                          "content is a no-op.")] = None,
-    reply_to: Annotated[str | None, typer.Option(help="PARTICIPANT/MESSAGE_ID this answers.")] = None,
+    reply_to: Annotated[str | None, typer.Option(
+        help="The message this answers: MESSAGE_ID, or ALIAS/MESSAGE_ID with ALIAS its sender or its recipient; "
+             "recorded as RECIPIENT/MESSAGE_ID.")] = None,
     redact: Annotated[bool, typer.Option(help="Replace detected secrets with [REDACTED:kind] and send.")] = False,
     collab: Collab = None,
     self_: Self = None,

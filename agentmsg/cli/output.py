@@ -80,7 +80,13 @@ def _open(p: Payload) -> None:
     print(f"collaboration: {p['collab']}")
     print(f"root: {p['root']}  (from {p['root_source']})")
     print(f"you: {p['alias']} = {p['pin']}")
-    print(f"share with peers: agentmsg join --collab {p['collab']} --self RUNTIME:SESSION --alias NAME")
+    print(f"share with peers: agentmsg join --collab {p['collab']} --alias NAME --root {_sh(p['root'])}")
+
+
+def _sh(value: str) -> str:
+    import shlex
+
+    return shlex.quote(value)
 
 
 def _join(p: Payload) -> None:
