@@ -460,13 +460,17 @@ def uninstall(host: str, env: Mapping[str, str], *, codex_home: str | os.PathLik
             else:
                 steps = [["plugin", "uninstall", pid], ["plugin", "marketplace", "remove", mkt]]
                 host_env = dict(env)
+            done = True
             for args in steps:
                 ok, detail = _host_cli(copy["host"], args, host_env)
                 line = f"{copy['host']} {' '.join(args)}"
                 (ran if ok else left).append(line if ok else f"{line}: not done ({detail}); run it yourself")
+                done = done and ok
             if copy["data"]:
                 _rmtree(Path(copy["data"]), removed)
             base = (home / ".claude" / "plugins") if copy["host"] == "claude" else (chome / "plugins")
+            if done:  # `claude plugin uninstall` leaves its cache copy of the plugin behind (2.1.328)
+                _rmtree(base / "cache" / mkt / "agentmsg", removed)
             _rmdir_empty(base / "cache" / mkt / "agentmsg", base / "cache" / mkt, base / "cache",
                          base / "data", base)
     remaining = [c for c in copies(home=home, codex_home=chome) if c["enabled"]]
