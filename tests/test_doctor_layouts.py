@@ -58,7 +58,7 @@ def _codex_plugin(tmp: Path) -> Path:
 
 
 def _doctor(tmp: Path, env: dict[str, str | None]) -> tuple[int, dict, str]:
-    code, doc, err = run_json("doctor", root=tmp / "state", env=env, timeout=300)
+    code, doc, _err = run_json("doctor", root=tmp / "state", env=env, timeout=300)
     human = run("doctor", root=tmp / "state", env=env, timeout=300).stdout
     return code, doc["result"], human
 
@@ -91,7 +91,8 @@ def test_fallback_only(tmp_path: Path) -> None:
 def test_pip_only(tmp_path: Path) -> None:
     bindir = tmp_path / "bin"
     bindir.mkdir()
-    (bindir / "agentmsg").write_text(f'#!/bin/sh\nPYTHONPATH="{REPO_ROOT}" exec "{sys.executable}" -m agentmsg.cli "$@"\n')
+    (bindir / "agentmsg").write_text(
+        f'#!/bin/sh\nPYTHONPATH="{REPO_ROOT}" exec "{sys.executable}" -m agentmsg.cli "$@"\n')
     (bindir / "agentmsg").chmod(0o755)
     code, res, human = _doctor(tmp_path, _env(tmp_path, bindir, _python_only(tmp_path)))
     assert code == 0 and res["verdict"] == "ok", res["errors"]
@@ -116,7 +117,7 @@ def test_both_is_an_error_that_names_each_copy(tmp_path: Path) -> None:
 def test_install_codex_refuses_a_second_copy_and_writes_nothing(tmp_path: Path) -> None:
     _codex_plugin(tmp_path)
     env = _env(tmp_path, _python_only(tmp_path))
-    code, doc, err = run_json("install", "codex", env=env)
+    code, _doc, err = run_json("install", "codex", env=env)
     assert code == 5 and "already installed as the Codex plugin agentmsg@agentmsg" in err
     assert not (tmp_path / "codex" / "hooks.json").exists()
     assert not (tmp_path / "home" / ".agents").exists()
