@@ -83,33 +83,78 @@ def _hook_commands(hooks_file: Path) -> list[str]:
 
 
 def entry_points(env: Mapping[str, str], plugin_root: Path | None, codex_home: Path) -> list[Probe]:
-    probes = []
+    """Each entry point, run the way its caller runs it (see :func:`report`)."""
+    return report(env, plugin_root, codex_home)["_probes"]
+
+
+def _launchers(found: list[dict[str, Any]], plugin_root: Path | None) -> list[Path]:
+    roots = [Path(c["root"]) for c in found if c["root"]]
+    if plugin_root is not None and (plugin_root / "bin" / "agentmsg").is_file():
+        roots.append(plugin_root)
+    return [r / "bin" / "agentmsg" for r in dict.fromkeys(roots) if (r / "bin" / "agentmsg").is_file()]
+
+
+def report(env: Mapping[str, str], plugin_root: Path | None, codex_home: Path) -> dict[str, Any]:
+    """One verdict: which copies exist, which ones each host runs, and what each entry point resolves.
+
+    Errors: a host that would run agentmsg's hooks more than once (two copies enabled), an enabled copy
+    whose hook does not answer, and entry points that disagree on version or state root.  Not errors:
+    no ``agentmsg`` on PATH when a plugin launcher is there (Codex never puts it on PATH), a disabled copy.
+    """
+    home = env.get("HOME")
+    found = installer.copies(home=home, codex_home=codex_home)
+    errors = installer.duplicates(found)
+    notes: list[str] = []
+    probes: list[Probe] = []
+    copies_out = []
+    for copy in found:
+        name = f"{copy['host']} {copy['kind']} {copy['id']}"
+        hook = None
+        if copy["root"] is None:
+            problem = f"{name}: the host lists it, but its files are missing"
+            (errors if copy["enabled"] else notes).append(problem)
+        else:
+            commands = [copy["command"]] if copy.get("command") else _hook_commands(Path(copy["hooks_file"]))
+            if commands:
+                hook = probe_hook(f"{name} hook", commands[0], dict(env, **copy["env"]))
+                probes.append(hook)
+                if not hook.ok:
+                    (errors if copy["enabled"] else notes).append(f"{hook.name} did not answer: {hook.error}")
+        if not copy["enabled"]:
+            notes.append(f"{name} is installed but not enabled: its hooks do not run")
+        copies_out.append({k: copy[k] for k in ("host", "kind", "id", "root", "enabled")}
+                          | {"runs_hooks": copy["enabled"], "hook": asdict(hook) if hook else None})
+    launchers = _launchers(found, plugin_root)
+    for launcher in launchers:
+        probe = probe_cli(f"launcher {launcher}", str(launcher), env)
+        probes.append(probe)
+        if not probe.ok:
+            errors.append(f"{probe.name} did not answer: {probe.error}")
     on_path = shutil.which("agentmsg", path=env.get("PATH"))
-    probes.append(probe_cli("PATH CLI", on_path, env) if on_path
-                  else Probe("PATH CLI", "agentmsg", False, error="not on PATH"))
-    if plugin_root is not None:
-        probes.append(probe_cli("plugin launcher", str(plugin_root / "bin" / "agentmsg"), env))
-        claude_env = dict(env, CLAUDE_PLUGIN_ROOT=str(plugin_root))
-        for cmd in _hook_commands(plugin_root / "hooks" / "hooks.json")[:1]:
-            probes.append(probe_hook("Claude hook (plugin)", cmd, claude_env))
-    copies = sorted(codex_home.glob("plugins/cache/*/agentmsg/*/hooks/codex-hooks.json"))
-    if not copies and plugin_root is not None:
-        copies = [plugin_root / "hooks" / "codex-hooks.json"]
-    for hooks_file in copies:
-        copy = hooks_file.parents[1]
-        codex_env = dict(env, PLUGIN_ROOT=str(copy), CLAUDE_PLUGIN_ROOT=str(copy))
-        for cmd in _hook_commands(hooks_file)[:1]:
-            probes.append(probe_hook(f"Codex hook (plugin at {copy})", cmd, codex_env))
-    for cmd in _hook_commands(codex_home / "hooks.json"):
-        if installer.HOOK_MARK in cmd:
-            probes.append(probe_hook("Codex hook (user hooks.json)", cmd, env))
-            break
-    return probes
+    if on_path:
+        probe = probe_cli("PATH CLI", on_path, env)
+        probes.append(probe)
+        if not probe.ok:
+            errors.append(f"PATH CLI {on_path} did not answer: {probe.error}")
+    elif launchers:
+        notes.append("no agentmsg on PATH: fine, the plugin launcher answers (Codex runs it by its absolute "
+                     "path, Claude Code puts the plugin's bin/ on the Bash tool's PATH)")
+    else:
+        notes.append("no agentmsg on PATH and no plugin launcher")
+    if not found:
+        notes.append("no host runs agentmsg's hooks (no plugin enabled, no `agentmsg install codex`)")
+    for host in ("claude", "codex"):
+        running = [c for c in found if c["host"] == host and c["enabled"]]
+        if host == "codex" and running:
+            notes.append("codex runs plugin and user hooks only once trusted (/hooks screen, or "
+                         "--dangerously-bypass-hook-trust for `codex exec`); trust is not visible from here")
+    answered = [p for p in probes if p.ok]
+    return {"copies": copies_out, "_probes": probes, "errors": errors, "notes": notes, "answered": answered}
 
 
 def disagreements(probes: list[Probe]) -> list[str]:
     ok = [p for p in probes if p.ok]
-    warnings = [f"{p.name} did not answer: {p.error}" for p in probes if not p.ok]
+    warnings = []
     for field, what in (("version", "versions"), ("root", "state roots")):
         values = {getattr(p, field) for p in ok}
         if len(values) > 1:
@@ -121,9 +166,11 @@ def disagreements(probes: list[Probe]) -> list[str]:
 def run(env: Mapping[str, str], root: str) -> dict[str, Any]:
     home = env.get("HOME")
     codex_home = Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else installer.default_codex_home(home)
-    probes = entry_points(env, installer.plugin_root(), codex_home)
+    found = report(env, installer.plugin_root(), codex_home)
     this = Probe("this process", "agentmsg doctor", True, TOOL, sys.executable, root,
                  str(Path(__file__).resolve().parent))
-    probes.insert(0, this)
-    return {"probes": [asdict(p) for p in probes], "warnings": disagreements(probes),
+    probes = [this, *found["_probes"]]
+    errors = [*found["errors"], *disagreements(probes)]
+    return {"verdict": "error" if errors else "ok", "errors": errors, "notes": found["notes"],
+            "copies": found["copies"], "probes": [asdict(p) for p in probes], "warnings": errors,
             "adapters": installer.detect(home=home, codex_home=codex_home)}

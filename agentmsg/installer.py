@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 from . import fsio
-from .errors import UsageError
 
 HOOK_MARK = "# agentmsg-managed-hook"
 SKILL_MARK = "<!-- agentmsg-managed: written by `agentmsg install codex`; `agentmsg uninstall codex` removes it -->"
@@ -34,9 +35,25 @@ EVENTS = {"SessionStart": 15, "UserPromptSubmit": 15, "Stop": 60}  # event -> ti
 
 
 def plugin_root() -> Path | None:
-    """The plugin checkout this package runs from, if it is one (it has ``hooks/run``)."""
-    root = Path(__file__).resolve().parents[1]
-    return root if (root / "hooks" / "run").is_file() and (root / "skills" / "agentmsg").is_dir() else None
+    """The plugin files this package runs with: its checkout (``hooks/run`` next to the package), else the
+    copy shipped inside an installed wheel (``agentmsg/_plugin/``), else None."""
+    here = Path(__file__).resolve().parent
+    for root in (here.parent, here / "_plugin"):
+        if (root / "hooks" / "run").is_file() and (root / "skills" / "agentmsg").is_dir():
+            return root
+    return None
+
+
+def cli_path() -> str | None:
+    """The absolute path of the ``agentmsg`` console script running now (a pip/pipx/uv install), if any."""
+    import shutil
+    import sys
+
+    argv0 = sys.argv[0] if sys.argv else ""
+    if os.path.basename(argv0) == "agentmsg" and os.path.isfile(argv0):
+        return os.path.abspath(argv0)
+    near = Path(sys.executable).parent / "agentmsg"
+    return str(near) if near.is_file() else shutil.which("agentmsg")
 
 
 def _home(home: str | os.PathLike[str] | None) -> Path:
@@ -47,23 +64,10 @@ def _quote(value: str) -> str:
     return "'" + value.replace("'", "'\"'\"'") + "'"
 
 
-def hook_command(root: Path) -> str:
-    return f"/bin/sh {_quote(str(root / 'hooks' / 'run'))} codex {HOOK_MARK}"
-
-
-def _read(path: Path) -> bytes:
-    """A host file's bytes; a FIFO, socket or device there is refused, never waited on (links are followed:
-    these are the user's own files, often kept in a dotfiles checkout)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise UsageError(f"{path} is not a regular file; move it away, then run this again")
-        chunks = []
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+def hook_command(root: Path, cli: str | None = None) -> str:
+    """The user-level hook command; ``cli`` (the CLI to name in hook text) when it is not ``root/bin/agentmsg``."""
+    prefix = f"AGENTMSG_CLI={_quote(cli)} " if cli else ""
+    return f"{prefix}/bin/sh {_quote(str(root / 'hooks' / 'run'))} codex {HOOK_MARK}"
 
 
 def _ours(hook: object) -> bool:
@@ -74,12 +78,14 @@ def _read_hooks(path: Path) -> dict[str, Any]:
     if not path.exists():
         return {"hooks": {}}
     try:
-        doc = json.loads(_read(path).decode("utf-8"))
-    except UsageError:
-        raise
+        doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
+        from .errors import UsageError
+
         raise UsageError(f"{path} is not valid JSON ({exc}); fix or move it, then run this again") from None
     if not isinstance(doc, dict) or not isinstance(doc.setdefault("hooks", {}), dict):
+        from .errors import UsageError
+
         raise UsageError(f"{path} does not hold a {{\"hooks\": {{...}}}} object; fix or move it first")
     return doc
 
@@ -113,20 +119,32 @@ def _write_json(path: Path, doc: dict[str, Any]) -> None:
 
 
 def install_codex(codex_home: str | os.PathLike[str], plugin_root: str | os.PathLike[str], *,
-                  home: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+                  home: str | os.PathLike[str] | None = None, cli: str | None = None) -> dict[str, Any]:
     """Write our user-level Codex hooks and the skill; running it again changes nothing.
+
+    Refused (``Conflict``) when agentmsg is already enabled as a Codex plugin:
+    both copies' hooks would run, so every message would be shown twice.  A
+    previous copy of our own user-level hooks is replaced, never duplicated.
+    ``cli``: the command hook text names (default: ``<plugin_root>/bin/agentmsg``).
 
     Returns ``{"hooks_file", "hooks": [events], "command", "skill_file",
     "skill": "written"|"unchanged"|"left alone (not ours)", "note"}``.
     """
+    from .errors import Conflict, UsageError
+
     root = Path(plugin_root).resolve()
     if not (root / "hooks" / "run").is_file() or not (root / "skills" / "agentmsg" / "SKILL.md").is_file():
         raise UsageError(f"{root} is not an agentmsg plugin checkout (hooks/run and skills/agentmsg/SKILL.md)")
+    plugins = [p["id"] for p in _codex_plugins(Path(codex_home) / "config.toml") if p["enabled"]]
+    if plugins:
+        raise Conflict(f"agentmsg is already installed as the Codex plugin {plugins[0]} "
+                       f"({Path(codex_home) / 'config.toml'}); a second copy would run every hook twice. "
+                       f"Keep the plugin (nothing to do), or remove it first: codex plugin remove {plugins[0]}")
     hooks_file = Path(codex_home) / "hooks.json"
     doc = _read_hooks(hooks_file)
     before = json.dumps(doc, sort_keys=True)
     _strip_ours(doc)
-    command = hook_command(root)
+    command = hook_command(root, cli)
     for event, timeout in EVENTS.items():
         groups = doc["hooks"].setdefault(event, [])
         groups.append({"hooks": [{"type": "command", "command": command, "timeout": timeout}]})
@@ -135,10 +153,9 @@ def install_codex(codex_home: str | os.PathLike[str], plugin_root: str | os.Path
     skill_file = _home(home) / ".agents" / "skills" / "agentmsg" / "SKILL.md"
     text = (root / "skills" / "agentmsg" / "SKILL.md").read_text(encoding="utf-8").rstrip("\n")
     text += f"\n\n{SKILL_MARK}\n"
-    have = _read(skill_file) if skill_file.exists() else None
-    if have is not None and SKILL_MARK.encode() not in have:
+    if skill_file.exists() and SKILL_MARK not in skill_file.read_text(encoding="utf-8", errors="replace"):
         skill = "left alone (not ours)"
-    elif have == text.encode():
+    elif skill_file.exists() and skill_file.read_text(encoding="utf-8") == text:
         skill = "unchanged"
     else:
         skill_file.parent.mkdir(parents=True, exist_ok=True)
@@ -169,12 +186,9 @@ def uninstall_codex(codex_home: str | os.PathLike[str], *,
     skill_file = _home(home) / ".agents" / "skills" / "agentmsg" / "SKILL.md"
     if not skill_file.exists():
         skill = "absent"
-    elif SKILL_MARK.encode() in _read(skill_file):
+    elif SKILL_MARK in skill_file.read_text(encoding="utf-8", errors="replace"):
         skill_file.unlink()
-        try:
-            skill_file.parent.rmdir()
-        except OSError:
-            pass  # the user keeps other files there
+        _rmdir_empty(skill_file.parent, skill_file.parent.parent, skill_file.parents[2])  # ours, or left empty
         skill = "removed"
     else:
         skill = "left alone (not ours)"
@@ -183,8 +197,8 @@ def uninstall_codex(codex_home: str | os.PathLike[str], *,
 
 def _load(path: Path) -> Any:
     try:
-        return json.loads(_read(path).decode("utf-8"))
-    except (OSError, ValueError, UsageError):
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
         return None
 
 
@@ -216,10 +230,7 @@ def detect(*, home: str | os.PathLike[str] | None = None,
     })
     codex_plugins = _codex_plugins(chome / "config.toml")
     skill_file = h / ".agents" / "skills" / "agentmsg" / "SKILL.md"
-    try:
-        skill_text = _read(skill_file).decode("utf-8", "replace") if skill_file.is_file() else ""
-    except (OSError, UsageError):
-        skill_text = ""
+    skill_text = skill_file.read_text(encoding="utf-8", errors="replace") if skill_file.is_file() else ""
     return {
         "claude": {
             "plugin": [{"id": k, "enabled": enabled.get(k) is True} for k in claude_ids],
@@ -246,9 +257,8 @@ def default_codex_home(home: str | os.PathLike[str] | None = None) -> Path:
 def _codex_plugins(config: Path) -> list[dict[str, Any]]:
     """``[plugins."agentmsg@m"]`` tables and their ``enabled`` flag, read line by line."""
     try:
-        # Bytes, decoded leniently: a Latin-1 comment elsewhere in the user's file must not hide our table.
-        lines = _read(config).decode("utf-8", "replace").splitlines()
-    except (OSError, UsageError):
+        lines = config.read_text(encoding="utf-8").splitlines()
+    except OSError:
         return []
     found: list[dict[str, Any]] = []
     current: dict[str, Any] | None = None
@@ -263,3 +273,222 @@ def _codex_plugins(config: Path) -> list[dict[str, Any]]:
         elif current is not None and line.replace(" ", "").lower() == "enabled=true":
             current["enabled"] = True
     return found
+
+
+def _rmdir_empty(*dirs: Path) -> None:
+    """Remove each directory that is empty, in order (children before parents); others stay."""
+    for d in dirs:
+        try:
+            d.rmdir()
+        except OSError:
+            pass  # not empty, or not there
+
+
+def _hook_root(command: str) -> Path | None:
+    """The plugin root a hook command runs (``.../hooks/run``), from its shell words."""
+    import shlex
+
+    try:
+        words = shlex.split(command, comments=True)
+    except ValueError:
+        return None
+    for word in words:
+        if word.endswith("/hooks/run"):
+            return Path(word).parents[1]
+    return None
+
+
+def _claude_root(home: Path, mkt: str, install_path: str | None) -> str | None:
+    """Where Claude Code runs the plugin from: a local-directory marketplace is run in place (its
+    ``CLAUDE_PLUGIN_ROOT`` is the clone itself); any other marketplace from its cache copy."""
+    known = _load(home / ".claude" / "plugins" / "known_marketplaces.json") or {}
+    entry = known.get(mkt) if isinstance(known, dict) else None
+    source = entry.get("source") if isinstance(entry, dict) else None
+    if isinstance(source, dict) and source.get("source") == "directory" and isinstance(source.get("path"), str):
+        base = Path(source["path"])
+        doc = _load(base / ".claude-plugin" / "marketplace.json") or {}
+        for plugin in doc.get("plugins", []) if isinstance(doc, dict) else []:
+            if isinstance(plugin, dict) and plugin.get("name") == "agentmsg" and isinstance(plugin.get("source"), str):
+                return os.path.normpath(base / plugin["source"])
+        return str(base)
+    return install_path
+
+
+def copies(*, home: str | os.PathLike[str] | None = None,
+           codex_home: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
+    """Every copy of agentmsg's hooks a host knows about, from the hosts' user-level files.
+
+    Each: ``{"host", "kind": "plugin"|"user hooks", "id", "root", "data", "enabled", "hooks_file", "env"}``:
+    ``root`` is the folder the host runs the hooks from, ``env`` the variables the host gives them.
+    A copy with ``enabled`` true runs on every event (Codex: once its hooks are trusted).
+    """
+    h = _home(home)
+    chome = Path(codex_home) if codex_home is not None else default_codex_home(h)
+    found: list[dict[str, Any]] = []
+    settings = _load(h / ".claude" / "settings.json") or {}
+    enabled = settings.get("enabledPlugins") if isinstance(settings, dict) else None
+    enabled = enabled if isinstance(enabled, dict) else {}
+    installed = _load(h / ".claude" / "plugins" / "installed_plugins.json") or {}
+    plugins = installed.get("plugins") if isinstance(installed, dict) else None
+    plugins = plugins if isinstance(plugins, dict) else {}
+    for pid in sorted({str(k) for k in [*enabled, *plugins] if str(k).startswith("agentmsg@")}):
+        mkt = pid.split("@", 1)[1]
+        entries = plugins.get(pid)
+        path = next((e.get("installPath") for e in entries if isinstance(e, dict)), None) \
+            if isinstance(entries, list) else None
+        root = _claude_root(h, mkt, path if isinstance(path, str) else None)
+        data = str(h / ".claude" / "plugins" / "data" / f"agentmsg-{mkt}")
+        found.append({"host": "claude", "kind": "plugin", "id": pid, "root": root, "data": data,
+                      "enabled": enabled.get(pid) is True, "cache": path,
+                      "hooks_file": str(Path(root) / "hooks" / "hooks.json") if root else None,
+                      "env": {"CLAUDE_PLUGIN_ROOT": root or "", "CLAUDE_PLUGIN_DATA": data}})
+    for plugin in _codex_plugins(chome / "config.toml"):
+        mkt = plugin["id"].split("@", 1)[1]
+        cached = sorted(p for p in (chome / "plugins" / "cache" / mkt / "agentmsg").glob("*") if p.is_dir())
+        root = str(cached[-1]) if cached else None
+        data = str(chome / "plugins" / "data" / f"agentmsg-{mkt}")
+        found.append({"host": "codex", "kind": "plugin", "id": plugin["id"], "root": root, "data": data,
+                      "enabled": plugin["enabled"], "cache": root,
+                      "hooks_file": str(Path(root) / "hooks" / "codex-hooks.json") if root else None,
+                      "env": {"PLUGIN_ROOT": root or "", "PLUGIN_DATA": data,
+                              "CLAUDE_PLUGIN_ROOT": root or "", "CLAUDE_PLUGIN_DATA": data}})
+    hooks = _load(chome / "hooks.json")
+    commands = sorted({
+        hook["command"] for groups in (hooks.get("hooks", {}) if isinstance(hooks, dict) else {}).values()
+        if isinstance(groups, list) for g in groups if isinstance(g, dict)
+        for hook in (g.get("hooks") or []) if _ours(hook)
+    })
+    for command in commands:
+        root = _hook_root(command)
+        found.append({"host": "codex", "kind": "user hooks", "id": "agentmsg install codex",
+                      "root": str(root) if root else None, "data": None, "enabled": True, "cache": None,
+                      "hooks_file": str(chome / "hooks.json"), "command": command, "env": {}})
+    return found
+
+
+def duplicates(found: list[dict[str, Any]]) -> list[str]:
+    """One line per host whose enabled copies would each run every hook."""
+    lines = []
+    for host in ("claude", "codex"):
+        running = [c for c in found if c["host"] == host and c["enabled"]]
+        if len(running) > 1:
+            what = "; ".join(f"{c['kind']} {c['id']} ({c['root']})" for c in running)
+            fix = ("`agentmsg uninstall codex --keep-plugin` removes the user hooks and keeps the plugin"
+                   if host == "codex" else "`claude plugin uninstall` all but one")
+            lines.append(f"{host}: agentmsg is installed {len(running)} times and every hook runs "
+                         f"{len(running)} times: {what}; {fix}")
+    return lines
+
+
+def data_dir(env: Mapping[str, str]) -> Path:
+    """The launcher's private folder (its venv and install log): ``${XDG_DATA_HOME:-~/.local/share}/agentmsg``."""
+    base = env.get("XDG_DATA_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "agentmsg"
+
+
+def cache_dir(env: Mapping[str, str]) -> Path:
+    """The hooks' interpreter cache and the crash log: ``${XDG_CACHE_HOME:-~/.cache}/agentmsg``."""
+    base = env.get("XDG_CACHE_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".cache")
+    return Path(base) / "agentmsg"
+
+
+def _host_cli(host: str, args: list[str], env: Mapping[str, str]) -> tuple[bool, str]:
+    import shutil
+    import subprocess
+
+    exe = shutil.which(host, path=env.get("PATH"))
+    if exe is None:
+        return False, f"`{host}` is not on PATH"
+    try:
+        done = subprocess.run([exe, *args], env=dict(env), capture_output=True, timeout=120, check=False,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, str(exc)
+    text = (done.stdout + done.stderr).decode(errors="replace").strip().splitlines()
+    return done.returncode == 0, (text[-1] if text else f"exit {done.returncode}")[:300]
+
+
+def _rmtree(path: Path, removed: list[str]) -> None:
+    import shutil
+
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+        removed.append(str(path))
+    elif path.is_dir():
+        shutil.rmtree(path)
+        removed.append(str(path))
+
+
+def uninstall(host: str, env: Mapping[str, str], *, codex_home: str | os.PathLike[str] | None = None,
+              state_root: str | None = None, keep_plugin: bool = False, purge: bool = False) -> dict[str, Any]:
+    """Remove agentmsg from ``host`` ("claude", "codex" or "all").
+
+    * what ``agentmsg install codex`` wrote (user hooks, skill) and the empty folders left by that;
+    * unless ``keep_plugin``: the host's plugin install, through the host's own CLI
+      (``codex plugin remove``, ``claude plugin uninstall``, and the marketplace, if only agentmsg came
+      from it), then the plugin's data folder and the empty cache folders the host leaves behind;
+    * once no copy is left on any host: the launcher's private venv (``data_dir``) and the hooks'
+      interpreter cache (``cache_dir``);
+    * ``purge``: the state root too (every message).  Otherwise the messages stay, and the result says where.
+
+    Returns ``{"removed": [paths], "ran": [commands], "left": [what is still there and why],
+    "state_root", "messages"}``.
+    """
+    home = Path(env.get("HOME") or os.path.expanduser("~"))
+    chome = Path(codex_home) if codex_home is not None else default_codex_home(home)
+    hosts = ("claude", "codex") if host == "all" else (host,)
+    removed: list[str] = []
+    ran: list[str] = []
+    left: list[str] = []
+    if "codex" in hosts:
+        out = uninstall_codex(chome, home=home)
+        if out["removed_hooks"]:
+            removed.append(f"{out['hooks_file']} ({out['removed_hooks']} agentmsg hooks)")
+        if out["skill"] == "removed":
+            removed.append(out["skill_file"])
+    found = copies(home=home, codex_home=chome)
+    if not keep_plugin:
+        for copy in [c for c in found if c["host"] in hosts and c["kind"] == "plugin"]:
+            pid = copy["id"]
+            mkt = pid.split("@", 1)[1]
+            if copy["host"] == "codex":
+                steps = [["plugin", "remove", pid]]
+                others = [p for p in _codex_plugins(chome / "config.toml") if p["id"].endswith("@" + mkt)]
+                if len(others) <= 1:
+                    steps.append(["plugin", "marketplace", "remove", mkt])
+                host_env = dict(env, CODEX_HOME=str(chome))
+            else:
+                steps = [["plugin", "uninstall", pid], ["plugin", "marketplace", "remove", mkt]]
+                host_env = dict(env)
+            done = True
+            for args in steps:
+                ok, detail = _host_cli(copy["host"], args, host_env)
+                line = f"{copy['host']} {' '.join(args)}"
+                (ran if ok else left).append(line if ok else f"{line}: not done ({detail}); run it yourself")
+                done = done and ok
+            if copy["data"]:
+                _rmtree(Path(copy["data"]), removed)
+            base = (home / ".claude" / "plugins") if copy["host"] == "claude" else (chome / "plugins")
+            if done:  # `claude plugin uninstall` leaves its cache copy of the plugin behind (2.1.328)
+                _rmtree(base / "cache" / mkt / "agentmsg", removed)
+            _rmdir_empty(base / "cache" / mkt / "agentmsg", base / "cache" / mkt, base / "cache",
+                         base / "data", base)
+    remaining = [c for c in copies(home=home, codex_home=chome) if c["enabled"]]
+    for c in remaining:
+        if c["host"] in hosts:
+            left.append(f"{c['host']} {c['kind']} {c['id']} at {c['root']}")
+    if not remaining:
+        for folder in (data_dir(env), cache_dir(env)):
+            _rmtree(folder, removed)
+            if folder.parent.parent == home or folder.parent.parent.parent == home:
+                _rmdir_empty(folder.parent, folder.parent.parent)  # ~/.local/share, ~/.local, ~/.cache: if empty
+    else:
+        left.append(f"{data_dir(env)} and {cache_dir(env)}: still used by the copies above")
+    messages = "kept"
+    if state_root and purge:
+        _rmtree(Path(state_root), removed)
+        messages = "removed (--purge)"
+    elif state_root:
+        messages = f"kept in {state_root} (remove them with --purge)"
+    return {"hosts": list(hosts), "removed": removed, "ran": ran, "left": left, "state_root": state_root,
+            "messages": messages}

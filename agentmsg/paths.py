@@ -35,7 +35,12 @@ def resolve_root_str(flag: str | None = None, env: Mapping[str, str] | None = No
     if flag:
         return _absolute(flag, "--root"), "--root"
     if env.get("AGENTMSG_HOME"):
-        return _absolute(env["AGENTMSG_HOME"], "AGENTMSG_HOME"), "AGENTMSG_HOME"
+        named = _absolute(env["AGENTMSG_HOME"], "AGENTMSG_HOME")
+        try:  # the same root reports the same source, whether or not a hook exported AGENTMSG_HOME
+            default = resolve_root_str(None, {k: v for k, v in env.items() if k != "AGENTMSG_HOME"})
+        except Exception:  # no default root: AGENTMSG_HOME is the only rule that applies
+            default = ("", "")
+        return (named, default[1]) if default[0] == named else (named, "AGENTMSG_HOME")
     if env.get("XDG_STATE_HOME"):
         return os.path.join(_absolute(env["XDG_STATE_HOME"], "XDG_STATE_HOME"), "agentmsg"), "XDG_STATE_HOME"
     home = env.get("HOME")

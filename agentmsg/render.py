@@ -39,6 +39,8 @@ def body_block(body: str, label: str = "body") -> str:
     a list item (where an indented ``## ...`` would render as a heading).
     """
     lines = body.split("\n") if body else ["(empty)"]
+    if len(lines) > 1 and lines[-1] == "":
+        lines.pop()  # a heredoc's final newline ends the last line; it is not an empty line of its own
     return f"{label}:\n\n" + "".join(f"    {escape_hidden(line)}\n" for line in lines)
 
 

@@ -1,6 +1,7 @@
 """Hook entry from a plugin checkout: ``python3 -I -S hooks/agentmsg_hook.py claude|codex``.
 
-Puts the plugin root (this file's parent directory) first on ``sys.path`` and
+Puts the plugin root (this file's parent directory; for the copy shipped in a
+wheel, ``agentmsg/_plugin/hooks``, the folder holding the package) first on ``sys.path`` and
 runs ``agentmsg.hookrun.main``: no virtual environment, no site-packages,
 standard library only.  Whatever goes wrong (an interpreter too old to import
 the package, a broken checkout) it exits 0 with no output, like the hooks.
@@ -13,6 +14,8 @@ import sys
 
 def _main():
     plugin_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if os.path.basename(plugin_root) == "_plugin" and os.path.basename(os.path.dirname(plugin_root)) == "agentmsg":
+        plugin_root = os.path.dirname(os.path.dirname(plugin_root))  # inside an installed wheel: agentmsg/_plugin
     sys.path.insert(0, plugin_root)
     host = sys.argv[1] if len(sys.argv) > 1 else ""
     try:

@@ -10,7 +10,7 @@ import pytest
 from helpers_hooks import DRIVER_SESSION, REPO, payload, python_dir
 
 from agentmsg import installer
-from agentmsg.errors import UsageError
+from agentmsg.errors import Conflict, UsageError
 
 USER_HOOKS = {
     "hooks": {
@@ -105,6 +105,9 @@ def test_detect(tmp_path):
     assert found["claude"]["installed"] is True
     assert found["codex"]["plugin"] == [{"id": "agentmsg@agentmsg", "enabled": True}]
     assert found["codex"]["user_hooks"] == [] and found["codex"]["skill"] is None
+    with pytest.raises(Conflict, match="already installed as the Codex plugin agentmsg@agentmsg"):
+        installer.install_codex(codex_home, REPO, home=home)  # a second copy: every hook would run twice
+    (codex_home / "config.toml").write_text('[plugins."agentmsg@agentmsg"]\nenabled = false\n')
     installer.install_codex(codex_home, REPO, home=home)
     found = installer.detect(home=home, codex_home=codex_home)
     assert found["codex"]["user_hooks"] == ["SessionStart", "Stop", "UserPromptSubmit"]

@@ -101,7 +101,13 @@ def _open(p: Payload) -> None:
     print(f"collaboration: {p['collab']}")
     print(f"root: {p['root']}  (from {p['root_source']})")
     print(f"you: {p['alias']} = {p['pin']}")
-    print(f"share with peers: agentmsg join --collab {p['collab']} --self RUNTIME:SESSION --alias NAME")
+    print(f"share with peers: agentmsg join --collab {p['collab']} --alias NAME --root {_sh(p['root'])}")
+
+
+def _sh(value: str) -> str:
+    import shlex
+
+    return shlex.quote(value)
 
 
 def _join(p: Payload) -> None:
@@ -200,14 +206,19 @@ def _inspect(p: Payload) -> None:
 
 
 def _doctor(p: Payload) -> None:
+    for c in p.get("copies", []):
+        runs = "runs its hooks" if c["runs_hooks"] else "installed, not enabled"
+        print(f"{c['host']} {c['kind']} {c['id']}: {runs}; files {c['root'] or '(missing)'}")
+    if not p.get("copies"):
+        print("no host runs agentmsg's hooks")
     rows = [[x["name"], x["version"] or "-", x["python"] or "-", x["root"] or "-",
              "ok" if x["ok"] else f"FAILED: {x['error']}"] for x in p["probes"]]
     _table(["entry point", "version", "python", "state root", "status"], rows, title="agentmsg entry points")
-    for host, info in p["adapters"].items():
-        print(f"{host} hooks: {'installed and enabled' if info['installed'] else 'not installed'}"
-              + (f" ({info['note']})" if info.get("note") else ""))
+    for note in p.get("notes", []):
+        print(f"note: {note}")
     for warning in p["warnings"]:
-        print(f"WARNING: {warning}")
+        print(f"ERROR: {warning}")
+    print(f"verdict: {p.get('verdict', 'error' if p['warnings'] else 'ok')}")
 
 
 def _notify(p: Payload) -> None:

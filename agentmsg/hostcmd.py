@@ -1,0 +1,72 @@
+"""How text shown to a model names the agentmsg CLI, per host: one function, so every command it is
+told to run works as shown.
+
+* Claude Code puts an enabled plugin's ``bin/`` on the Bash tool's PATH: ``agentmsg``.
+* Codex does not put a plugin's ``bin/`` on PATH, and its shell tool runs a login shell whose
+  ``/etc/profile`` resets PATH.  So the command is the absolute, shell-quoted path of the launcher
+  next to the code the hook runs (``<plugin root>/bin/agentmsg``): the same copy as the hooks, found
+  by any shell.  ``AGENTMSG_CLI`` in the hook's environment overrides it (``agentmsg install codex``
+  from a pip/pipx/uv install sets it to that install's console script).
+
+Lean: the hooks import it on every prompt (``os`` only).
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./-_")
+
+
+def sh_quote(value: str) -> str:
+    """``shlex.quote`` without importing shlex."""
+    if value and set(value) <= _SAFE:
+        return value
+    return "'" + value.replace("'", "'\"'\"'") + "'"
+
+
+def launcher(package_dir: str) -> str | None:
+    """The ``bin/agentmsg`` launcher that runs the package in ``package_dir``, if there is one."""
+    for cand in (os.path.join(os.path.dirname(package_dir), "bin", "agentmsg"),
+                 os.path.join(package_dir, "_plugin", "bin", "agentmsg")):
+        if os.path.isfile(cand):
+            return cand
+    return None
+
+
+def cli_command(host: str, env: Mapping[str, str], package_dir: str | None = None) -> str:
+    """The agentmsg command, as the shell of ``host`` ("claude" or "codex") can run it."""
+    explicit = env.get("AGENTMSG_CLI")
+    if explicit:
+        return sh_quote(explicit)
+    if host != "codex":
+        return "agentmsg"
+    found = launcher(package_dir or os.path.dirname(os.path.abspath(__file__)))
+    return sh_quote(found) if found else "agentmsg"
+
+
+def prepare_cli(env: Mapping[str, str], package_dir: str | None = None) -> bool:
+    """At SessionStart: if this machine has no launcher folder yet (``${XDG_DATA_HOME:-~/.local/share}/agentmsg``),
+    start ``bin/agentmsg --prepare-env`` detached, in the background, output discarded.  It builds the CLI's
+    private environment when python3 lacks the CLI's dependencies (about 15 s of pip), so the model's first
+    ``agentmsg`` command does not wait for it.  Never blocks and never fails the hook; True if started."""
+    if env.get("AGENTMSG_NO_PREPARE"):
+        return False
+    base = env.get("XDG_DATA_HOME") or os.path.join(env.get("HOME") or "/nonexistent", ".local", "share")
+    if os.path.exists(os.path.join(base, "agentmsg")):
+        return False
+    found = launcher(package_dir or os.path.dirname(os.path.abspath(__file__)))
+    if found is None:
+        return False
+    import subprocess
+
+    try:
+        subprocess.Popen(["/bin/sh", found, "--prepare-env"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True, env=dict(env))
+    except OSError:
+        return False
+    return True
