@@ -42,13 +42,20 @@ def install_codex(ctx: Ctx, codex_home: str | None) -> Payload:
 
     root = installer.plugin_root()
     if root is None:
-        raise UsageError("this agentmsg does not run from a plugin checkout; install the plugin instead")
+        raise UsageError("this agentmsg has no hook files (neither a plugin checkout nor a wheel with "
+                         "agentmsg/_plugin); reinstall it, or install the plugin instead")
+    cli = installer.cli_path() if root.name == "_plugin" else None  # a wheel: hook text names its console script
     return installer.install_codex(codex_home or installer.default_codex_home(ctx.env.get("HOME")), root,
-                                   home=ctx.env.get("HOME"))
+                                   home=ctx.env.get("HOME"), cli=cli)
+
+
+def uninstall(ctx: Ctx, host: str, codex_home: str | None, keep_plugin: bool, purge: bool) -> Payload:
+    """Remove what agentmsg put outside the state root for ``host`` (the messages stay unless ``purge``)."""
+    from . import installer
+
+    return installer.uninstall(host, ctx.env, codex_home=codex_home, state_root=str(ctx.root),
+                               keep_plugin=keep_plugin, purge=purge)
 
 
 def uninstall_codex(ctx: Ctx, codex_home: str | None) -> Payload:
-    from . import installer
-
-    return installer.uninstall_codex(codex_home or installer.default_codex_home(ctx.env.get("HOME")),
-                                     home=ctx.env.get("HOME"))
+    return uninstall(ctx, "codex", codex_home, keep_plugin=False, purge=False)
