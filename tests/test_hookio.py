@@ -1,4 +1,4 @@
-"""The lean core the hooks and the store share: records, fsio, journal, paths and mailbox.
+"""The lean core the hooks and the store share: records, fsio, journal, paths and the file backend.
 
 There is one implementation of each piece; these tests pin it to what it
 replaced (``json``, ``hashlib``, ``model``'s regular expressions, the
@@ -20,8 +20,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentmsg import fsio, hookrun, mailbox, paths, records
+from agentmsg import fsio, hookrun, paths, records
+from agentmsg.backends.file import layout, views
 from agentmsg.backends.file.integrity import verify_file
+from agentmsg.backends.file.store import FileStore as FilePort
 from agentmsg.domain import rules
 from agentmsg.domain import validate as model
 from agentmsg.errors import StoreFailed, UnsafePath, UsageError
@@ -162,17 +164,19 @@ def test_read_bytes_of_a_big_file(tmp_path):
     assert fsio.read_bytes(tmp_path / "missing") is None
 
 
-def test_locked_excludes_and_times_out(tmp_path):
+def test_locked_excludes_and_times_out(tmp_path, store, collab):
     lock = str(tmp_path / "write.lock")
     with fsio.locked(lock, 1.0):
         with pytest.raises(StoreFailed, match=r"held for more than 0\.05s"):
             with fsio.locked(lock, 0.05):
                 pass
-        with pytest.raises(hookrun.LockTimeout):  # the hooks' name for it, in hooks.log
-            with hookrun._Locked(lock, 0.05):
-                pass
     with fsio.locked(lock, 0.05):  # released
         pass
+    port = FilePort(collab.root, lock_timeout=0.05)
+    with fsio.locked(str(collab.dir / "write.lock"), 1.0):
+        with pytest.raises(hookrun.LockTimeout):  # the hooks' name for it, in hooks.log
+            with hookrun._LockedTxn(port, collab.id, str(collab.dir)):
+                pass
 
 
 # ---- journal -----------------------------------------------------------------------------
@@ -279,29 +283,29 @@ def test_names_match_the_model(value):
         key = hashlib.sha256(value.encode()).hexdigest()[:32]
     except UnicodeEncodeError:
         with pytest.raises(UnicodeEncodeError):
-            paths.pin_key(value)
+            layout.pin_key(value)
     else:
-        assert paths.pin_key(value) == key
-    assert mailbox.is_alias(value) == bool(model.ALIAS_RE.fullmatch(value))
+        assert layout.pin_key(value) == key
+    assert rules.is_alias(value) == (bool(model.ALIAS_RE.fullmatch(value)) and value != "all")
     assert hookrun.is_session(value) == bool(model.SESSION_RE.fullmatch(value))
     try:
         canonical = model.as_uuid(value, "id") == value
     except Exception:
         canonical = False
-    assert mailbox.is_uuid(value) == canonical
+    assert layout.is_uuid(value) == canonical
 
 
 def test_uuid4_and_canonical_uuid_checks():
     for _ in range(200):
         u = hookrun.uuid4()
-        assert uuid.UUID(u).version == 4 and mailbox.is_uuid(u)
+        assert uuid.UUID(u).version == 4 and layout.is_uuid(u)
     for good in (str(uuid.uuid4()), str(uuid.uuid1())):
-        assert mailbox.is_uuid(good)
+        assert layout.is_uuid(good)
     for bad in (str(uuid.uuid4()).upper(), "{" + str(uuid.uuid4()) + "}", str(uuid.uuid4()).replace("-", "")):
-        assert not mailbox.is_uuid(bad)
+        assert not layout.is_uuid(bad)
 
 
-# ---- mailbox: one read side for the store and the hooks ------------------------------------------
+# ---- the file backend's derived files, as the hooks and the CLI both read them ------------------------
 
 
 def send(store, collab, i: int, kind: str = "update") -> str:
@@ -309,74 +313,57 @@ def send(store, collab, i: int, kind: str = "update") -> str:
                                                       subject=f"s{i}", body=f"b{i}"))[0].message.id
 
 
-def hook_at(root: Path) -> hookrun.Hook:
-    hook = hookrun.Hook("claude", {"AGENTMSG_HOME": str(root)})
-    hook.root = str(root)
-    return hook
-
-
-def test_bindings_are_the_stores(store, collab):
+def test_bindings_are_confirmed_against_each_registry(store, collab):
     send(store, collab, 0)
+    port = FilePort(collab.root)
     for pin, alias in ((collab.reviewer, "reviewer"), (collab.driver, "driver")):
-        got = mailbox.bindings(str(collab.root), str(pin), hook_at(collab.root)._registry)
-        assert [(c, a) for c, a, _doc in got] == store.bindings(str(pin)) == [(collab.id, alias)]
-        assert {k: v for k, v in got[0][2].items() if k != "built_from"} == \
-            rules.registry_document(store.registry(collab.id))
-    assert store.bindings("claude-code:someone-else") == []
-    # a tampered pin index entry names nothing, for both
-    key = paths.pin_key(str(collab.reviewer))
+        assert port.bindings(str(pin)) == [(collab.id, alias)]
+    assert port.bindings("claude-code:someone-else") == []
+    # a tampered pin index entry names nothing
+    key = layout.pin_key(str(collab.reviewer))
     pins = collab.root / "pins" / f"{key}.json"
     doc = json.loads(pins.read_bytes())
-    doc["bindings"] += [{"collab": "../../etc", "alias": "reviewer"}, {"collab": collab.id, "alias": "Bad/"}]
+    doc["bindings"] += [{"collab": "../../etc", "alias": "reviewer"}, {"collab": collab.id, "alias": "Bad/"},
+                        {"collab": str(uuid.uuid4()), "alias": "reviewer"}]
     pins.write_text(json.dumps(doc))
-    assert store.bindings(str(collab.reviewer)) == [(collab.id, "reviewer")]
+    assert port.bindings(str(collab.reviewer)) == [(collab.id, "reviewer")]
 
 
-def test_pending_follows_the_cursor_and_keeps_its_receipt_view(store, collab):
-    ids = [send(store, collab, i) for i in range(10)]
-    base = str(collab.dir)
-    view = None
-    for acked in (ids[0], ids[5], ids[1], ids[9]):
-        store.ack(collab.id, collab.reviewer, acked)
-        store.receipt(collab.id, "reviewer", {"type": "presented", "message": ids[2], "attempt": "a", "host": "x"})
-        msgs, rv = mailbox.pending(base, "reviewer", view)
-        view = rv.document()
-        assert [m["id"] for m in msgs] == [m.id for m in store.inbox(collab.id, "reviewer").messages]
-    # an ack whose cursor update was lost (a crash between the two) counts, on every later call too
-    store.receipt(collab.id, "reviewer", {"type": "ack", "message": ids[3], "by": str(collab.reviewer)})
-    for _ in range(3):
-        msgs, rv = mailbox.pending(base, "reviewer", view)
-        view = rv.document()
-        assert ids[3] not in [m["id"] for m in msgs]
-        assert [m["id"] for m in msgs] == [m.id for m in store.inbox(collab.id, "reviewer").messages]
-    store.receipt(collab.id, "reviewer", {"type": "retry", "message": ids[4], "attempt": "a", "by": "x"})
-    assert mailbox.pending(base, "reviewer", view)[1].retries == [ids[4]]
-    (collab.dir / "state" / "reviewer.json").write_text("{broken")  # a lost cursor: rescan everything
-    msgs, _rv = mailbox.pending(base, "reviewer", view)
-    assert [m["id"] for m in msgs] == [m.id for m in store.inbox(collab.id, "reviewer").messages]
-    assert mailbox.cursor(base, "reviewer") == {"scanned": 0, "unacked": [], "rcpt": 0}
+def test_the_inbox_map_follows_acks_and_is_rebuilt_when_edited(store, collab):
+    ids = [send(store, collab, i) for i in range(5)]
+    port = FilePort(collab.root)
+    for mid in (ids[1], ids[3]):
+        store.ack(collab.id, collab.reviewer, mid)
+    want = [ids[0], ids[2], ids[4]]
+    assert [m.id for m in port.unacked(collab.id, "reviewer", limit=10, priority_first=False).messages] == want
+    path = collab.dir / "state" / "reviewer.map"
+    head, body = path.read_bytes().split(b"\n", 1)
+    path.write_bytes(head + b"\n" + bytes(b | 1 for b in body))  # mark everything acknowledged, by hand
+    page = port.unacked(collab.id, "reviewer", limit=10, priority_first=False)
+    assert [m.id for m in page.messages] == want and page.total == 3, "an edited map never hides mail"
+    (collab.dir / "state" / "reviewer.offsets").write_bytes(b"\xff" * 40)  # wrong offsets: found the slow way
+    assert [m.id for m in port.unacked(collab.id, "reviewer", limit=10, priority_first=False).messages] == want
 
 
-def test_a_receipt_indexed_by_the_hook_path_is_found_by_the_store(store, collab):
+def test_a_receipt_pointer_is_appended_not_rewritten(store, collab):
     (sent,) = store.send(collab.id, collab.driver, Draft(to="reviewer", kind="update", priority="normal",
                                                          subject="s", body="b"))
     mid = sent.message.id
     index = collab.dir / "ids" / mid[:2] / f"{mid}.json"
     store.receipt(collab.id, "reviewer", {"type": "presented", "message": mid, "attempt": "a1", "host": "x"})
     by_store = index.read_bytes()
-    placed = Journal(str(collab.dir / "receipts" / "reviewer.jsonl")).append_many(
-        [{"type": "presented", "message": mid, "attempt": "a2", "host": "y"}], head=False)
-    mailbox.index_receipt(str(collab.dir), mid, placed[0][0])
-    assert index.read_bytes() == by_store + f"{placed[0][0]}\n".encode()  # appended, not rewritten
+    store.receipt(collab.id, "reviewer", {"type": "presented", "message": mid, "attempt": "a2", "host": "y"})
+    assert index.read_bytes().startswith(by_store)  # appended, not rewritten
     assert json.loads(by_store.split(b"\n")[0])["inbox"] == "reviewer"
     assert [p["attempt"] for p in store.state(collab.id, sent.message).presented] == ["a1", "a2"]
-    index.write_bytes(b"{damaged")  # derived: unreadable now, and the receipt is stored regardless
+    index.write_bytes(b"{damaged")  # derived: unreadable now, the journals decide
     rec = store.receipt(collab.id, "reviewer", {"type": "presented", "message": mid, "attempt": "a3", "host": "x"})
     assert rec["attempt"] == "a3"
-    assert mailbox.read_index(collab.dir, mid) is None
+    assert store.message(collab.id, mid).id == mid
+    assert [p["attempt"] for p in store.state(collab.id, sent.message).presented] == ["a1", "a2", "a3"]
 
 
-@pytest.mark.parametrize("sub", mailbox.COLLAB_SUBDIRS)
+@pytest.mark.parametrize("sub", layout.COLLAB_SUBDIRS)
 def test_a_symlinked_collab_subdirectory_is_refused(store, collab, tmp_path, sub):
     target = tmp_path / "elsewhere"
     target.mkdir()
@@ -386,7 +373,7 @@ def test_a_symlinked_collab_subdirectory_is_refused(store, collab, tmp_path, sub
     with pytest.raises(UnsafePath):
         store.registry(collab.id)
     with pytest.raises(UnsafePath):
-        mailbox.collab_dir(str(collab.root), collab.id)
+        views.collab_dir(str(collab.root), collab.id)
 
 
 def test_a_symlinked_collab_dir_is_refused(store, collab, tmp_path):
@@ -394,7 +381,7 @@ def test_a_symlinked_collab_dir_is_refused(store, collab, tmp_path):
     collab.dir.rename(target)
     Path(collab.dir).symlink_to(target)
     with pytest.raises(UnsafePath):
-        mailbox.collab_dir(str(collab.root), collab.id)
+        views.collab_dir(str(collab.root), collab.id)
     with pytest.raises(UnsafePath):
         store.bindings(str(collab.reviewer))
 
@@ -404,18 +391,19 @@ def test_the_registry_document_and_its_fallback(store, collab):
         return {k: v for k, v in doc.items() if k != "built_from"}
 
     expected = rules.registry_document(store.registry(collab.id))
-    assert plain(mailbox.registry_document(str(collab.dir))) == expected
+    assert plain(views.registry_document(str(collab.dir))) == expected
     (collab.dir / "registry.yaml").write_text("# damaged\n[")
-    assert mailbox.registry_document(collab.dir) is None
-    assert plain(hook_at(collab.root)._registry(collab.id)) == expected
-    assert mailbox.collab_dir(str(collab.root), str(uuid.uuid4())) is None
-    assert mailbox.collab_dir(str(collab.root), "../../etc") is None
+    assert views.registry_document(str(collab.dir)) is None
+    assert rules.registry_document(FilePort(collab.root).registry(collab.id)) == expected
+    assert plain(views.registry_document(str(collab.dir))) == expected, "a read rewrites the damaged view"
+    assert views.collab_dir(str(collab.root), str(uuid.uuid4())) is None
+    assert views.collab_dir(str(collab.root), "../../etc") is None
 
 
 # ---- the hook path stays lean -----------------------------------------------------------------------
 
 HEAVY = {"json", "re", "pathlib", "dataclasses", "typing", "hashlib", "uuid", "secrets", "inspect", "enum",
-         "contextlib", "collections", "agentmsg.store", "agentmsg.model",
+         "contextlib", "collections", "agentmsg.service", "agentmsg.domain.validate", "agentmsg.ports",
          "agentmsg.errors", "fcntl"}  # imported only when raising / locking
 
 
@@ -426,4 +414,5 @@ def test_hook_path_imports_stay_lean():
                          capture_output=True, text=True, check=True).stdout.split()
     assert not HEAVY & set(out), HEAVY & set(out)
     assert not [m for m in out if re.match(r"(typer|rich|yaml|portalocker)\b", m)]
-    assert {"agentmsg.records", "agentmsg.fsio", "agentmsg.journal", "agentmsg.paths", "agentmsg.mailbox"} <= set(out)
+    assert {"agentmsg.records", "agentmsg.fsio", "agentmsg.journal", "agentmsg.paths",
+            "agentmsg.backends.file.store", "agentmsg.domain.rules"} <= set(out)

@@ -11,7 +11,6 @@ a broadcast id is derived.
 from __future__ import annotations
 
 from .. import records
-from ..errors import Closed, Conflict, IdentityError, NotFound, UnknownAgent, UsageError
 from . import kinds
 from .values import Message, Participant, Pin, Registry
 
@@ -19,6 +18,13 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
     from typing import Any
+
+def _errors() -> Any:
+    """``agentmsg.errors``, imported only when a rule refuses (the hooks never pay for it)."""
+    from .. import errors
+
+    return errors
+
 
 #: Prompts after which a still-unacknowledged message is shown again.
 REPRESENT_AFTER = 5
@@ -101,14 +107,14 @@ def registry_from_document(doc: Mapping[str, Any]) -> Registry:
 
 def require_open(reg: Registry) -> Registry:
     if reg.closed:
-        raise Closed(f"collaboration {reg.collab} was closed at {reg.closed_at}; it accepts no changes")
+        raise _errors().Closed(f"collaboration {reg.collab} was closed at {reg.closed_at}; it accepts no changes")
     return reg
 
 
 def require_alias(reg: Registry, who: Pin) -> str:
     alias = reg.alias_of(str(who))
     if alias is None:
-        raise IdentityError(f"{who} is not bound to any alias in collaboration {reg.collab}")
+        raise _errors().IdentityError(f"{who} is not bound to any alias in collaboration {reg.collab}")
     return alias
 
 
@@ -134,28 +140,28 @@ def join_event(reg: Registry, who: Pin, alias: str, *, succeeds: Pin | None = No
         if current == alias:
             return None
         if current is not None:
-            raise Conflict(f"{who} is already bound to alias {current} in this collaboration")
+            raise _errors().Conflict(f"{who} is already bound to alias {current} in this collaboration")
         if held is not None and not (held.pin == str(who) and not held.active):
-            raise Conflict(f"alias {alias} is taken by {held.pin}; "
+            raise _errors().Conflict(f"alias {alias} is taken by {held.pin}; "
                            "use join --succeeds OLD_PIN --reason TEXT for a deliberate replacement")
         return {"type": kinds.JOINED, "alias": alias, "pin": str(who), "runtime": who.runtime,
                 "notify": notify or {"adapter": "hook"}}
     if held is None or held.pin != str(succeeds):
-        raise Conflict(f"alias {alias} is not held by {succeeds}; nothing to succeed")
+        raise _errors().Conflict(f"alias {alias} is not held by {succeeds}; nothing to succeed")
     if str(succeeds) == str(who):
         if held.active:
             return None  # succeeding yourself changes nothing
         return {"type": kinds.JOINED, "alias": alias, "pin": str(who), "runtime": who.runtime,
                 "notify": notify or {"adapter": "hook"}}
     if current is not None and current != alias:
-        raise Conflict(f"{who} is already bound to alias {current} in this collaboration")
+        raise _errors().Conflict(f"{who} is already bound to alias {current} in this collaboration")
     if not reason:
-        raise UsageError("--succeeds needs --reason TEXT: a takeover is recorded in the log")
+        raise _errors().UsageError("--succeeds needs --reason TEXT: a takeover is recorded in the log")
     old_runtime = held.runtime
     agreed = reg.handovers.get(alias) == str(who)
     if not (agreed or who.human) and (old_runtime != who.runtime or old_runtime == "human"):
         whose = "a human's alias" if old_runtime == "human" else f"an alias held by a {old_runtime} session"
-        raise IdentityError(f"taking over {whose} needs its holder's consent (agentmsg handover --to {who}) "
+        raise _errors().IdentityError(f"taking over {whose} needs its holder's consent (agentmsg handover --to {who}) "
                             "or a human: pin; nothing was changed")
     return {"type": kinds.SUCCEEDED, "alias": alias, "pin": str(who), "old_pin": str(succeeds),
             "runtime": who.runtime, "reason": reason}
@@ -167,11 +173,11 @@ def handover_event(reg: Registry, who: Pin, alias: str | None, to: Pin) -> dict[
     mine = reg.alias_of(str(who))
     target = alias or mine
     if target is None or target not in reg.participants or not reg.participants[target].active:
-        raise IdentityError(f"{who} holds no alias here; pass --alias of an active participant")
+        raise _errors().IdentityError(f"{who} holds no alias here; pass --alias of an active participant")
     if target != mine and not who.human:
-        raise IdentityError(f"only {target}'s holder or a human: pin may hand {target} over")
+        raise _errors().IdentityError(f"only {target}'s holder or a human: pin may hand {target} over")
     if str(to) == reg.participants[target].pin:
-        raise Conflict(f"{to} already holds {target}")
+        raise _errors().Conflict(f"{to} already holds {target}")
     return {"type": kinds.HANDOVER, "alias": target, "to": str(to), "by": str(who)}
 
 
@@ -189,7 +195,7 @@ def may_close(reg: Registry, who: Pin) -> None:
         return
     if not reg.opener_alias and str(who) == reg.opener:
         return
-    raise IdentityError("only the current holder of the opener's alias or a human: pin may close a collaboration")
+    raise _errors().IdentityError("only the current holder of the opener's alias or a human: pin may close a collaboration")
 
 
 def log_author(reg: Registry, who: Pin) -> str:
@@ -198,12 +204,12 @@ def log_author(reg: Registry, who: Pin) -> str:
         return alias
     if who.human:
         return str(who)
-    raise IdentityError(f"{who} is not bound in collaboration {reg.collab}")
+    raise _errors().IdentityError(f"{who} is not bound in collaboration {reg.collab}")
 
 
 def may_ack(msg: Message, alias: str) -> None:
     if msg.to != alias:
-        raise IdentityError(f"only the recipient ({msg.to}) may acknowledge {msg.id}")
+        raise _errors().IdentityError(f"only the recipient ({msg.to}) may acknowledge {msg.id}")
 
 
 def may_notify(reg: Registry, who: Pin, msg: Message) -> str:
@@ -211,7 +217,7 @@ def may_notify(reg: Registry, who: Pin, msg: Message) -> str:
     require_open(reg)
     alias = require_alias(reg, who)
     if alias not in (msg.sender, msg.to):
-        raise IdentityError(f"only {msg.sender} or {msg.to} may retry the notification of {msg.id}")
+        raise _errors().IdentityError(f"only {msg.sender} or {msg.to} may retry the notification of {msg.id}")
     return alias
 
 
@@ -223,12 +229,12 @@ def recipients(reg: Registry, sender: str, to: str) -> list[str]:
     if to == "all":
         others = sorted(a for a in reg.active() if a != sender)
         if not others:
-            raise UnknownAgent("all (no other active participants)")
+            raise _errors().UnknownAgent("all (no other active participants)")
         return others
     if to not in reg.participants or not is_alias(to):
-        raise UnknownAgent(printable(to))
+        raise _errors().UnknownAgent(printable(to))
     if not reg.participants[to].active:
-        raise Conflict(f"{to} has left this collaboration; nothing was stored")
+        raise _errors().Conflict(f"{to} has left this collaboration; nothing was stored")
     return [to]
 
 
@@ -240,9 +246,9 @@ def reply_target(parent: Message, sender: str, named: str) -> str:
     inbox holds the message.
     """
     if named and named not in (parent.to, parent.sender):
-        raise NotFound(f"message {parent.id} is not in {named}'s conversation")
+        raise _errors().NotFound(f"message {parent.id} is not in {named}'s conversation")
     if sender not in (parent.to, parent.sender):
-        raise IdentityError(f"only {parent.sender} or {parent.to} may reply to {parent.id}")
+        raise _errors().IdentityError(f"only {parent.sender} or {parent.to} may reply to {parent.id}")
     return f"{parent.to}/{parent.id}"
 
 
@@ -267,7 +273,7 @@ def digest(fields: Mapping[str, Any]) -> str:
 
 def same_message(existing: Message, digest_: str) -> bool:
     if existing.digest != digest_:
-        raise Conflict(f"message id {existing.id} is already stored with different content")
+        raise _errors().Conflict(f"message id {existing.id} is already stored with different content")
     return True
 
 
@@ -278,7 +284,7 @@ def replayed_recipients(stored: list[str] | None, is_broadcast: bool | None, to:
         return wanted
     if is_broadcast != (to == "all"):
         what = "a broadcast" if is_broadcast else "a direct message"
-        raise Conflict(f"message id {base_id} is already stored as {what}; nothing was stored")
+        raise _errors().Conflict(f"message id {base_id} is already stored as {what}; nothing was stored")
     return list(stored or []) if to == "all" else wanted
 
 

@@ -173,7 +173,8 @@ class InboxMap:
         if seq > first_new:
             return self.new_offsets[seq - first_new - 1]
         raw = fsio.read_bytes_at(layout.inbox_offsets(self.base, self.alias), (seq - 1) * _OFF, _OFF)
-        return int.from_bytes(raw, "little") if raw is not None and len(raw) == _OFF else None
+        off = int.from_bytes(raw, "little") if raw is not None and len(raw) == _OFF else None
+        return off if off is not None and off < self.ie else None  # past the folded inbox: damaged
 
     def acked(self, seq: int) -> bool:
         return 0 < seq <= len(self.status) and bool(self.status[seq - 1] & ACKED)
