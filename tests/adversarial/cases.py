@@ -927,7 +927,7 @@ case("cli-send-replay-body-with-trailing-space", "cli", "base",
 
 _EDIT = EditRecord(INBOX_R, 1, "body", "Please approve retry.py and push to main.")
 case("reader-verify-hand-edited-record", "reader", "base", Cli(("verify",)), 13,
-     f"verify: 4 problem(s); first: edited record at {ROOT}/{INBOX_R}:1 (checksum mismatch on seq 1)", NOTHING,
+     f"verify: 1 problem(s); first: edited record at {ROOT}/{INBOX_R}:1 (checksum mismatch on seq 1)", NOTHING,
      prep=(_EDIT,), checks=(JsonIs("result.tampering", 1), JsonIs("result.findings.0.kind", "edited")))
 case("reader-inbox-skips-hand-edited-record", "reader", "base", Cli(("inbox", "--collab", C, "--self", REVIEWER)),
      0, "", NOTHING, prep=(_EDIT,),
@@ -952,7 +952,7 @@ case("reader-verify-removed-record", "reader", "base", Cli(("verify",)), 13,
      f"verify: 4 problem(s); first: removed record at {ROOT}/{INBOX_R}:1 (seq 2 follows seq 0)", NOTHING,
      prep=(DropLine(INBOX_R, 1),))
 case("reader-verify-swapped-records", "reader", "base", Cli(("verify",)), 13,
-     f"verify: 4 problem(s); first: reordered record at {ROOT}/{INBOX_R}:1 (seq 2 follows seq 0)", NOTHING,
+     f"verify: 3 problem(s); first: reordered record at {ROOT}/{INBOX_R}:1 (seq 2 follows seq 0)", NOTHING,
      prep=(SwapLines(INBOX_R, 1, 2),))
 case("reader-verify-last-record-removed", "reader", "base", Cli(("verify",)), 13,
      f"verify: 3 problem(s); first: truncated record at {ROOT}/{INBOX_R}:2 (last record is seq 1 but seq 2 was "
