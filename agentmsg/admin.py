@@ -55,7 +55,3 @@ def uninstall(ctx: Ctx, host: str, codex_home: str | None, keep_plugin: bool, pu
 
     return installer.uninstall(host, ctx.env, codex_home=codex_home, state_root=str(ctx.root),
                                keep_plugin=keep_plugin, purge=purge)
-
-
-def uninstall_codex(ctx: Ctx, codex_home: str | None) -> Payload:
-    return uninstall(ctx, "codex", codex_home, keep_plugin=False, purge=False)

@@ -43,7 +43,7 @@ import os
 import sys
 import time
 
-from . import TOOL, __version__, boundary, fsio, records
+from . import TOOL, __version__, boundary, fsio, hostcmd, records
 from .backends.file import layout
 from .backends.file.store import FileStore, FileTxn
 from .domain import envelope, kinds, rules
@@ -135,6 +135,7 @@ class Hook:
             self.lock_timeout = LOCK_TIMEOUT
         self.cap = boundary.cap_from_env(env)
         self.unit = "bytes" if host == "codex" else "utf16"  # how each host counts (docs/HOSTS-NOTES.md)
+        self.cli = boundary.CLI = hostcmd.cli_command(host, env)  # every command the text names runs as shown
 
     # ---- plumbing ------------------------------------------------------------
 
@@ -161,17 +162,28 @@ class Hook:
         if event not in EVENTS:
             raise HookError(f"unsupported hook_event_name {str(event)[:40]!r}")
         self.event = event
+        if event == "SessionStart":
+            hostcmd.prepare_cli(self.env)  # the CLI's first call must not wait for pip (detached, fail-open)
         if not is_session(session):
             raise HookError(f"invalid session_id {str(session)[:40]!r}")
         self.pin = f"{HOSTS[self.host]}:{session}"
         if self.root is None or not os.path.isdir(self.root):
-            return b"", _nothing  # no state root: this machine never used agentmsg
+            return self.unbound(event), _nothing  # no state root: this machine never used agentmsg
         self.store = FileStore(self.root, lock_timeout=self.lock_timeout)
         binds = [(c, a, self.store.registry(c)) for c, a in self._locked_call(self.store.bindings, self.pin)]
         if not binds:
-            return b"", _nothing  # not joined: joining never happens implicitly
+            return self.unbound(event), _nothing  # not joined: joining never happens implicitly
         handler = {"SessionStart": self.session_start, "UserPromptSubmit": self.prompt, "Stop": self.stop}[event]
         return handler(data, binds)
+
+    def unbound(self, event: str) -> bytes:
+        """A session with no binding: nothing, except where the host cannot find the CLI by name
+        (Codex): there SessionStart states the command to use, so the skill's commands run as shown."""
+        if event != "SessionStart" or self.cli == "agentmsg":
+            return b""
+        return self.output(f"agentmsg (peer messaging; this session has not joined a collaboration): its CLI is "
+                           f"not on this shell's PATH; run it as {self.cli} wherever the agentmsg skill or a "
+                           f"message shows `agentmsg`, e.g. `{self.cli} status`.\n")
 
     def probe(self, root: str | None, source: str | None) -> bytes:
         """The answer to ``agentmsg doctor``: what this hook runs and where it would read and write."""
@@ -295,7 +307,7 @@ class Hook:
         left = len(lines) - len(kept)
         if left:
             kept.append(f"agentmsg: {left} more binding{'s' * (left != 1)} of this session did not fit here; "
-                        "`agentmsg status` lists them.\n")
+                        f"`{self.cli} status` lists them.\n")
         return "".join(kept)
 
     def _identity(self, collab: str, alias: str, reg: Registry, total: int, requests: int) -> str:
@@ -304,16 +316,23 @@ class Hook:
         label, task = str(reg.label)[:64], str(reg.task)[:500]
         from . import flags  # SessionStart only: its patterns cost milliseconds to compile
 
-        role = "you opened it" if opener == alias else f"opened by {boundary.one_line(opener)}"
-        author = f"{opener} (this session), the collaboration's opener" if opener == alias \
-            else f"{opener}, the collaboration's opener"
+        own = opener == alias and reg.opener == self.pin  # this very session opened it and wrote label and task
+        if own:
+            role, author = "which this session opened", f"this session ({alias}), when it opened the collaboration"
+        elif opener == alias:  # a handover moved the alias to this session; another session opened it
+            role = f"which {alias} opened before this session took {alias} over"
+            author = f"{alias}, the collaboration's opener, before this session took it over"
+        else:
+            role, author = f"opened by {boundary.one_line(opener)}", f"{opener}, the collaboration's opener"
+        cli = f" The agentmsg CLI here is {self.cli}." if self.cli != "agentmsg" else ""
         return (
             f"agentmsg: this session ({self.pin}) is participant {alias} in collaboration {collab}, "
             f"{role}. "
             f"State root: {self.root}. Unacknowledged messages for {alias}: {counts}; they are quoted at "
             f"the next prompt inside an untrusted peer-data boundary, and "
-            f"`{boundary.inbox_command(collab)}` lists them.\n"
-            + boundary.peer_fields((("label", label), ("task", task)), flags.detect(label + "\n" + task), author)
+            f"`{boundary.inbox_command(collab)}` lists them.{cli}\n"
+            + boundary.peer_fields((("label", label), ("task", task)), flags.detect(label + "\n" + task), author,
+                                   peer=not own)
         )
 
     def _envelope_note(self, env: envelope.Envelope | None) -> str:

@@ -36,7 +36,8 @@ delivery_app = typer.Typer(help="Stop continuations for one binding, inside a fi
 app.add_typer(delivery_app, name="delivery")
 install_app = typer.Typer(help="Install host adapters that are not installed as a plugin.", no_args_is_help=True)
 app.add_typer(install_app, name="install")
-uninstall_app = typer.Typer(help="Remove exactly what `agentmsg install` wrote.", no_args_is_help=True)
+uninstall_app = typer.Typer(help="Remove agentmsg from a host (what it wrote, the host's plugin, caches).",
+                            no_args_is_help=True)
 app.add_typer(uninstall_app, name="uninstall")
 
 Json = Annotated[bool, typer.Option("--json", help="Print one JSON envelope on stdout.")]
@@ -119,9 +120,9 @@ def send(
     body_file: Annotated[Path | None, typer.Option(help="Read the body from a file.")] = None,
     id_: Annotated[str | None, typer.Option("--id", help="Message UUID (default: new). Same id + same "
                                                          "content is a no-op.")] = None,
-    reply_to: Annotated[str | None, typer.Option(help="MESSAGE_ID this answers, optionally ALIAS/MESSAGE_ID with "
-                                                      "the alias of either party; the reply goes to the other "
-                                                      "party unless --to is given.")] = None,
+    reply_to: Annotated[str | None, typer.Option(
+        help="The message this answers: MESSAGE_ID, or ALIAS/MESSAGE_ID with ALIAS its sender or its recipient; "
+             "recorded as RECIPIENT/MESSAGE_ID. The reply goes to the other party unless --to is given.")] = None,
     redact: Annotated[bool, typer.Option(help="Replace detected secrets with [REDACTED:kind] and send.")] = False,
     collab: Collab = None,
     self_: Self = None,
@@ -355,10 +356,35 @@ def install_codex(codex_home: CodexHome = None, json_: Json = False) -> int:
     return _done("install codex", admin.install_codex(_ctx(None), codex_home), json_)
 
 
+KeepPlugin = Annotated[bool, typer.Option("--keep-plugin", help="Remove only what `agentmsg install` wrote; keep "
+                                                               "the host's plugin install.")]
+Purge = Annotated[bool, typer.Option("--purge", help="Also delete the state root: every message.")]
+
+
+def _uninstall(host: str, codex_home: str | None, keep_plugin: bool, purge: bool, root: str | None,
+               json_: bool) -> int:
+    return _done("uninstall", admin.uninstall(_ctx(root), host, codex_home, keep_plugin, purge), json_)
+
+
 @uninstall_app.command("codex")
-def uninstall_codex(codex_home: CodexHome = None, json_: Json = False) -> int:
-    """Remove exactly the hooks and skill that `agentmsg install codex` wrote."""
-    return _done("uninstall codex", admin.uninstall_codex(_ctx(None), codex_home), json_)
+def uninstall_codex(codex_home: CodexHome = None, keep_plugin: KeepPlugin = False, purge: Purge = False,
+                    root: Root = None, json_: Json = False) -> int:
+    """Remove agentmsg from Codex: user hooks, skill, the plugin install, and (if no copy is left) the caches."""
+    return _uninstall("codex", codex_home, keep_plugin, purge, root, json_)
+
+
+@uninstall_app.command("claude")
+def uninstall_claude(keep_plugin: KeepPlugin = False, purge: Purge = False, root: Root = None,
+                     json_: Json = False) -> int:
+    """Remove agentmsg from Claude Code: the plugin install, its data, and (if no copy is left) the caches."""
+    return _uninstall("claude", None, keep_plugin, purge, root, json_)
+
+
+@uninstall_app.command("all")
+def uninstall_all(codex_home: CodexHome = None, keep_plugin: KeepPlugin = False, purge: Purge = False,
+                  root: Root = None, json_: Json = False) -> int:
+    """Remove agentmsg from every host, its private venv and caches; messages stay unless --purge."""
+    return _uninstall("all", codex_home, keep_plugin, purge, root, json_)
 
 
 @app.command()
