@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
 from . import fsio
+from .errors import UsageError
 
 HOOK_MARK = "# agentmsg-managed-hook"
 SKILL_MARK = "<!-- agentmsg-managed: written by `agentmsg install codex`; `agentmsg uninstall codex` removes it -->"
@@ -70,6 +72,21 @@ def hook_command(root: Path, cli: str | None = None) -> str:
     return f"{prefix}/bin/sh {_quote(str(root / 'hooks' / 'run'))} codex {HOOK_MARK}"
 
 
+def _read(path: Path) -> bytes:
+    """A host file's bytes; a FIFO, socket or device there is refused, never waited on (links are followed:
+    these are the user's own files, often kept in a dotfiles checkout)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UsageError(f"{path} is not a regular file; move it away, then run this again")
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def _ours(hook: object) -> bool:
     return isinstance(hook, dict) and str(hook.get("command", "")).rstrip().endswith(HOOK_MARK)
 
@@ -78,14 +95,12 @@ def _read_hooks(path: Path) -> dict[str, Any]:
     if not path.exists():
         return {"hooks": {}}
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(_read(path).decode("utf-8"))
+    except UsageError:
+        raise
     except (OSError, ValueError) as exc:
-        from .errors import UsageError
-
         raise UsageError(f"{path} is not valid JSON ({exc}); fix or move it, then run this again") from None
     if not isinstance(doc, dict) or not isinstance(doc.setdefault("hooks", {}), dict):
-        from .errors import UsageError
-
         raise UsageError(f"{path} does not hold a {{\"hooks\": {{...}}}} object; fix or move it first")
     return doc
 
@@ -130,7 +145,7 @@ def install_codex(codex_home: str | os.PathLike[str], plugin_root: str | os.Path
     Returns ``{"hooks_file", "hooks": [events], "command", "skill_file",
     "skill": "written"|"unchanged"|"left alone (not ours)", "note"}``.
     """
-    from .errors import Conflict, UsageError
+    from .errors import Conflict
 
     root = Path(plugin_root).resolve()
     if not (root / "hooks" / "run").is_file() or not (root / "skills" / "agentmsg" / "SKILL.md").is_file():
@@ -153,9 +168,10 @@ def install_codex(codex_home: str | os.PathLike[str], plugin_root: str | os.Path
     skill_file = _home(home) / ".agents" / "skills" / "agentmsg" / "SKILL.md"
     text = (root / "skills" / "agentmsg" / "SKILL.md").read_text(encoding="utf-8").rstrip("\n")
     text += f"\n\n{SKILL_MARK}\n"
-    if skill_file.exists() and SKILL_MARK not in skill_file.read_text(encoding="utf-8", errors="replace"):
+    have = _read(skill_file) if skill_file.exists() else None
+    if have is not None and SKILL_MARK.encode() not in have:
         skill = "left alone (not ours)"
-    elif skill_file.exists() and skill_file.read_text(encoding="utf-8") == text:
+    elif have == text.encode():
         skill = "unchanged"
     else:
         skill_file.parent.mkdir(parents=True, exist_ok=True)
@@ -186,7 +202,7 @@ def uninstall_codex(codex_home: str | os.PathLike[str], *,
     skill_file = _home(home) / ".agents" / "skills" / "agentmsg" / "SKILL.md"
     if not skill_file.exists():
         skill = "absent"
-    elif SKILL_MARK in skill_file.read_text(encoding="utf-8", errors="replace"):
+    elif SKILL_MARK.encode() in _read(skill_file):
         skill_file.unlink()
         _rmdir_empty(skill_file.parent, skill_file.parent.parent, skill_file.parents[2])  # ours, or left empty
         skill = "removed"
@@ -197,8 +213,8 @@ def uninstall_codex(codex_home: str | os.PathLike[str], *,
 
 def _load(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return json.loads(_read(path).decode("utf-8"))
+    except (OSError, ValueError, UsageError):
         return None
 
 
@@ -230,7 +246,10 @@ def detect(*, home: str | os.PathLike[str] | None = None,
     })
     codex_plugins = _codex_plugins(chome / "config.toml")
     skill_file = h / ".agents" / "skills" / "agentmsg" / "SKILL.md"
-    skill_text = skill_file.read_text(encoding="utf-8", errors="replace") if skill_file.is_file() else ""
+    try:
+        skill_text = _read(skill_file).decode("utf-8", "replace") if skill_file.is_file() else ""
+    except (OSError, UsageError):
+        skill_text = ""
     return {
         "claude": {
             "plugin": [{"id": k, "enabled": enabled.get(k) is True} for k in claude_ids],
@@ -257,8 +276,9 @@ def default_codex_home(home: str | os.PathLike[str] | None = None) -> Path:
 def _codex_plugins(config: Path) -> list[dict[str, Any]]:
     """``[plugins."agentmsg@m"]`` tables and their ``enabled`` flag, read line by line."""
     try:
-        lines = config.read_text(encoding="utf-8").splitlines()
-    except OSError:
+        # Bytes, decoded leniently: a Latin-1 comment elsewhere in the user's file must not hide our table.
+        lines = _read(config).decode("utf-8", "replace").splitlines()
+    except (OSError, UsageError):
         return []
     found: list[dict[str, Any]] = []
     current: dict[str, Any] | None = None

@@ -65,7 +65,7 @@ class TestStore:
 
     def inbox(self, collab: str, alias: str) -> Inbox:
         page = self.port.unacked(collab, alias, limit=1 << 30, priority_first=False)
-        return Inbox(alias, page, self.port.problems(collab, alias))
+        return Inbox(alias, page, page.problems)
 
     def messages(self, collab: str, alias: str) -> list[Message]:
         return list(self.port.history(collab, alias))

@@ -24,6 +24,7 @@ from agentmsg.backends.file.layout import pin_key
 from agentmsg.domain import rules
 from agentmsg.domain import validate as model
 from agentmsg.errors import Closed, Conflict, IdentityError, NotFound, UnknownAgent, UnsafePath, UsageError
+from agentmsg.backends.file.inboxmap import InboxMap
 from agentmsg.journal import Journal
 from tests.facade import Draft, FileStore
 
@@ -405,25 +406,26 @@ def test_ack_out_of_order_and_cursor(store, collab):
     for i in (1, 2):
         store.ack(collab.id, collab.reviewer, ms[i].id)
     assert [m.body for m in store.inbox(collab.id, "reviewer").messages] == ["m5"]
-    # re-acking something behind the cursor is still "already"
+    # re-acking something already acknowledged is still "already"
     assert store.ack(collab.id, collab.reviewer, ms[0].id)[1]
-    cur = json.loads((collab.dir / "state" / "reviewer.json").read_text())
+    m = InboxMap.load(str(collab.dir), "reviewer")
     inbox = (collab.dir / "inbox" / "reviewer.jsonl").read_bytes()
-    # the cursor names m5's line as the one unacknowledged message, and has read the whole inbox
-    (m5,) = cur["unacked"]
-    assert json.loads(inbox[m5:].split(b"\n")[0])["body"] == "m5"
-    assert cur["scanned"] == len(inbox)
+    # the map has folded the whole inbox and names m5 as the one unacknowledged message
+    assert list(m.unacked()) == [6] and m.ie == len(inbox)
+    assert json.loads(inbox[m.offset(6):].split(b"\n")[0])["body"] == "m5"
 
 
-def test_an_old_unread_message_does_not_make_reads_follow_history(store, collab):
-    """One message left unacknowledged early on: the cursor keeps its offset, not every later ack."""
+def test_an_old_unread_message_does_not_make_reads_follow_history(store, collab, monkeypatch):
+    """One message left unacknowledged early on: a read decodes that one record, not every later one."""
     first = send1(store, collab, collab.driver, "reviewer", "old and unread")
     later = [send1(store, collab, collab.driver, "reviewer", f"m{i}") for i in range(200)]
     for m in later:
         store.ack(collab.id, collab.reviewer, m.id)
-    cur = json.loads((collab.dir / "state" / "reviewer.json").read_text())
-    size = (collab.dir / "inbox" / "reviewer.jsonl").stat().st_size
-    assert cur["unacked"] == [0] and cur["scanned"] == size  # a read touches one line, then the new tail
+    m = InboxMap.load(str(collab.dir), "reviewer")
+    assert list(m.unacked()) == [1] and m.ie == (collab.dir / "inbox" / "reviewer.jsonl").stat().st_size
+    calls = _count_decodes(monkeypatch)
+    assert [x.id for x in store.inbox(collab.id, "reviewer").messages] == [first.id]
+    assert calls[0] <= 6, calls
     assert [m.id for m in store.inbox(collab.id, "reviewer").messages] == [first.id]
     new = send1(store, collab, collab.driver, "reviewer", "new")
     assert [m.id for m in store.inbox(collab.id, "reviewer").messages] == [first.id, new.id]
@@ -568,7 +570,7 @@ def test_a_damaged_record_is_skipped_and_reported(store, collab):
         records.decode(path.read_bytes().split(b"\n")[0])
     ib = store.inbox(collab.id, "reviewer")
     assert [m.body for m in ib.messages] == ["two"]
-    assert len(ib.problems) == 1 and not ib.problems[0].torn and ib.problems[0].offset == 0
+    assert len(ib.problems) == 1 and not ib.problems[0]["torn"] and ib.problems[0]["offset"] == 0
 
 
 def test_permissions_are_0700_and_0600(store, collab, root):
@@ -666,9 +668,8 @@ def test_torn_inbox_tail_is_reported_and_the_next_send_continues(store, collab):
 
     ib = store.inbox(collab.id, "reviewer")
     assert [m.id for m in ib.messages] == [m.id for m in ms]
-    assert len(ib.problems) == 1 and ib.problems[0].torn and ib.problems[0].offset == offset
-    problems: list = []
-    assert len(list(store.messages(collab.id, "reviewer", problems))) == 3 and len(problems) == 1
+    assert len(ib.problems) == 1 and ib.problems[0]["torn"] and ib.problems[0]["offset"] == offset
+    assert len(list(store.messages(collab.id, "reviewer"))) == 3
 
     m4 = send1(store, collab, collab.driver, "reviewer", "after the crash")
     assert m4.seq == 4
@@ -680,7 +681,7 @@ def test_torn_inbox_tail_is_reported_and_the_next_send_continues(store, collab):
     assert len(data.split(b"\n")) == 6  # 3 records, the torn line (kept as evidence), the new one, ""
     ib = store.inbox(collab.id, "reviewer")
     assert [m.body for m in ib.messages] == ["m0", "m1", "m2", "after the crash"]
-    assert len(ib.problems) == 1 and ib.problems[0].torn
+    assert len(ib.problems) == 1 and ib.problems[0]["torn"]
     assert store.message(collab.id, m4.id) == m4
     # acking works across the torn line and the cursor moves past it
     for m in [*ms, m4]:
@@ -694,7 +695,7 @@ def test_unterminated_complete_record_keeps_seq_gap_free(store, collab):
     m1 = send1(store, collab, collab.driver, "reviewer", "m1")
     path.write_bytes(path.read_bytes()[:-1])  # crash right before the newline
     ib = store.inbox(collab.id, "reviewer")
-    assert [m.body for m in ib.messages] == ["m0"] and ib.problems[0].torn
+    assert [m.body for m in ib.messages] == ["m0"] and ib.problems[0]["torn"]
     m2 = send1(store, collab, collab.driver, "reviewer", "m2")
     assert m2.seq == 3
     assert [r["seq"] for r in chain(path)] == [1, 2, 3]

@@ -217,6 +217,9 @@ class MemoryTxn:
         self.data.ids[rec["id"]] = (rec["to"], rec["seq"])
         return Message.from_record(rec)
 
+    def repair_binding(self, pin: str) -> None:
+        pass  # nothing derived is kept apart from the records
+
     def since(self, alias: str, seq: int) -> list[Message]:
         return [Message.from_record(r) for r in self.data.inboxes.get(alias, [])[seq:]]
 

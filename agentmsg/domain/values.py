@@ -190,18 +190,20 @@ class Sent(Value):
 class Page(Value):
     """Some unacknowledged messages, in presentation order, and how many there are in all."""
 
-    __slots__ = ("high", "messages", "requests", "skipped", "total")
+    __slots__ = ("high", "messages", "problems", "requests", "skipped", "total")
     messages: list[Message]
     total: int
     requests: int
     high: int
     #: unacknowledged messages left out because the reader asked to skip them
     skipped: int
+    #: lines the reader had to skip (torn or damaged), as ``{"path", "offset", "reason", "torn"}``
+    problems: list[dict[str, Any]]
 
     def __init__(self, messages: list[Message], total: int, requests: int = 0, high: int = 0,
-                 skipped: int = 0) -> None:
+                 skipped: int = 0, problems: list[dict[str, Any]] | None = None) -> None:
         self.messages, self.total, self.requests, self.high = messages, total, requests, high
-        self.skipped = skipped
+        self.skipped, self.problems = skipped, problems or []
 
     @property
     def more(self) -> int:

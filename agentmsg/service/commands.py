@@ -178,7 +178,7 @@ def inbox(ctx: Ctx, *, collab: str | None, self_flag: str | None, limit: int = r
     alias, page = ctx.mailbox.inbox(cid, who, limit=offset + want, priority_first=priority_first)
     page = page.replace(messages=page.messages[offset:])
     out = {"collab": cid, "alias": alias, **payloads.page(page, offset=offset),
-           "problems": ctx.store.problems(cid, alias) if offset == 0 else []}
+           "problems": page.problems}
     if include_acked:
         history = list(ctx.store.history(cid, alias))
         chosen = history if everything else history[offset:offset + limit]

@@ -37,6 +37,8 @@ class Mailbox:
                                   notify=dict(notify) if notify else None)
             if ev is not None:
                 tx.append_event(ev)
+            else:
+                tx.repair_binding(str(who))  # the same join again: repair what a crash cut short
             return tx.registry()
 
     def handover(self, collab: str, who: Pin, to: Pin, *, alias: str | None = None) -> Record:

@@ -797,8 +797,10 @@ case("cli-reply-in-closed-collab", "cli", "closed", Cli(send("--reply-to", f"dri
      6, _CLOSED, NOTHING, match="prefix")
 case("hook-claude-closed-collab-is-inert", "hook-claude", "closed", Hook("UserPromptSubmit"), 0, "", NOTHING,
      outcome="silent")
+# Codex cannot find the CLI by name: an unbound SessionStart states the command, and nothing of the
+# closed collaboration (no label, task or peer text).
 case("hook-codex-closed-collab-session-start", "hook-codex", "closed", Hook("SessionStart"), 0, "", NOTHING,
-     outcome="silent")
+     outcome="context", checks=(Shows("this session has not joined a collaboration"),))
 case("hook-claude-stop-after-close-with-envelope", "hook-claude", "delivery", Hook("Stop"), 0, "", NOTHING,
      outcome="silent", prep=(Close(DRIVER),))
 
@@ -1129,7 +1131,7 @@ for _host, _cap in (("claude", "2000"), ("codex", "2000")):
     case(f"hook-{_host}-escape-heavy-subject-at-min-cap-still-shows-one", f"hook-{_host}", "base",
          Hook("UserPromptSubmit", env={"AGENTMSG_HOOK_CAP": _cap}), 0, "", Stored(presented(_host, _ids[:1])),
          outcome="context", prep=(Send(_sender, _to, _TAGGED_SUBJECT, "urgent", "request", F1, "high"),),
-         checks=(BoundaryOnce(), Shows(f"the rest: agentmsg show {F1} --collab {C}]"), Shows("[subject cut: "),
+         checks=(BoundaryOnce(), Shows(f"show {F1} --collab {C}]"), Shows("[subject cut: "),
                  Shows(f"{len(_ids) - 1} more message")))
 _INVISIBLES = {
     "variation-selectors": "ok\ufe0f\ufe00 fine\U000e0100\U000e01ef",

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from ... import fsio, records
 from ...domain import kinds
-from ...journal import Journal
+from ...journal import Journal, Problem
 from . import layout
 
 TYPE_CHECKING = False
@@ -47,8 +47,8 @@ UNACKED_NORMAL = (PRESENT, PRESENT | REQUEST)
 class InboxMap:
     """The folded state of one alias's inbox and receipts."""
 
-    __slots__ = ("alias", "base", "changed", "ie", "il", "is_", "new_offsets", "offsets_from", "re", "rl", "rs",
-                 "status")
+    __slots__ = ("alias", "bad", "base", "changed", "ie", "il", "is_", "new_offsets", "offsets_from", "problems",
+                 "re", "rl", "rs", "status")
 
     def __init__(self, base: str, alias: str) -> None:
         self.base, self.alias = base, alias
@@ -58,6 +58,9 @@ class InboxMap:
         self.new_offsets: list[int] = []
         self.offsets_from = 0  # status entries before this already have offsets on disk
         self.changed = False
+        self.problems: list[Problem] = []  # lines skipped while folding (torn tails, damaged records)
+        #: skipped lines folded past, kept as ``[offset, reason, torn]`` so every later read still reports them
+        self.bad: list[list[Any]] = []
 
     # ---- loading and checking ---------------------------------------------------------
 
@@ -89,6 +92,9 @@ class InboxMap:
         self.status = bytearray(body)
         self.ie, self.il, self.is_ = doc["ie"], doc["il"], doc["is"]
         self.re, self.rl, self.rs = doc["re"], doc["rl"], doc["rs"]
+        bad = doc.get("bad", [])
+        self.bad = [b for b in bad if isinstance(b, list) and len(b) == 3 and type(b[0]) is int][:100] \
+            if isinstance(bad, list) else []
         return all(type(v) is int and v >= 0 for v in (self.ie, self.il, self.re, self.rl))
 
     def _matches_journals(self) -> bool:
@@ -116,7 +122,8 @@ class InboxMap:
         does not carry one (receipts written before this map existed).
         """
         inbox = Journal(layout.inbox(self.base, self.alias))
-        for pos, rec, end in inbox.entries(self.ie):
+        self.problems = []
+        for pos, rec, end in inbox.entries(self.ie, self.problems):
             seq = rec.get("seq")
             if type(seq) is not int or seq <= len(self.status):
                 continue  # already folded: never count a message twice
@@ -127,6 +134,12 @@ class InboxMap:
             self.new_offsets.append(pos)
             self.ie, self.il, self.is_ = end, pos, rec["sum"]
             self.changed = True
+        known = {b[0] for b in self.bad}
+        for p in self.problems:
+            if p.offset < self.ie and p.offset not in known and len(self.bad) < 100:
+                self.bad.append([p.offset, p.reason, p.torn])
+                known.add(p.offset)
+                self.changed = True
         receipts = Journal(layout.receipts(self.base, self.alias))
         for pos, rec, end in receipts.entries(self.re):
             if rec.get("type") == kinds.ACK:
@@ -155,7 +168,8 @@ class InboxMap:
             fsio.atomic_write(offsets, _pack(self._all_offsets()), durable=False)
         body = bytes(self.status)
         head = records.dumps({"v": VERSION, "n": len(body), "ie": self.ie, "il": self.il, "is": self.is_,
-                              "re": self.re, "rl": self.rl, "rs": self.rs, "h": records.sha256_hex(body)})
+                              "re": self.re, "rl": self.rl, "rs": self.rs, "h": records.sha256_hex(body),
+                              "bad": self.bad})
         fsio.atomic_write(layout.inbox_map(self.base, self.alias), head.encode() + b"\n" + body, durable=False)
         self.offsets_from, self.new_offsets, self.changed = len(self.status), [], False
 
@@ -175,6 +189,12 @@ class InboxMap:
         raw = fsio.read_bytes_at(layout.inbox_offsets(self.base, self.alias), (seq - 1) * _OFF, _OFF)
         off = int.from_bytes(raw, "little") if raw is not None and len(raw) == _OFF else None
         return off if off is not None and off < self.ie else None  # past the folded inbox: damaged
+
+    def skipped_lines(self) -> list[Problem]:
+        """Every line skipped so far: kept ones, then this fold's."""
+        path = layout.inbox(self.base, self.alias)
+        kept = [Problem(path, b[0], str(b[1]), bool(b[2])) for b in self.bad]
+        return kept + [p for p in self.problems if p.offset not in {b[0] for b in self.bad}]
 
     def acked(self, seq: int) -> bool:
         return 0 < seq <= len(self.status) and bool(self.status[seq - 1] & ACKED)

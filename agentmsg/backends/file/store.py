@@ -159,13 +159,8 @@ class FileStore:
         return found
 
     def problems(self, collab: str, alias: str) -> list[dict[str, Any]]:
-        """Lines of an inbox that were skipped (torn or damaged), for ``inbox`` to report."""
-        from ...journal import Problem
-
-        found: list[Problem] = []
-        for _ in Journal(layout.inbox(self.base(collab), alias)).entries(0, found):
-            pass
-        return [p.as_dict() for p in found]
+        """Lines of an inbox skipped while reading its unacknowledged mail (torn or damaged)."""
+        return self.unacked(collab, alias, limit=1 << 20).problems
 
     # ---- derived data -----------------------------------------------------------------
 
@@ -246,6 +241,12 @@ class FileTxn:
         views.transcribe_event(self, rec)
         return rec
 
+    def repair_binding(self, pin: str) -> None:
+        """Bring the pin index in line with the registry for one pin (a crash may have cut it short)."""
+        reg = self.registry()
+        views.update_pins(self.root, self.collab, None, reg.replace(participants={
+            a: p for a, p in reg.participants.items() if p.pin == pin}))
+
     # ---- messages ----------------------------------------------------------------------------
 
     def message(self, message_id: str) -> Message | None:
@@ -297,10 +298,15 @@ class FileTxn:
             self._maps[alias] = m
         return m.fold(lambda mid: views.seq_of(self, mid))
 
-    def _record(self, m: InboxMap, seq: int) -> dict[str, Any] | None:
+    def _record(self, m: InboxMap, seq: int, problems: list[Any] | None = None) -> dict[str, Any] | None:
         journal = Journal(layout.inbox(self.base, m.alias))
         off = m.offset(seq)
         rec = record_at(journal, off) if off is not None else None
+        if rec is None and off is not None and problems is not None:
+            for _ in journal.entries(off, problems):  # a damaged record: say so, the journals decide
+                break
+            if problems and problems[-1].offset == off:
+                return None
         if rec is None or rec.get("seq") != seq:
             # a short or damaged offsets file: find it the slow way, and have the map rewrite its offsets
             m.changed = True
@@ -312,7 +318,8 @@ class FileTxn:
                 priority_first: bool = True) -> Page:
         m = self.map(alias)
         seqs = m.select(limit, skip=skip, requests_only=requests_only, priority_first=priority_first)
-        msgs = [Message.from_record(rec) for rec in (self._record(m, s) for s in seqs) if rec is not None]
+        problems = m.skipped_lines()
+        msgs = [Message.from_record(rec) for rec in (self._record(m, s, problems) for s in seqs) if rec is not None]
         from .inboxmap import REQUEST, UNACKED_HIGH, UNACKED_NORMAL
 
         every = UNACKED_HIGH + UNACKED_NORMAL
@@ -320,7 +327,10 @@ class FileTxn:
         total = m.count(requests if requests_only else every)
         wanted = requests if requests_only else every
         skipped = sum(1 for s in skip if 0 < s <= len(m.status) and m.status[s - 1] in wanted)  # type: ignore[attr-defined]
-        return Page(msgs, total, requests=m.count(requests), high=m.count(UNACKED_HIGH), skipped=skipped)
+        seen: set[int] = set()
+        found = [p.as_dict() for p in problems if not (p.offset in seen or seen.add(p.offset))]  # type: ignore[func-returns-value]
+        return Page(msgs, total, requests=m.count(requests), high=m.count(UNACKED_HIGH), skipped=skipped,
+                    problems=found)
 
     def unacked_ids(self, alias: str) -> list[str]:
         m = self.map(alias)
@@ -342,8 +352,9 @@ class FileTxn:
         for fields in items:  # a planted link in ids/ is refused before anything is written
             if fields.get("message"):
                 views.refuse_index_link(self, fields["message"])
+        path = layout.receipts(self.base, alias)  # a bad alias is refused before anything is created
         fsio.ensure_dir(self.base, "receipts")
-        journal = Journal(layout.receipts(self.base, alias))
+        journal = Journal(path)
         placed = journal.append_many(items, durable=durable, head=head)
         for offset, rec in placed:
             if rec.get("message"):
