@@ -26,6 +26,8 @@ from typing import Any
 import pytest
 from cli_helpers import JsonResult, Result, clean_env, run, run_json, snapshot
 
+from agentmsg.service.messaging import Mailbox
+
 DRIVER = "codex:0199a1b2-cli-driver"
 REVIEWER = "claude-code:5418c3d4-cli-reviewer"
 TESTER = "cursor:77e0-cli-tester"
@@ -516,83 +518,83 @@ def test_stored_and_notified(cli: Cli) -> None:
 # ---- notification adapters -------------------------------------------------------------
 
 
-def _pager(cli: Cli, tmp_path: Path) -> tuple[Path, Path]:
-    """Join ``pager`` whose command adapter works only once ``ok`` exists; it logs its argv."""
-    marker, argv = tmp_path / "ok", tmp_path / "argv"
-    script = f'test -f {marker} && printf "%s\\n" "$@" >> {argv}'
-    command = f"sh -c '{script}' notify {{pointer}} {{id}} {{from}} {{to}} {{kind}}"
-    code, _, err = cli.json("join", "--collab", cli.collab, "--self", "human:pager", "--alias", "pager",
-                            "--notify-command", command)
+def _tmux_env(sock: Path) -> dict[str, str]:
+    """What tmux puts in the environment of a session running in pane %0 of server ``sock``."""
+    return {"TMUX": f"{sock},1,0", "TMUX_PANE": "%0"}
+
+
+def _pager(cli: Cli, sock: Path) -> None:
+    """Join ``pager``, whose sessions runs in tmux: senders ring its pane with a fixed doorbell line."""
+    code, _doc, err = cli.json("join", "--collab", cli.collab, "--self", "human:pager", "--alias", "pager",
+                              "--notify", "tmux", env=_tmux_env(sock))
     assert code == 0, err
-    return marker, argv
+    reg = cli.json("registry", "--collab", cli.collab)[1]["result"]
+    assert reg["participants"]["pager"]["notify"] == {"adapter": "tmux", "pane": "%0", "socket": str(sock)}
 
 
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_notify_failure_is_stored_not_surfaced_then_retried(cli: Cli, tmp_path: Path) -> None:
-    marker, argv = _pager(cli, tmp_path)
+    sock = tmp_path / "tmux.sock"  # no server yet: ringing fails
+    _pager(cli, sock)
     body = "BODY-MUST-NOT-REACH-THE-ADAPTER"
     code, doc, err = cli.json("send", "--collab", cli.collab, "--self", DRIVER, "--to", "pager", "--kind", "request",
                               "--subject", "wake up", "--body", body)
     assert code == 7
     (r,) = doc["result"]["results"]
     mid = r["id"]
-    assert r["state"] == "stored, not yet surfaced (notify failed: sh exited 1)"
+    assert r["state"].startswith("stored, not yet surfaced (notify failed: tmux exited 1")
     assert doc["error"]["type"] == "NotifyFailed"
-    assert err == (f"stored, not yet surfaced (notify failed: sh exited 1); retry: agentmsg notify --retry "
-                   f"{mid} --collab {cli.collab}\n")
-    # the human form says the same on stdout
+    assert err.endswith(f"retry: agentmsg notify --retry {mid} --collab {cli.collab}\n")
     code, out, err = cli.run("send", "--collab", cli.collab, "--self", DRIVER, "--to", "pager", "--body", "second")
     assert code == 7
     second = UUID_RE.search(out).group()
-    assert out.strip() == f"stored, not yet surfaced (notify failed: sh exited 1): {second} -> pager"
-
     # stored all the same
     assert [m["id"] for m in cli.inbox("human:pager")] == [mid, second]
     assert cli.status()["awaiting_notification"] == [mid, second]
     assert cli.show(mid)["states"]["notify"]["ok"] is False
 
-    code, doc, err = cli.json("notify", "--retry", mid, "--collab", cli.collab)
-    assert code == 7 and err == (f"stored, not yet surfaced (notify failed: sh exited 1); retry: agentmsg notify "
-                                 f"--retry {mid} --collab {cli.collab}\n")
-    assert not argv.exists()
+    # only a party to the message may retry, and never on a closed collaboration (tested below)
+    code, _doc, err = cli.json("notify", "--retry", mid, "--collab", cli.collab, "--self", "human:stranger")
+    assert code == 9, err
 
-    marker.touch()
-    size = (cli.dir / "inbox" / "pager.jsonl").stat().st_size
-    code, doc, err = cli.json("notify", "--retry", mid, "--collab", cli.collab)
-    assert code == 0, err
-    assert doc["result"]["results"][0]["state"] == "stored+notified"
-    assert (cli.dir / "inbox" / "pager.jsonl").stat().st_size == size  # the body was not re-sent
-    assert cli.status()["awaiting_notification"] == [second]
-    assert cli.show(mid)["states"]["notify"]["ok"] is True
-
-    # the adapter got the pointer and placeholders, never the body
-    got = argv.read_text().splitlines()
-    assert got == [f"agentmsg: new request {mid} from driver (run: agentmsg inbox --collab {cli.collab})",
-                   mid, "driver", "pager", "request"]
-    assert body not in argv.read_text()
-    # a send now succeeds outright
-    code, doc, err = cli.json("send", "--collab", cli.collab, "--self", DRIVER, "--to", "pager", "--body", body)
-    assert code == 0 and doc["result"]["results"][0]["state"] == "stored+notified", err
-    assert body not in argv.read_text()
+    subprocess.run(["tmux", "-S", str(sock), "new-session", "-d", "-x", "200", "-y", "20", "cat"], check=True)
+    try:
+        size = (cli.dir / "inbox" / "pager.jsonl").stat().st_size
+        code, doc, err = cli.json("notify", "--retry", mid, "--collab", cli.collab, "--self", DRIVER)
+        assert code == 0, err
+        assert doc["result"]["results"][0]["state"] == "stored+notified"
+        assert (cli.dir / "inbox" / "pager.jsonl").stat().st_size == size  # the body was not re-sent
+        assert cli.status()["awaiting_notification"] == [second]
+        assert cli.show(mid)["states"]["notify"]["ok"] is True
+        screen = subprocess.run(["tmux", "-S", str(sock), "capture-pane", "-p", "-t", "%0"], capture_output=True,
+                                text=True, check=True).stdout
+        assert f"agentmsg: new request {mid} for pager from driver" in screen  # the doorbell, never the body
+        assert body not in screen and "wake up" not in screen
+    finally:
+        subprocess.run(["tmux", "-S", str(sock), "kill-server"], check=False)
     assert_private(cli.root)
 
 
-def test_notify_command_missing_binary(cli: Cli) -> None:
-    code, _, err = cli.json("join", "--collab", cli.collab, "--self", "human:ghost", "--alias", "ghost",
-                            "--notify-command", "/nonexistent/agentmsg-wake {id}")
+def test_a_command_adapter_in_the_registry_is_never_run(cli: Cli, tmp_path: Path) -> None:
+    """A peer that plants a free-form command in the shared registry runs nothing in a sender's process."""
+    marker = tmp_path / "ran"
+    from agentmsg.backends.file.store import FileStore as FilePort
+    from agentmsg.domain.validate import pin
+
+    Mailbox(FilePort(cli.root)).set_notify(cli.collab, pin(REVIEWER), {"adapter": "command",
+                                                                       "argv": ["touch", str(marker)]})
+    code, doc, err = cli.json("send", "--collab", cli.collab, "--self", DRIVER, "--to", "reviewer", "--body", "b")
     assert code == 0, err
-    code, doc, err = cli.json("send", "--collab", cli.collab, "--self", DRIVER, "--to", "ghost", "--body", "b")
-    assert code == 7
-    state = doc["result"]["results"][0]["state"]
-    assert state.startswith("stored, not yet surfaced (notify failed: /nonexistent/agentmsg-wake: ")
-    assert "No such file or directory" in state
-    assert len(cli.inbox("human:ghost")) == 1
+    assert doc["result"]["results"][0]["detail"].startswith("command adapter ignored")
+    assert not marker.exists()
 
 
-def test_bad_notify_command_placeholder(cli: Cli) -> None:
+@pytest.mark.parametrize("command", ["echo {body}", "touch /tmp/x", "sh -c 'curl https://hooks.slack.com/x'"])
+def test_notify_command_is_refused(cli: Cli, command: str) -> None:
     before = snapshot(cli.root)
     code, _, err = cli.run("join", "--collab", cli.collab, "--self", "human:x", "--alias", "x",
-                           "--notify-command", "echo {body}")
-    assert code == 2 and err.startswith("usage: --notify-command: bad placeholder 'body'")
+                           "--notify-command", command)
+    assert code == 2 and err.startswith("usage: --notify-command is no longer accepted")
     assert snapshot(cli.root) == before
 
 
@@ -625,7 +627,7 @@ def test_inbox_order_fields_and_printing_is_not_acking(cli: Cli) -> None:
     code, _, err = cli.run("ack", "--collab", cli.collab, "--self", REVIEWER, "--message", b)
     assert code == 0, err
     assert [m["id"] for m in cli.inbox("reviewer")] == [a, c]
-    assert [m["id"] for m in cli.inbox("reviewer", "--all")] == [a, b, c]
+    assert [m["id"] for m in cli.inbox("reviewer", "--history")] == [a, b, c]
 
 
 def test_inbox_of_non_member(cli: Cli) -> None:
@@ -884,7 +886,8 @@ def test_leave_ends_one_binding(cli: Cli) -> None:
 def test_close_makes_collab_inert_and_keeps_history(cli: Cli) -> None:
     mid = cli.send_id("driver", "reviewer", "never acked", "--kind", "request")
     code, _, err = cli.run("close", "--collab", cli.collab, "--self", REVIEWER)
-    assert code == 9 and err == "identity: only the opener or a human: pin may close a collaboration\n"
+    assert code == 9 and err == ("identity: only the current holder of the opener's alias or a human: pin may close a "
+                                 "collaboration\n")
     files_before = {p for p in snapshot(cli.root) if not p.startswith("pins")}
 
     code, doc, err = cli.json("close", "--collab", cli.collab, "--self", DRIVER)
@@ -953,7 +956,7 @@ BAD_INPUT = [
     (["log", "show", "--collab", NIL], 3, f"not found: no collaboration {NIL} under "),
     (["registry", "--collab", NIL], 3, f"not found: no collaboration {NIL} under "),
     (["leave", "--collab", NIL, "--self", DRIVER], 3, f"not found: no collaboration {NIL} under "),
-    (["notify", "--retry", NIL], 3, f"not found: no message {NIL} in collaboration"),
+    (["notify", "--retry", NIL, "--self", DRIVER], 3, f"not found: no message {NIL} in collaboration"),
     (["watch", "--self", DRIVER, "--for-reply", NIL, "--timeout", "1s"], 3, f"not found: no message {NIL}"),
     (["watch", "--self", DRIVER, "--timeout", "31m"], 2, "usage: --timeout must be more than 0 and at most 30"),
     (["watch", "--self", DRIVER, "--timeout", "0"], 2, "usage: --timeout must be more than 0 and at most 30"),
@@ -1051,7 +1054,7 @@ def test_envelope_identical_across_commands(cli: Cli) -> None:
     in_order = [
         (["join", *c, "--self", "human:k", "--alias", "j"], 5, "join"),
         (["ack", *c, "--self", REVIEWER, "--message", mid], 0, "ack"),
-        (["notify", *c, "--retry", mid], 0, "notify"),
+        (["notify", *c, "--self", DRIVER, "--retry", mid], 0, "notify"),
         (["log", "render", *c], 0, "log render"),
         (["verify"], 0, "verify"),
         (["leave", *c, "--self", "human:j"], 0, "leave"),

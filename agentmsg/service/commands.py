@@ -155,9 +155,10 @@ def _notify(ctx: Ctx, cid: str, sent: Sent, config: dict[str, Any]) -> Payload:
 
 
 def notify_retry(ctx: Ctx, *, collab: str | None, self_flag: str | None, message_id: str) -> Payload:
+    mid = validate.message_id(message_id)
     who = ctx.who(self_flag)
     cid = ctx.collab(collab, who)
-    msg, reg = ctx.mailbox.notify_target(cid, who, validate.message_id(message_id))
+    msg, reg = ctx.mailbox.notify_target(cid, who, mid)
     result = _notify(ctx, cid, Sent(msg, already=False), reg.participants[msg.to].notify)
     if result["notify_error"]:
         err = NotifyFailed(result["notify_error"], f"agentmsg notify --retry {msg.id} --collab {cid}")

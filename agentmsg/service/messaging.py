@@ -162,7 +162,7 @@ class Mailbox:
     def find(self, message_id: str) -> Message:
         msg = self.store.find_message(message_id)
         if msg is None:
-            raise NotFound(f"no message {message_id} in this store")
+            raise NotFound(f"no message {message_id} under {self.store.describe()['location']}")
         return msg
 
     def state(self, msg: Message) -> MessageState:
