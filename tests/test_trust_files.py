@@ -131,7 +131,7 @@ def test_hard_linked_transcript_is_refused_before_anything_is_stored(collab, tmp
 def test_hook_fails_open_on_a_fifo_and_returns_quickly(collab) -> None:
     from helpers_hooks import run_hook
 
-    from agentmsg.store import Draft, FileStore
+    from tests.facade import Draft, FileStore
 
     draft = Draft(to="reviewer", kind="request", priority="normal", subject="s", body="b")
     FileStore(collab.root).send(collab.id, collab.driver, draft)
@@ -197,7 +197,7 @@ def test_launcher_ignores_a_fifo_cache_file(tmp_path: Path) -> None:
 
 
 def _crash_in_child(home: Path, argv: list[str]) -> subprocess.CompletedProcess[str]:
-    code = ("import sys\nfrom agentmsg import actions\nfrom agentmsg.cli import main\n"
+    code = ("import sys\nfrom agentmsg.service import commands as actions\nfrom agentmsg.cli import main\n"
             "def boom(*a, **k):\n    raise RuntimeError('boom')\n"
             "actions.inbox = boom\nsys.exit(main(sys.argv[1:]))\n")
     env = clean_env(home / "state", {"HOME": str(home)})
@@ -261,7 +261,7 @@ def test_notify_command_not_utf8_leaves_nothing(tmp_path: Path) -> None:
     root = tmp_path / "state"
     code, _out, err = run("open", "--self", DRIVER_PIN, "--alias", "a", "--label", "l", "--task", "t",
                           "--notify-command", "wake \udcff", root=root)
-    assert (code, err) == (2, "usage: --notify-command is not valid UTF-8 (character 5); nothing was stored\n")
+    assert code == 2 and err.startswith("usage: --notify-command is no longer accepted")
     assert not root.exists()
 
 
@@ -313,13 +313,13 @@ def test_os_errors_map_to_documented_codes(code: int, exit_code: int, text: str)
 
 def test_os_error_in_a_command_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
                                            tmp_path: Path) -> None:
-    from agentmsg import actions
+    from agentmsg import admin
     from agentmsg.cli import main
 
     def full(*_a: object, **_k: object) -> None:
         raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "x"))
 
-    monkeypatch.setattr(actions, "version", full)
+    monkeypatch.setattr(admin, "version", full)
     assert main(["version", "--root", str(tmp_path)]) == 8
     want = f"store failed: {tmp_path / 'x'}: no space left on the device; nothing was stored\n"
     assert capsys.readouterr().err == want
