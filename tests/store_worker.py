@@ -74,6 +74,10 @@ def read(root: str, collab: str, alias: str, stop: str) -> None:
 def loop(root: str, collab: str, pin: str, to: str) -> None:
     store = FileStore(Path(root))
     who = model.pin(pin)
+    from agentmsg.flags import detect
+
+    detect("warm up")  # compile the patterns now: the kill window is sized for a warm send
+    store.registry(collab)
     out = sys.stdout
     out.write("READY\n")
     out.flush()
