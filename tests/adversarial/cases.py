@@ -784,7 +784,7 @@ case("reader-verify-unknown-collab", "reader", "base", Cli(("verify", "--collab"
 case("cli-ack-unknown-message", "cli", "base", Cli(("ack", "--collab", C, "--self", REVIEWER, "--message", NIL)),
      3, f"not found: no message {NIL} in collaboration {C}", NOTHING)
 case("reader-show-unknown-message", "reader", "base", Cli(("show", NIL)), 3,
-     f"not found: no message {NIL} in this store", NOTHING)
+     f"not found: no message {NIL} under {ROOT}", NOTHING)
 _CLOSED = f"closed: collaboration {C} was closed at "
 case("cli-send-closed-collab", "cli", "closed", Cli(send()), 6, _CLOSED, NOTHING, match="prefix")
 case("cli-join-closed-collab", "cli", "closed",
