@@ -122,7 +122,7 @@ def assert_untrusted(block: product.Block) -> None:
 
 
 def identity_prefix(pin: str, alias: str, collab: str) -> str:
-    return f"agentmsg: this session ({pin}) is participant {alias} in collaboration {collab}, opened by "
+    return f"agentmsg: this session ({pin}) is participant {alias} in collaboration {collab}, "
 
 
 def assert_nothing_injected(turn: product.Turn) -> None:
@@ -395,7 +395,7 @@ def assert_capped(turn: product.Turn, *, cap: int, collab: str, due: int, expect
         shown, total, command = m.cut
         assert (total, command) == (len(body), f"agentmsg show {mid} --collab {collab}")
         assert EXCERPT <= shown < total  # docs/DELIVERY.md: every shown message gets its first 200
-        assert m.body == body[:shown]
+        assert m.body in (body[:shown], body[:shown].removesuffix("\n"))  # a cut at a line end drops the break
     assert block.after == [ack_line(collab), more_line(left - k, collab)]
     return block
 
@@ -497,7 +497,12 @@ def test_hook_command_without_state_root_creates_nothing(tmp_path, host):
     for stdin in (GARBAGE["random-bytes"][0], json.dumps({"hook_event_name": "SessionStart", "session_id": str(
             uuid.uuid4()), "source": "startup"}).encode()):
         proc = product.run_hook_command(host, "SessionStart", stdin, root=root, base=tmp_path, path=path)
-        assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", b"")
+        assert (proc.returncode, proc.stderr) == (0, b"")
+        if host == "codex" and proc.stdout:  # Codex cannot find the CLI by name: SessionStart states it
+            text = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+            assert text.startswith("agentmsg (peer messaging; this session has not joined a collaboration)")
+        else:
+            assert proc.stdout == b""
     assert not root.exists()
 
 
@@ -526,7 +531,7 @@ def test_corrupt_state_fails_open_and_the_turn_completes(request, tmp_path, host
         assert m, line
         assert (m["host"], m["event"], m["pin"]) == (host.name, "SessionStart", s.pin)
         assert m["what"] == f"HookError: corrupt hook state {hook_state}; reset it"
-        assert json.loads(hook_state.read_text())["v"] == 1  # reset
+        assert json.loads(hook_state.read_text())["v"] == 2  # reset
 
         collab.send(CAROL, "worker", "pending", "Would be injected at the next prompt.")
         before = log_lines(root)

@@ -490,8 +490,14 @@ class Block:
         return [m.id for m in self.messages]
 
 
+#: The CLI as a host that cannot find it by name is told to run it (Codex: the launcher's absolute path);
+#: tests/test_newcomer.py checks that form, the block parser reads it as plain ``agentmsg``.
+_CLI_PATH = re.compile(r"(?:'[^'`\n]*/bin/agentmsg'|/[^\s`']*/bin/agentmsg)(?= )")
+
+
 def parse_block(text: str) -> Block:
     """Parse one injected text strictly (AssertionError on anything unexpected)."""
+    text = _CLI_PATH.sub("agentmsg", text)
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()

@@ -146,14 +146,9 @@ class FileStore:
             entries = views.pin_entries(self.root, pin)
         found = []
         for collab, alias in entries:
-            try:
-                reg = self.registry(collab)
-            except LookupError:
-                continue
-            except Exception as exc:  # a vanished collaboration names nothing
-                if type(exc).__name__ != "NotFound":
-                    raise
-                continue
+            if views.collab_dir(self.root, collab) is None:
+                continue  # a vanished collaboration names nothing; a damaged one is an error (hooks log it)
+            reg = self.registry(collab)
             if not reg.closed and reg.holder(alias) == pin:
                 found.append((collab, alias))
         return found
