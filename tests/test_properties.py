@@ -32,8 +32,8 @@ from transcript_checks import assert_one_header_per_message
 from agentmsg import boundary, secret_scan
 from agentmsg.domain import validate as model
 from agentmsg.service import commands as actions
-from agentmsg.service.context import Ctx
 from agentmsg.service import delivery
+from agentmsg.service.context import Ctx
 from tests.facade import Draft, FileStore
 
 DRIVER = f"codex:{DRIVER_SESSION}"

@@ -32,13 +32,12 @@ from __future__ import annotations
 
 import time
 
+from .kinds import COMPLETE, DISABLED, ENABLED, PRESENTED, RETRY, SLOT
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
     from typing import Any
-
-
-from .kinds import COMPLETE, DISABLED, ENABLED, PRESENTED, RETRY, SLOT
 
 DEFAULT_EXPIRES_IN = 2 * 3600.0
 MAX_DURATION = 24 * 3600.0

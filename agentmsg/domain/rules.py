@@ -195,7 +195,8 @@ def may_close(reg: Registry, who: Pin) -> None:
         return
     if not reg.opener_alias and str(who) == reg.opener:
         return
-    raise _errors().IdentityError("only the current holder of the opener's alias or a human: pin may close a collaboration")
+    raise _errors().IdentityError("only the current holder of the opener's alias or a human: pin may close a "
+                                  "collaboration")
 
 
 def log_author(reg: Registry, who: Pin) -> str:

@@ -492,7 +492,8 @@ def _forged_send(name: str) -> Send:
 C = "{collab}"
 ROOT = "{root}"
 HOST_ENV = {"claude": "CLAUDE_CODE_SESSION_ID", "codex": "CODEX_THREAD_ID"}
-PIN_HELP = "expected RUNTIME:SESSION_ID with RUNTIME one of claude-code, codex, cursor, gemini, copilot, opencode, aider, human"
+PIN_HELP = ("expected RUNTIME:SESSION_ID with RUNTIME one of claude-code, codex, cursor, gemini, copilot, opencode, "
+            "aider, human")
 ALIAS_HELP = "must match ^[a-z][a-z0-9_-]{0,31}$ and not be 'all'"
 REVIEWER_SEES = presented("claude", (M1, M3))
 DRIVER_SEES = presented("codex", (M2,))

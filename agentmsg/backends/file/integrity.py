@@ -165,7 +165,7 @@ def check_derived(tx: FileTxn) -> list[Finding]:
             if doc.get("inbox") != rec["to"] or doc.get("seq") != rec["seq"] or doc.get("digest") != rec["digest"]:
                 found.append(Finding(path, 1, "damaged", f"index entry of {mid} disagrees with its record "
                                      "(run agentmsg repair)"))
-    for mid, rec in messages.items():
+    for mid in messages:
         if mid not in entries:
             found.append(Finding(layout.index(base, mid), 0, "derived",
                                  f"message {mid} has no index entry (run agentmsg repair)"))
