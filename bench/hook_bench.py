@@ -48,7 +48,7 @@ sys.path.insert(0, str(BENCH))
 from store_bench import DRIVER, REVIEWER, _seal_all, machine, new_collab, write_section  # noqa: E402
 
 from agentmsg import fsio  # noqa: E402
-from agentmsg.store import Draft, _digest  # noqa: E402
+from agentmsg.backends.file.store import Draft, _digest  # noqa: E402
 
 SESSION = REVIEWER.session
 PENDING_BODY = "Please review the retry patch.\n" + "Context line for the benchmark message body.\n" * 25
@@ -143,7 +143,7 @@ def resolve_interpreter(data: Path, project: Path, root: Path) -> tuple[str, flo
 def import_time(python: str) -> dict[str, int]:
     """Cumulative microseconds for the hook path's imports, and for the full store for comparison."""
     out = {}
-    for module in ("agentmsg.hookrun", "agentmsg.store"):
+    for module in ("agentmsg.hooks", "agentmsg.backends.file.store"):
         code = f"import sys; sys.path.insert(0, {str(REPO)!r}); import {module}"
         best = None
         for _ in range(7):
@@ -238,8 +238,9 @@ def markdown(res: dict, info: dict[str, str], command: str) -> str:
     imp = res["imports_us"]
     lines += ["", "### Import time (`python3 -I -S -X importtime`, best of 7)", "",
               "| module | cumulative |", "|---|---:|",
-              f"| `agentmsg.hookrun` (everything a hook imports) | {imp['agentmsg.hookrun'] / 1e3:.2f} ms |",
-              f"| `agentmsg.store` (for comparison; not on the hook path) | {imp['agentmsg.store'] / 1e3:.2f} ms |",
+              f"| `agentmsg.hooks` (everything a hook imports) | {imp['agentmsg.hooks'] / 1e3:.2f} ms |",
+              f"| `agentmsg.backends.file.store` (the file backend) | "
+              f"{imp['agentmsg.backends.file.store'] / 1e3:.2f} ms |",
               "", "The hook path imports the same lean core as the store (records, fsio, journal, paths,",
               "mailbox: os, time, `_json`, `_sha256`, fcntl on first lock), boundary and the pure half of delivery;",
               "none of json/re/pathlib/dataclasses/hashlib/uuid/typing, each of which costs milliseconds bare."]
@@ -279,8 +280,8 @@ def main() -> None:
         s = res["shim"]
         print(f"shim python3 -S -c pass: {s['median_ms']:.1f} ms; naive hook via shim: "
               f"{s['naive_hook_median_ms']:.1f} ms; launcher cold first run: {res['cold_first_run_ms']:.1f} ms")
-    print(f"imports: hookrun {res['imports_us']['agentmsg.hookrun'] / 1e3:.2f} ms, "
-          f"store {res['imports_us']['agentmsg.store'] / 1e3:.2f} ms")
+    print(f"imports: hookrun {res['imports_us']['agentmsg.hooks'] / 1e3:.2f} ms, "
+          f"store {res['imports_us']['agentmsg.backends.file.store'] / 1e3:.2f} ms")
     if args.write_md:
         command = "python3 bench/hook_bench.py --write-md"
         if args.repeats != 60 or args.history != [100, 100000]:

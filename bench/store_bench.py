@@ -42,8 +42,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from agentmsg import fsio, model, records  # noqa: E402
+from agentmsg.backends.file.store import Draft, FileStore, _digest  # noqa: E402
 from agentmsg.journal import Journal  # noqa: E402
-from agentmsg.store import Draft, FileStore, _digest  # noqa: E402
 
 DRIVER = model.pin("codex:bench-driver")
 REVIEWER = model.pin("claude-code:bench-reviewer")

@@ -59,7 +59,7 @@ class TestStore:
         self.mailbox.set_notify(collab, who, notify)
 
     def send(self, collab: str, who: Pin, draft: Draft) -> list[Sent]:
-        from agentmsg.flags import detect
+        from agentmsg.text.injection import detect
 
         return self.mailbox.send(collab, who, draft, flags=tuple(detect(draft.subject + "\n" + draft.body)))
 

@@ -74,7 +74,7 @@ def read(root: str, collab: str, alias: str, stop: str) -> None:
 def loop(root: str, collab: str, pin: str, to: str) -> None:
     store = FileStore(Path(root))
     who = model.pin(pin)
-    from agentmsg.flags import detect
+    from agentmsg.text.injection import detect
 
     detect("warm up")  # compile the patterns now: the kill window is sized for a warm send
     store.registry(collab)

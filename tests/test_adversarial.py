@@ -25,9 +25,10 @@ from cli_helpers import run, run_json, snapshot
 from helpers_hooks import run_hook
 from transcript_checks import assert_one_header_per_message
 
-from agentmsg import boundary, records
+from agentmsg import records
 from agentmsg.domain import validate as model
 from agentmsg.service import delivery
+from agentmsg.text import boundary
 from tests.facade import Draft, FileStore
 
 HOOK_KEYS = {"SessionStart": "context", "UserPromptSubmit": "context", "Stop": "block"}
@@ -348,7 +349,7 @@ def test_corpus_size_and_coverage() -> None:
     surfaces = {c.surface for c in K.CASES}
     assert surfaces == set(K.SURFACES)
     kinds = {c.name.removeprefix("cli-send-secret-") for c in K.CASES if c.name.startswith("cli-send-secret-")}
-    from agentmsg.secret_scan import RULES
+    from agentmsg.text.secrets import RULES
 
     assert {r.kind for r in RULES} <= kinds
 

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentmsg import boundary, render
+from agentmsg.text import boundary
+from agentmsg.text import transcript as render
 
 COLLAB = "7d3c2b1a-0000-4000-8000-00000000c011"
 

@@ -405,7 +405,7 @@ def test_excerpt_promise_of_200_characters(unit):
     """docs/DELIVERY.md: "Every shown message gets its first 200 characters".
     Once seen broken on both hosts (198 and 179 characters) with wide
     characters and quote prefixes.  No host needed to show it."""
-    from agentmsg import boundary
+    from agentmsg.text import boundary
 
     class Msg:
         def __init__(self, i: int) -> None:

@@ -1,4 +1,4 @@
-"""Tests for agentmsg.flags: precise names, quiet on engineering prose."""
+"""Tests for agentmsg.text.injection: precise names, quiet on engineering prose."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentmsg.flags import RULES, detect
+from agentmsg.text.injection import RULES, detect
 
 POSITIVES: dict[str, list[str]] = {
     "ignore-previous": [

@@ -20,7 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentmsg import fsio, hookrun, paths, records
+from agentmsg import fsio, paths, records
+from agentmsg import hooks as hookrun
 from agentmsg.backends.file import layout, views
 from agentmsg.backends.file.integrity import verify_file
 from agentmsg.backends.file.store import FileStore as FilePort
@@ -408,8 +409,8 @@ HEAVY = {"json", "re", "pathlib", "dataclasses", "typing", "hashlib", "uuid", "s
 
 
 def test_hook_path_imports_stay_lean():
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import agentmsg.hookrun, agentmsg.boundary; "
-            "agentmsg.boundary.escape('x'); print(' '.join(sorted(sys.modules)))")
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import agentmsg.hooks, agentmsg.text.boundary; "
+            "agentmsg.text.boundary.escape('x'); print(' '.join(sorted(sys.modules)))")
     out = subprocess.run([sys.executable, "-I", "-S", "-c", code, str(Path(__file__).resolve().parents[1])],
                          capture_output=True, text=True, check=True).stdout.split()
     assert not HEAVY & set(out), HEAVY & set(out)

@@ -13,7 +13,9 @@ from pathlib import Path
 from cli_helpers import REPO_ROOT, run, run_json
 from helpers_hooks import run_hook
 
-from agentmsg import boundary, hostcmd, installer, paths, render
+from agentmsg import hostcmd, installer, paths
+from agentmsg.text import boundary
+from agentmsg.text import transcript as render
 
 DRIVER = "codex:0199-newcomer-driver"
 REVIEWER = "claude-code:5418-newcomer-reviewer"

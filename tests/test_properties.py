@@ -29,11 +29,12 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 from transcript_checks import assert_one_header_per_message
 
-from agentmsg import boundary, secret_scan
 from agentmsg.domain import validate as model
 from agentmsg.service import commands as actions
 from agentmsg.service import delivery
 from agentmsg.service.context import Ctx
+from agentmsg.text import boundary
+from agentmsg.text import secrets as secret_scan
 from tests.facade import Draft, FileStore
 
 DRIVER = f"codex:{DRIVER_SESSION}"

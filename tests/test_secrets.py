@@ -1,4 +1,4 @@
-"""Tests for agentmsg.secret_scan.
+"""Tests for agentmsg.text.secrets.
 
 Every secret-shaped value is assembled at run time from fragments and
 seeded random characters, so no real-looking credential sits in the repo
@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentmsg.secret_scan import RULES, Finding, redact, scan
+from agentmsg.text.secrets import RULES, Finding, redact, scan
 
 ALNUM = string.ascii_letters + string.digits
 UPPER_DIGITS = string.ascii_uppercase + string.digits

@@ -1,4 +1,4 @@
-"""Context rules of agentmsg.secret_scan: assignments, the placeholder rule, references.
+"""Context rules of agentmsg.text.secrets: assignments, the placeholder rule, references.
 
 A value bound to a credential-named key is a secret when it is a plausible
 credential (8+ characters, not a placeholder, not a reference to a
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentmsg.secret_scan import is_placeholder, redact, scan
+from agentmsg.text.secrets import is_placeholder, redact, scan
 
 ALNUM = string.ascii_letters + string.digits
 HEX = "0123456789abcdef"

@@ -1,4 +1,4 @@
-"""docs/SECRETS.md and agentmsg.secret_scan agree: every kind is documented and tested, and vice versa."""
+"""docs/SECRETS.md and agentmsg.text.secrets agree: every kind is documented and tested, and vice versa."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from test_secrets import CASES
 
-from agentmsg.secret_scan import RULES, is_placeholder, scan
+from agentmsg.text.secrets import RULES, is_placeholder, scan
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "SECRETS.md"
 

@@ -1,4 +1,4 @@
-"""Unit tests for the plain-file store (agentmsg.store.FileStore).
+"""Unit tests for the plain-file store (agentmsg.backends.file.store.FileStore).
 
 These drive the store in-process; the CLI tests drive the same paths through
 ``agentmsg`` subprocesses.  Fixtures (``store``, ``collab``) are in conftest.

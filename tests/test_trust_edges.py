@@ -18,8 +18,10 @@ import yaml
 from cli_helpers import run
 from conftest import DRIVER_PIN
 
-from agentmsg import boundary, flags, visible
 from agentmsg.cli.output import yaml_text
+from agentmsg.text import boundary
+from agentmsg.text import escape as visible
+from agentmsg.text import injection as flags
 
 COLLAB = "aaaaaaaa-1111-4111-8111-111111111111"
 

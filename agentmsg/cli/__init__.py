@@ -20,8 +20,9 @@ from collections.abc import Sequence
 
 import typer
 
-from .. import TOOL, fsio, visible
+from .. import TOOL, fsio
 from ..errors import AgentmsgError, StoreFailed, UnsafePath, UsageError
+from ..text import escape as visible
 from . import output
 
 

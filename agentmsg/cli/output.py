@@ -19,7 +19,7 @@ from typing import Any
 
 from ..domain.values import Message
 from ..errors import AgentmsgError
-from ..render import body_block, escape_hidden, message_section, one_line
+from ..text.transcript import body_block, escape_hidden, message_section, one_line
 
 Payload = dict[str, Any]
 

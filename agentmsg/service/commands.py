@@ -23,7 +23,7 @@ INBOX_MAX = 10_000
 
 def _refuse_secrets(**fields: str) -> None:
     """Every text that other agents will read is checked, not only message bodies."""
-    from .. import secret_scan
+    from ..text import secrets as secret_scan
 
     for where, text in fields.items():
         found = secret_scan.scan(text)
@@ -32,7 +32,7 @@ def _refuse_secrets(**fields: str) -> None:
 
 
 def _flags(text: str) -> tuple[str, ...]:
-    from ..flags import detect
+    from ..text.injection import detect
 
     return tuple(detect(text))
 
@@ -126,7 +126,7 @@ def _reply_ref(ref: str | None) -> str | None:
 
 def _guard_secrets(subject: str, body: str, redact: bool) -> tuple[str, str, int]:
     """Refuse (or redact) credentials before anything is stored."""
-    from .. import secret_scan as secrets
+    from ..text import secrets
 
     if not redact:
         _refuse_secrets(subject=subject, body=body)
@@ -281,7 +281,7 @@ def log_render(ctx: Ctx, *, collab: str | None) -> Payload:
 
 def log_show(ctx: Ctx, *, collab: str | None) -> Payload:
     """Notes and membership events (joins, takeovers, leaves, closure), in order."""
-    from .. import render
+    from ..text import transcript as render
 
     cid = ctx.collab(collab)
     notes = [dict(payloads.note(r), kind="note", cseq=r["cseq"]) for r in ctx.store.notes(cid)]
@@ -309,7 +309,7 @@ def watch(ctx: Ctx, *, collab: str | None, self_flag: str | None, for_reply: str
     Finite by construction: it never re-arms and never outlives its timeout.
     Lines carry id, sender and subject only, never the body.
     """
-    from .. import render
+    from ..text import transcript as render
 
     who = ctx.who(self_flag)
     cid = ctx.collab(collab, who)

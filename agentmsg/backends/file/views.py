@@ -350,19 +350,19 @@ def _transcript_ok(tx: FileTxn, path: str) -> bool:
 
 
 def transcribe_event(tx: FileTxn, rec: dict[str, Any]) -> None:
-    from ... import render
+    from ...text import transcript as render
 
     quietly(_append_or_render, tx, os.path.join(tx.base, layout.TRANSCRIPT), render.event_section(rec).encode())
 
 
 def transcribe_note(tx: FileTxn, rec: dict[str, Any]) -> None:
-    from ... import render
+    from ...text import transcript as render
 
     quietly(_append_or_render, tx, os.path.join(tx.base, layout.TRANSCRIPT), render.log_section(rec).encode())
 
 
 def transcribe_message(tx: FileTxn, msg: Message) -> None:
-    from ... import render
+    from ...text import transcript as render
 
     section = render.message_section(msg).encode()
     inbox_md = os.path.join(fsio.ensure_dir(tx.base, "transcripts"), f"{msg.to}.md")
@@ -383,8 +383,8 @@ def _append_or_render(tx: FileTxn, path: str, section: bytes) -> None:
 
 def render_all(tx: FileTxn) -> list[str]:
     """Regenerate every Markdown transcript of a collaboration from its records."""
-    from ... import render
     from ...domain.values import Message
+    from ...text import transcript as render
 
     reg = tx.registry()
     by_alias = {a: [Message.from_record(r) for _p, r in Journal(layout.inbox(tx.base, a)).scan()]

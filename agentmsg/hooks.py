@@ -2,7 +2,7 @@
 
 Entry points: ``hooks/run claude|codex`` (the plugin's launcher), which runs
 ``hooks/agentmsg_hook.py``, which calls :func:`main`; or
-``python3 -m agentmsg.hookrun claude|codex``.  The host's hook JSON is on
+``python3 -m agentmsg.hooks claude|codex``.  The host's hook JSON is on
 stdin; ``hook_event_name`` picks the hook.
 
 Rules for all three:
@@ -43,11 +43,12 @@ import os
 import sys
 import time
 
-from . import TOOL, __version__, boundary, fsio, hostcmd, records
+from . import TOOL, __version__, fsio, hostcmd, records
 from .backends.file import layout
 from .backends.file.store import FileStore, FileTxn
 from .domain import envelope, kinds, rules
 from .paths import resolve_root_str
+from .text import boundary
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -314,7 +315,7 @@ class Hook:
         counts = f"{total} ({requests} request{'s' * (requests != 1)}, {total - requests} other)"
         opener = reg.opener_alias or next((a for a, p in reg.participants.items() if p.pin == reg.opener), "?")
         label, task = str(reg.label)[:64], str(reg.task)[:500]
-        from . import flags  # SessionStart only: its patterns cost milliseconds to compile
+        from .text import injection as flags  # SessionStart only: its patterns cost milliseconds to compile
 
         own = opener == alias and reg.opener == self.pin  # this very session opened it and wrote label and task
         if own:

@@ -39,7 +39,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from . import visible
+from . import escape as visible
 
 __all__ = ["RULES", "Rule", "detect"]
 
