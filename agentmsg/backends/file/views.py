@@ -273,7 +273,7 @@ def lookup(tx: FileTxn, message: str) -> dict[str, Any] | None:
         rec = record_at(Journal(layout.inbox(tx.base, doc["inbox"])), doc["offset"])
         if rec is not None and rec.get("id") == message:
             return rec
-        if "broadcast" not in doc and fsio.file_size(layout.inbox(tx.base, doc["inbox"])) <= doc["offset"]:
+        if "broadcast" not in doc and _reservation(tx, doc):
             return None  # a reservation that never became a record
     if "broadcast" in doc and isinstance(doc["broadcast"], list):
         return None
@@ -281,6 +281,13 @@ def lookup(tx: FileTxn, message: str) -> dict[str, Any] | None:
     if rec is not None:
         quietly(_reindex_one, tx, rec)
     return rec
+
+
+def _reservation(tx: FileTxn, doc: dict[str, Any]) -> bool:
+    """An entry written just before an append that a crash cut off: it names the next offset and seq, exactly."""
+    journal = Journal(layout.inbox(tx.base, doc["inbox"]))
+    last = journal.last()
+    return doc["offset"] == fsio.next_offset(journal.path) and doc.get("seq") == (last["seq"] + 1 if last else 1)
 
 
 def _scan_for(tx: FileTxn, message: str) -> dict[str, Any] | None:

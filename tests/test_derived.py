@@ -1,0 +1,186 @@
+"""Derived data is derived: deleting or tampering with it never loses or hides a message.
+
+Through the real CLI, as agents call it.  Everything outside the journals
+(``ids/``, ``state/``, transcripts, ``registry.yaml``, the pin index) can be
+deleted and every command still works, by itself or after ``agentmsg
+repair``; ``verify`` reports derived files that disagree with the journals
+and records the derived files name but no journal holds.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cli_helpers import run_json
+from helpers_hooks import run_hook
+
+DRIVER, REVIEWER = "codex:d-driver", "claude-code:d-reviewer"
+REVIEWER_SESSION = "d-reviewer"
+
+
+class World:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        code, doc, err = run_json("open", "--self", DRIVER, "--alias", "driver", "--label", "l", "--task", "t",
+                                  root=root)
+        assert code == 0, err
+        self.collab = doc["result"]["collab"]
+        code, _doc, err = run_json("join", "--collab", self.collab, "--self", REVIEWER, "--alias", "reviewer",
+                                   root=root)
+        assert code == 0, err
+        self.dir = root / "collabs" / self.collab
+
+    def cli(self, *args: str) -> tuple[int, dict, str]:
+        code, doc, err = run_json(*args, root=self.root)
+        return code, doc, err
+
+    def send(self, body: str, **kw: str) -> str:
+        extra = [x for k, v in kw.items() for x in (f"--{k}", v)]
+        code, doc, err = self.cli("send", "--collab", self.collab, "--self", DRIVER, "--to", "reviewer",
+                                  "--subject", body[:20], "--body", body, *extra)
+        assert code == 0, err
+        return doc["result"]["results"][0]["id"]
+
+    def inbox_ids(self) -> list[str]:
+        code, doc, err = self.cli("inbox", "--collab", self.collab, "--self", REVIEWER, "--all")
+        assert code == 0, err
+        return [m["id"] for m in doc["result"]["messages"]]
+
+    def verify(self) -> tuple[int, list[dict]]:
+        code, doc, _err = self.cli("verify")
+        return code, doc["result"]["findings"] if doc["result"] else doc["error"]
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> World:
+    return World(tmp_path / "state")
+
+
+def test_deleting_every_derived_file_loses_nothing(world: World, tmp_path: Path) -> None:
+    ids = [world.send(f"message {i}") for i in range(4)]
+    code, _doc, err = world.cli("ack", "--collab", world.collab, "--self", REVIEWER, "--message", ids[1])
+    assert code == 0, err
+    for name in ("ids", "state", "transcripts"):
+        shutil.rmtree(world.dir / name)
+    for name in ("registry.yaml", "collaboration.md"):
+        (world.dir / name).unlink()
+    shutil.rmtree(world.root / "pins")
+
+    assert world.inbox_ids() == [ids[0], ids[2], ids[3]]
+    code, doc, err = world.cli("show", ids[2], "--collab", world.collab)
+    assert code == 0 and doc["result"]["message"]["body"] == "message 2", err
+    code, doc, err = world.cli("ack", "--collab", world.collab, "--self", REVIEWER, "--message", ids[1],
+                               "--message", ids[2])
+    assert code == 0, err
+    assert [r["already"] for r in doc["result"]["results"]] == [True, False]
+    res = run_hook("claude", "UserPromptSubmit", tmp_path, world.root, REVIEWER_SESSION)
+    assert "subject: message 0" in res.text and "subject: message 3" in res.text
+    assert "subject: message 2" not in res.text
+    new = world.send("after the deletion")
+    assert world.inbox_ids() == [ids[0], ids[3], new]
+    transcript = (world.dir / "collaboration.md").read_text()
+    assert all(f"`{mid}`" in transcript for mid in [*ids, new]), "the transcript was re-rendered whole"
+    assert world.verify() == (0, [])
+
+    for name in ("ids", "state"):
+        shutil.rmtree(world.dir / name)
+    code, doc, err = world.cli("repair")
+    assert code == 0, err
+    assert world.verify() == (0, [])
+    assert world.inbox_ids() == [ids[0], ids[3], new]
+
+
+def test_stale_temp_files_are_cleaned_by_repair(world: World) -> None:
+    world.send("x")
+    stale = world.dir / "state" / ".reviewer.map.1234.deadbeef.tmp"
+    stale.write_bytes(b"half written")
+    code, doc, err = world.cli("repair")
+    assert code == 0 and doc["result"]["temp_files_removed"] >= 1, err
+    assert not stale.exists()
+
+
+# ---- tampering verify used to miss ----------------------------------------------------------------------
+
+
+def _kinds(findings: list[dict]) -> list[str]:
+    return [f"{f['kind']}: {f['detail']}" for f in findings]
+
+
+def test_a_deleted_inbox_file_is_reported(world: World) -> None:
+    world.send("one")
+    (world.dir / "inbox" / "reviewer.jsonl").unlink()
+    (world.dir / "inbox" / ".reviewer.jsonl.head").unlink()
+    code, findings = world.verify()
+    assert code == 13, findings
+    assert any("no journal holds" in f["detail"] or "missing from the collaboration order" in f["detail"]
+               for f in findings), _kinds(findings)
+
+
+def test_a_dropped_last_record_with_its_sidecar_is_reported(world: World) -> None:
+    world.send("one")
+    world.send("two")
+    inbox = world.dir / "inbox" / "reviewer.jsonl"
+    lines = inbox.read_bytes().split(b"\n")
+    inbox.write_bytes(b"\n".join(lines[:-2]) + b"\n")  # the last record gone, as cleanly as possible
+    (world.dir / "inbox" / ".reviewer.jsonl.head").unlink()
+    code, findings = world.verify()
+    assert code == 13, findings
+    assert any(f["tampering"] for f in findings), _kinds(findings)
+
+
+def test_an_edited_inbox_map_never_hides_mail_and_verify_says_so(world: World, tmp_path: Path) -> None:
+    ids = [world.send(f"m{i}") for i in range(3)]
+    world.inbox_ids()  # the map is folded and saved
+    path = world.dir / "state" / "reviewer.map"
+    head, body = path.read_bytes().split(b"\n", 1)
+    path.write_bytes(head + b"\n" + bytes(b | 1 for b in body))  # "all acknowledged", with no ack receipt
+    code, findings = world.verify()
+    assert code == 13 and any("checksum" in f["detail"] for f in findings), _kinds(findings)
+    assert world.inbox_ids() == ids  # the read detects the edit and rebuilds from the journals
+    res = run_hook("claude", "UserPromptSubmit", tmp_path, world.root, REVIEWER_SESSION)
+    assert all(f"m{i}" in res.text for i in range(3))
+    # an edit that also fixes the map's own checksum is still caught: it disagrees with the receipts
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from agentmsg import records
+
+    head, body = path.read_bytes().split(b"\n", 1)
+    doc = json.loads(head)
+    forged = bytes([body[0] | 1]) + body[1:]
+    doc["h"] = records.sha256_hex(forged)
+    path.write_bytes(json.dumps(doc).encode() + b"\n" + forged)
+    code, findings = world.verify()
+    assert code == 13 and any("hides an unacknowledged message" in f["detail"] for f in findings), _kinds(findings)
+    code, _doc, err = world.cli("repair")
+    assert code == 0, err
+    assert world.verify() == (0, [])
+
+
+def test_a_damaged_index_entry_is_reported_and_the_message_still_shown_and_acked(world: World) -> None:
+    mid = world.send("indexed")
+    entry = world.dir / "ids" / mid[:2] / f"{mid}.json"
+    entry.write_bytes(b'{"inbox": "reviewer", "offset": 99999, "seq": 7, "digest": "x"}\n')
+    code, findings = world.verify()
+    assert code == 13 and any(mid in f["detail"] for f in findings), _kinds(findings)
+    code, doc, err = world.cli("show", mid, "--collab", world.collab)
+    assert code == 0 and doc["result"]["message"]["body"] == "indexed", err
+    code, doc, err = world.cli("ack", "--collab", world.collab, "--self", REVIEWER, "--message", mid)
+    assert code == 0 and doc["result"]["already"] is False, err
+    assert world.verify() == (0, [])  # the lookup rewrote the entry from the journal
+
+
+def test_a_fifo_in_place_of_a_derived_file_is_refused_not_waited_on(world: World) -> None:
+    world.send("x")
+    (world.dir / "state" / "reviewer.map").unlink()
+    import os
+
+    os.mkfifo(world.dir / "state" / "reviewer.map")
+    proc = subprocess.run([sys.executable, "-m", "agentmsg.cli", "inbox", "--collab", world.collab, "--self",
+                           REVIEWER, "--json"], env={**os.environ, "AGENTMSG_HOME": str(world.root),
+                                                     "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 12, proc.stderr
