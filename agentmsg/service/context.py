@@ -48,16 +48,20 @@ class Ctx:
         return identity.resolve(self_flag, self.env)
 
     def collab(self, flag: str | None, who: Pin | None = None) -> str:
-        """``--collab``, else ``AGENTMSG_COLLAB`` (if it is one of the pin's), else the pin's only binding."""
+        """``--collab``, else the pin's only binding (which ``AGENTMSG_COLLAB``, if set, must name)."""
         if flag:
             return validate.collab_id(flag)
         bound = self.store.bindings(str(who)) if who is not None else []
         env = self.env.get("AGENTMSG_COLLAB")
         if env:
             cid = validate.collab_id(env)
-            if who is not None and bound and cid not in {c for c, _a in bound}:
-                raise UsageError(f"AGENTMSG_COLLAB={cid} is not one of {who}'s collaborations "
-                                 f"(it is bound in {len(bound)}); pass --collab UUID")
+            # An exported variable goes stale when the session joins another collaboration: it never
+            # chooses between bindings, and never names one the pin does not hold.
+            if len(bound) > 1:
+                raise UsageError(f"{who} is bound in {len(bound)} collaborations and AGENTMSG_COLLAB may be stale; "
+                                 "pass --collab UUID")
+            if bound and cid != bound[0][0]:
+                raise UsageError(f"AGENTMSG_COLLAB={cid} is not one of {who}'s collaborations; pass --collab UUID")
             return cid
         if len(bound) == 1:
             return bound[0][0]
