@@ -99,7 +99,7 @@ class _Sink:
 def main(host: str) -> int:
     """Run one hook for ``host`` ("claude" or "codex") on the JSON from stdin; always 0."""
     saved = sys.stderr
-    sys.stderr = _Sink()  # type: ignore[assignment]
+    sys.stderr = _Sink()  # type: ignore[assignment,unused-ignore]
     hook = Hook(host, os.environ)
     try:
         raw = sys.stdin.buffer.read(STDIN_MAX + 1)
@@ -143,11 +143,14 @@ class Hook:
     def run(self, raw: bytes) -> tuple[bytes, Callable[[], None]]:
         if self.host not in HOSTS:
             raise HookError(f"unknown host {self.host[:20]!r}: expected claude or codex")
+        named: str | None
+        source: str | None
         try:  # resolved once, as FileStore does: the root may be a link, nothing inside it may
             named, source = resolve_root_str(None, self.env)
             self.root = os.path.realpath(named)
         except _errors().UsageError:
-            named = source = self.root = None
+            named = source = None
+            self.root = None
         if len(raw) > STDIN_MAX:
             raise HookError(f"stdin is over {STDIN_MAX} bytes")
         try:

@@ -379,9 +379,9 @@ def copies(*, home: str | os.PathLike[str] | None = None,
         for hook in (g.get("hooks") or []) if _ours(hook)
     })
     for command in commands:
-        root = _hook_root(command)
+        hook_root = _hook_root(command)
         found.append({"host": "codex", "kind": "user hooks", "id": "agentmsg install codex",
-                      "root": str(root) if root else None, "data": None, "enabled": True, "cache": None,
+                      "root": str(hook_root) if hook_root else None, "data": None, "enabled": True, "cache": None,
                       "hooks_file": str(chome / "hooks.json"), "command": command, "env": {}})
     return found
 

@@ -102,6 +102,7 @@ class Journal:
                               "nothing was stored") from None
         if head:
             try:
+                assert tail is not None  # items is not empty
                 fsio.atomic_write(self.head_path, records.canonical({"seq": tail["seq"], "sum": tail["sum"]}),
                                   durable=False)
             except OSError:
@@ -115,7 +116,7 @@ class Journal:
     @property
     def head_path(self) -> StrPath:
         """Sidecar naming the newest record: lets ``verify`` see records cut off the end."""
-        return fsio.sibling(self.path, f".{os.path.basename(self.path)}.head")
+        return fsio.sibling(self.path, f".{os.path.basename(self.path)}.head")  # type: ignore[type-var]
 
     def head(self) -> Record | None:
         raw = fsio.read_bytes(self.head_path)

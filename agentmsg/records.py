@@ -46,7 +46,7 @@ try:  # the C accelerators behind json.loads/json.dumps, without json's re-based
         parse_constant = float  # json.loads maps NaN/Infinity to floats too
         memo: dict[str, str] = {}  # noqa: RUF012 - the scanner's expected attribute
 
-    _scan_once = _make_scanner(_ScanContext())
+    _scan_once = _make_scanner(_ScanContext())  # type: ignore[arg-type]  # duck-typed like json.decoder
 
     def _default(obj: object) -> object:
         raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
@@ -81,7 +81,7 @@ try:  # the C accelerators behind json.loads/json.dumps, without json's re-based
 except ImportError:  # not CPython: the pure-Python json module is the fallback
     import json as _json_mod
 
-    _loads = _json_mod.loads
+    _loads = _json_mod.loads  # type: ignore[assignment]
     dumps_plain = _json_mod.dumps
 
     def dumps(obj: object) -> str:
@@ -89,12 +89,12 @@ except ImportError:  # not CPython: the pure-Python json module is the fallback
 
 
 try:
-    from _sha256 import sha256 as _sha256  # CPython <= 3.11
+    from _sha256 import sha256 as _sha256  # type: ignore[import-not-found,unused-ignore]  # CPython <= 3.11
 except ImportError:
     try:
-        from _sha2 import sha256 as _sha256  # type: ignore[import-not-found,no-redef]  # CPython >= 3.12
+        from _sha2 import sha256 as _sha256  # type: ignore[import-not-found,no-redef,unused-ignore]  # >= 3.12
     except ImportError:
-        from hashlib import sha256 as _sha256  # type: ignore[assignment]
+        from hashlib import sha256 as _sha256  # type: ignore[assignment,unused-ignore]
 
 
 def loads(data: str | bytes | bytearray) -> Any:
@@ -131,11 +131,11 @@ def canonical(obj: object) -> bytes:
 
 
 def sha256_hex(data: bytes) -> str:
-    return _sha256(data).hexdigest()
+    return str(_sha256(data).hexdigest())
 
 
 def checksum(rec: Record) -> str:
-    return _sha256(canonical({k: v for k, v in rec.items() if k != "sum"})).hexdigest()
+    return str(_sha256(canonical({k: v for k, v in rec.items() if k != "sum"})).hexdigest())
 
 
 def now_utc() -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Container, Iterator
+from collections.abc import Collection, Iterator
 from typing import Any
 
 from .. import records
@@ -83,7 +83,7 @@ class MemoryStore:
                 return found
         return None
 
-    def unacked(self, collab: str, alias: str, *, limit: int, skip: Container[int] = (),
+    def unacked(self, collab: str, alias: str, *, limit: int, skip: Collection[int] = (),
                 requests_only: bool = False,
                 priority_first: bool = True) -> Page:
         with self.transaction(collab) as tx:
@@ -228,7 +228,7 @@ class MemoryTxn:
         recs = [r for r in self.data.inboxes.get(alias, []) if r["seq"] not in acked]
         return sorted(recs, key=lambda r: (priority_first and r["priority"] != kinds.HIGH, r["seq"]))
 
-    def unacked(self, alias: str, *, limit: int, skip: Container[int] = (), requests_only: bool = False,
+    def unacked(self, alias: str, *, limit: int, skip: Collection[int] = (), requests_only: bool = False,
                 priority_first: bool = True) -> Page:
         self._alias(alias)
         every = self._unacked(alias, priority_first)

@@ -29,7 +29,7 @@ class Value:
         return tuple(getattr(self, name) for name in self.__slots__)
 
     def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and self._fields() == other._fields()  # type: ignore[attr-defined]
+        return type(self) is type(other) and isinstance(other, Value) and self._fields() == other._fields()
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, *(repr(f) for f in self._fields())))

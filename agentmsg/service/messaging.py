@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Container
+from collections.abc import Collection
 
 from ..domain import kinds, rules
 from ..domain.values import Draft, Message, MessageState, Page, Pin, Registry, Sent
@@ -143,7 +143,7 @@ class Mailbox:
 
     # ---- reading and acknowledging -------------------------------------------------------
 
-    def inbox(self, collab: str, who: Pin, *, limit: int = rules.PAGE_DEFAULT, skip: Container[int] = (),
+    def inbox(self, collab: str, who: Pin, *, limit: int = rules.PAGE_DEFAULT, skip: Collection[int] = (),
               requests_only: bool = False, priority_first: bool = False) -> tuple[str, Page]:
         with self.store.transaction(collab) as tx:
             alias = rules.require_alias(tx.registry(), who)

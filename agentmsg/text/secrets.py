@@ -643,7 +643,8 @@ def _spans(text: str) -> list[_Span]:
 
 
 def _apply(text: str, spans: list[tuple[int, int, str]]) -> str:
-    parts, pos = [], 0
+    parts: list[str] = []
+    pos = 0
     for start, end, kind in spans:
         parts += (text[pos:start], f"[REDACTED:{kind}]")
         pos = end

@@ -96,7 +96,7 @@ def event_section(ev: dict[str, Any]) -> str:
     return "\n".join(out) + "\n\n"
 
 
-class _Fields(dict):  # type: ignore[type-arg]
+class _Fields(dict[str, object]):
     def __missing__(self, key: str) -> str:
         return "?"
 

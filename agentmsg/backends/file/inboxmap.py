@@ -26,7 +26,7 @@ from . import layout
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Container, Iterator
+    from collections.abc import Collection, Iterator
     from typing import Any
 
 PRESENT, ACKED, HIGH, REQUEST = 8, 1, 2, 4
@@ -212,7 +212,7 @@ class InboxMap:
         else:
             yield from _positions(self.status, high + normal)
 
-    def select(self, limit: int, *, skip: Container[int] = (), requests_only: bool = False,
+    def select(self, limit: int, *, skip: Collection[int] = (), requests_only: bool = False,
                priority_first: bool = True) -> list[int]:
         out = []
         for seq in self.unacked(requests_only=requests_only, priority_first=priority_first):

@@ -154,7 +154,7 @@ def check_derived(tx: FileTxn) -> list[Finding]:
             continue
         elif mid not in messages:
             inbox = doc.get("inbox")
-            size = fsio.file_size(layout.inbox(base, inbox)) if rules.is_alias(inbox) else 0
+            size = fsio.file_size(layout.inbox(base, str(inbox))) if rules.is_alias(inbox) else 0
             if not rules.is_alias(inbox) or type(doc.get("offset")) is not int:
                 found.append(Finding(path, 1, "damaged", f"index entry of {mid} is malformed"))
             elif (size == 0 and doc.get("seq", 0) > 1) or 0 < doc["offset"] < size:
@@ -171,10 +171,10 @@ def check_derived(tx: FileTxn) -> list[Finding]:
                                  f"message {mid} has no index entry (run agentmsg repair)"))
     for alias in sorted(known):
         for _pos, rec in Journal(layout.receipts(base, alias)).scan():
-            mid = rec.get("message")
-            if rec.get("type") in (kinds.ACK, kinds.PRESENTED) and isinstance(mid, str) and mid not in messages:
+            named = rec.get("message")
+            if rec.get("type") in (kinds.ACK, kinds.PRESENTED) and isinstance(named, str) and named not in messages:
                 found.append(Finding(layout.receipts(base, alias), rec["seq"], "removed",
-                                     f"{rec['type']} receipt names message {mid}, which no journal holds"))
+                                     f"{rec['type']} receipt names message {named}, which no journal holds"))
                 break
         found += _check_map(tx, alias)
     md = fsio.read_bytes(os.path.join(base, layout.TRANSCRIPT))

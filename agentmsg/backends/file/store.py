@@ -22,7 +22,7 @@ from .inboxmap import InboxMap, record_at
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Container, Iterator
+    from collections.abc import Collection, Iterator
     from typing import Any
 
 
@@ -86,7 +86,7 @@ class FileStore:
                 return found
         return None
 
-    def unacked(self, collab: str, alias: str, *, limit: int, skip: Container[int] = (),
+    def unacked(self, collab: str, alias: str, *, limit: int, skip: Collection[int] = (),
                 requests_only: bool = False,
                 priority_first: bool = True) -> Page:
         with self.transaction(collab) as tx:
@@ -309,7 +309,7 @@ class FileTxn:
             rec = next((r for _p, r in journal.scan() if r.get("seq") == seq), None)
         return rec
 
-    def unacked(self, alias: str, *, limit: int, skip: Container[int] = (), requests_only: bool = False,
+    def unacked(self, alias: str, *, limit: int, skip: Collection[int] = (), requests_only: bool = False,
                 priority_first: bool = True) -> Page:
         m = self.map(alias)
         seqs = m.select(limit, skip=skip, requests_only=requests_only, priority_first=priority_first)
@@ -321,9 +321,8 @@ class FileTxn:
         requests = tuple(v for v in every if v & REQUEST)
         total = m.count(requests if requests_only else every)
         wanted = requests if requests_only else every
-        skipped = sum(1 for s in skip if 0 < s <= len(m.status) and m.status[s - 1] in wanted)  # type: ignore[attr-defined]
-        seen: set[int] = set()
-        found = [p.as_dict() for p in problems if not (p.offset in seen or seen.add(p.offset))]  # type: ignore[func-returns-value]
+        skipped = sum(1 for s in skip if 0 < s <= len(m.status) and m.status[s - 1] in wanted)
+        found = list({p.offset: p.as_dict() for p in problems}.values())
         return Page(msgs, total, requests=m.count(requests), high=m.count(UNACKED_HIGH), skipped=skipped,
                     problems=found)
 
