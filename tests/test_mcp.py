@@ -21,11 +21,11 @@ import pytest
 
 pytest.importorskip("mcp")
 
-import anyio  # noqa: E402
-from mcp import Client  # noqa: E402
-from mcp.client.stdio import StdioServerParameters  # noqa: E402
+import anyio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 
-from tests.cli_helpers import clean_env, run_json  # noqa: E402
+from tests.cli_helpers import clean_env, run_json
 
 ALICE, BOB, CAROL = "claude-code:a11ce-0001", "codex:b0b-0002", "human:carol"
 TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
