@@ -42,7 +42,7 @@ EVENTS = {"sessionStart": "SessionStart", "stop": "Stop"}
 
 
 class CursorHook(Hook):
-    hosts = {"cursor": "cursor"}
+    hosts = {"cursor": "cursor"}  # noqa: RUF012  (read only)
 
     def __init__(self, env: Mapping[str, str], pin: str) -> None:
         super().__init__("cursor", env)

@@ -115,7 +115,7 @@ def main() -> None:
         "## MCP server", "",
         f"Reproduce: `.venv/bin/python bench/mcp_bench.py --repeats {args.repeats} --write-md`", "",
         *[f"- {k}: {v}" for k, v in info.items()], "",
-        "| measurement (median of {} runs) | wall time |".format(args.repeats), "|---|---:|",
+        f"| measurement (median of {args.repeats} runs) | wall time |", "|---|---:|",
         f"| `python -c pass` | {med_p * 1e3:.0f} ms |",
         f"| `python -c 'import mcp'` (baseline) | {med_b * 1e3:.0f} ms |",
         f"| spawn `agentmsg mcp` → initialize → first `status` response | {med_s * 1e3:.0f} ms |", "",
