@@ -125,6 +125,8 @@ def _nothing() -> None:
 
 
 class Hook:
+    hosts = HOSTS  # host name -> pin runtime (agentmsg.cursor adds its own host)
+
     def __init__(self, host: str, env: Mapping[str, str]) -> None:
         self.host, self.env = host, env
         self.event = "?"
@@ -141,7 +143,7 @@ class Hook:
     # ---- plumbing ------------------------------------------------------------
 
     def run(self, raw: bytes) -> tuple[bytes, Callable[[], None]]:
-        if self.host not in HOSTS:
+        if self.host not in self.hosts:
             raise HookError(f"unknown host {self.host[:20]!r}: expected claude or codex")
         named: str | None
         source: str | None
@@ -170,7 +172,7 @@ class Hook:
             hostcmd.prepare_cli(self.env)  # the CLI's first call must not wait for pip (detached, fail-open)
         if not is_session(session):
             raise HookError(f"invalid session_id {str(session)[:40]!r}")
-        self.pin = f"{HOSTS[self.host]}:{session}"
+        self.pin = f"{self.hosts[self.host]}:{session}"
         if self.root is None or not os.path.isdir(self.root):
             return self.unbound(event), _nothing  # no state root: this machine never used agentmsg
         self.store = FileStore(self.root, lock_timeout=self.lock_timeout)

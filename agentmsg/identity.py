@@ -14,7 +14,9 @@ from .domain import validate as model
 from .domain.values import Pin
 from .errors import IdentityError
 
-HOST_VARS = (("CLAUDE_CODE_SESSION_ID", "claude-code"), ("CODEX_THREAD_ID", "codex"))
+HOST_VARS = (("CLAUDE_CODE_SESSION_ID", "claude-code"), ("CODEX_THREAD_ID", "codex"),
+             # Copilot CLI gives its shell tool and its MCP servers the session id (docs/MCP.md).
+             ("COPILOT_AGENT_SESSION_ID", "copilot"))
 
 
 def host_pins(env: Mapping[str, str]) -> list[Pin]:
@@ -33,7 +35,8 @@ def resolve(self_flag: str | None, env: Mapping[str, str] | None = None) -> Pin:
     if len(hosts) == 1:
         return hosts[0]
     if len(hosts) > 1:
-        raise IdentityError("both CLAUDE_CODE_SESSION_ID and CODEX_THREAD_ID are set; pass --self to choose")
+        names = [v for v, _ in HOST_VARS if env.get(v)]
+        raise IdentityError(f"both {' and '.join(names)} are set; pass --self to choose")
     raise IdentityError(
         "no identity: pass --self RUNTIME:SESSION_ID (or run inside Claude Code / Codex, "
         "which set CLAUDE_CODE_SESSION_ID / CODEX_THREAD_ID)"

@@ -388,6 +388,17 @@ def uninstall_all(codex_home: CodexHome = None, keep_plugin: KeepPlugin = False,
 
 
 @app.command()
+def mcp(self_: Self = None, root: Root = None) -> int:
+    """Serve the messaging tools over MCP on stdio (needs agentmsg[mcp]); the pin is fixed at start."""
+    try:
+        from .. import mcpserver
+    except ImportError as exc:
+        raise UsageError(f"agentmsg mcp needs the MCP SDK ({exc.name} is missing): "
+                         "pip install 'agentmsg[mcp]'") from None
+    return mcpserver.serve(root, self_)
+
+
+@app.command()
 def doctor(root: Root = None, json_: Json = False) -> int:
     """Check which agentmsg each entry point runs (CLI, launcher, hooks); exit 16 if they disagree."""
     return _done("doctor", admin.doctor(_ctx(root)), json_)

@@ -200,6 +200,30 @@ class Mailbox:
             return [(m.id, first, True) if first is not None else (m.id, next(written), False)
                     for m, first in found]
 
+    def present(self, collab: str, who: Pin, message_ids: list[str], *, attempt: str, host: str,
+                via: str) -> tuple[str, list[str]]:
+        """Record one presented attempt for the messages among ``message_ids`` addressed to ``who``.
+
+        Presented is not acknowledged: the hooks write the same receipt (``hooks.Hook.claim``);
+        a front end that shows peer text to a model (the MCP server) writes it through here.
+        Returns ``(alias, ids recorded)``.
+        """
+        with self.store.transaction(collab) as tx:
+            alias = rules.require_alias(tx.registry(), who)
+            ids = [mid for mid in dict.fromkeys(message_ids)
+                   if (msg := tx.message(mid)) is not None and msg.to == alias]
+            if ids:
+                tx.append_receipts(alias, [{"type": kinds.PRESENTED, "message": mid, "attempt": attempt,
+                                            "host": host, "hook": via, "pin": str(who)} for mid in ids],
+                                   head=False)
+            return alias, ids
+
+    def complete(self, collab: str, alias: str, *, attempt: str, host: str, via: str, count: int) -> None:
+        """The attempt's text was handed over (not fsynced, as in the hooks: losing it only looks interrupted)."""
+        with self.store.transaction(collab) as tx:
+            tx.append_receipts(alias, [{"type": kinds.COMPLETE, "attempt": attempt, "host": host, "hook": via,
+                                        "messages": count}], durable=False)
+
     # ---- the log ----------------------------------------------------------------------------
 
     def log_append(self, collab: str, who: Pin, text: str, corrects: str | None = None) -> Record:
