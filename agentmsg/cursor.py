@@ -86,7 +86,7 @@ class CursorHook(Hook):
 def hook_main(pin: str, env: Mapping[str, str] | None = None) -> int:
     """Run one Cursor hook; like ``hooks.main``, always exit 0 and fail open."""
     saved = sys.stderr
-    sys.stderr = _Sink()  # type: ignore[assignment]
+    sys.stderr = _Sink()  # type: ignore[assignment,unused-ignore]
     env = os.environ if env is None else env
     try:
         hook = CursorHook(env, pin)

@@ -35,8 +35,8 @@ def resolve(self_flag: str | None, env: Mapping[str, str] | None = None) -> Pin:
     if len(hosts) == 1:
         return hosts[0]
     if len(hosts) > 1:
-        names = [v for v, _ in HOST_VARS if env.get(v)]
-        raise IdentityError(f"both {' and '.join(names)} are set; pass --self to choose")
+        both = " and ".join(v for v, _ in HOST_VARS if env.get(v))
+        raise IdentityError(f"both {both} are set; pass --self to choose")
     raise IdentityError(
         "no identity: pass --self RUNTIME:SESSION_ID (or run inside Claude Code / Codex, "
         "which set CLAUDE_CODE_SESSION_ID / CODEX_THREAD_ID)"

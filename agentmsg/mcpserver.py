@@ -174,7 +174,7 @@ class Tools:
             begin, end = boundary.markers(nonce)
             text = (f"agentmsg show: message {msg.id} in collaboration {msg.collab}, in full; "
                     f"state: {payload['state']}.\n" + boundary.explanation(nonce) + begin
-                    + boundary.attribution(msg, 1, True) + (boundary.quote(msg.body) if msg.body else "") + end
+                    + (boundary.attribution(msg, 1, True) or "") + (boundary.quote(msg.body) if msg.body else "") + end
                     + "Being shown here does not acknowledge it; the `ack` tool does.\n")
             try:
                 self.presented(msg.collab, [msg.id], "show")
@@ -230,8 +230,8 @@ class Tools:
         first = self.call(setup)
         if first.is_error:
             return first
-        cid = first.structured_content["collab"]  # type: ignore[index]
-        mid = first.structured_content["id"]  # type: ignore[index]
+        cid = first.structured_content["collab"]  # type: ignore[index,unused-ignore]
+        mid = first.structured_content["id"]  # type: ignore[index,unused-ignore]
         # Waiting holds no lock and uses a store of its own: other tools keep working meanwhile.
         waiter = Ctx(self.ctx.root, self.ctx.root_source, self.env)
         try:
