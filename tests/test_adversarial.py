@@ -193,7 +193,31 @@ def _prep(world: World, step: K.Prep) -> None:
     elif isinstance(step, K.Close):
         FileStore(world.root).close(world.collab, model.pin(step.who))
     elif isinstance(step, K.Join):
-        FileStore(world.root).join(world.collab, model.pin(step.who), step.alias)
+        FileStore(world.root).join(world.collab, model.pin(step.who), step.alias,
+                                   succeeds=model.pin(step.succeeds) if step.succeeds else None, reason=step.reason,
+                                   notify=world.fill(dict(step.notify)) if step.notify else None)
+    elif isinstance(step, K.SetNotify):
+        FileStore(world.root).set_notify(world.collab, model.pin(step.who), world.fill(dict(step.notify)))
+    elif isinstance(step, K.Handover):
+        FileStore(world.root).mailbox.handover(world.collab, model.pin(step.who), model.pin(step.to))
+    elif isinstance(step, K.Leave):
+        FileStore(world.root).leave(world.collab, model.pin(step.who))
+    elif isinstance(step, K.Open):
+        FileStore(world.root).open(model.pin(step.who), step.alias, "another", "another task")
+    elif isinstance(step, K.Remove):
+        world.path(step.path).unlink()
+    elif isinstance(step, K.MapAck):
+        path = world.path(f"collabs/{world.collab}/state/{step.alias}.map")
+        head, _, body = path.read_bytes().partition(b"\n")
+        status = bytearray(body)
+        status[step.seq - 1] |= 1  # inboxmap.ACKED
+        if step.reseal:
+            doc = json.loads(head)
+            doc["h"] = records.sha256_hex(bytes(status))
+            head = records.dumps(doc).encode()
+        path.write_bytes(head + b"\n" + bytes(status))
+    elif isinstance(step, K.Repair):
+        FileStore(world.root).rebuild(world.collab)
     else:  # pragma: no cover
         raise AssertionError(f"unknown prep step {step!r}")
 
@@ -447,5 +471,7 @@ def test_case(case: K.Case, templates: dict[str, tuple[Path, str]], tmp_path: Pa
             _check_boundary(shown)
         elif isinstance(check, K.Bounded):
             _check_bounded(shown, world.fill(check.text))
+        elif isinstance(check, K.Absent):
+            assert not os.path.lexists(world.fill(check.path)), f"{check.path} exists: a command ran"
         else:  # pragma: no cover
             raise AssertionError(f"unknown check {check!r}")

@@ -193,8 +193,62 @@ class Close:
 
 @dataclass(frozen=True)
 class Join:
+    """A join through the store API; ``succeeds``/``reason`` make it a takeover, ``notify`` is stored as given."""
+
     who: str
     alias: str
+    succeeds: str | None = None
+    reason: str | None = None
+    notify: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class SetNotify:
+    """A ``notify-set`` event through the product's own API, recording ``notify`` as it is (placeholders
+    filled): what an older version wrote, or what a peer planted."""
+
+    who: str
+    notify: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Handover:
+    """``who`` (the holder) agrees that ``to`` may take its alias over."""
+
+    who: str
+    to: str
+
+
+@dataclass(frozen=True)
+class Leave:
+    who: str
+
+
+@dataclass(frozen=True)
+class Open:
+    """``who`` opens another collaboration (so it is bound in two)."""
+
+    who: str
+    alias: str
+
+
+@dataclass(frozen=True)
+class Remove:
+    path: str
+
+
+@dataclass(frozen=True)
+class MapAck:
+    """Mark message ``seq`` acknowledged in ``state/<alias>.map`` by hand; ``reseal`` recomputes the map's hash."""
+
+    alias: str
+    seq: int
+    reseal: bool = False
+
+
+@dataclass(frozen=True)
+class Repair:
+    """``agentmsg repair`` of the collaboration: every derived file rebuilt from the journals."""
 
 
 @dataclass(frozen=True)
@@ -207,7 +261,8 @@ class Plant:
     kind: str
 
 
-Prep = Link | Append | EditRecord | DropLine | SwapLines | Cut | WriteFile | Send | Close | Join | Plant
+Prep = (Link | Append | EditRecord | DropLine | SwapLines | Cut | WriteFile | Send | Close | Join | Plant | SetNotify
+        | Handover | Leave | Open | Remove | MapAck | Repair)
 
 
 @dataclass(frozen=True)
@@ -277,7 +332,14 @@ class BoundaryOnce:
     and every line between them is agentmsg's attribution or a ``│ `` quoted line."""
 
 
-Check = JsonIs | Shows | NotShown | OneHeaderPerMessage | BoundaryOnce | Bounded
+@dataclass(frozen=True)
+class Absent:
+    """No file exists at ``path`` (absolute, placeholders allowed): what a command that must not run would create."""
+
+    path: str
+
+
+Check = JsonIs | Shows | NotShown | OneHeaderPerMessage | BoundaryOnce | Bounded | Absent
 
 SURFACES = ("cli", "hook-claude", "hook-codex", "reader")
 OUTCOMES = ("fail-open", "silent", "context", "block")

@@ -10,7 +10,8 @@ ephemeral port:
 
 Every request (method, path, headers, parsed JSON body) is recorded, under a
 lock, in ``stub.requests``.  Replies come from a *script*: a list of
-:func:`text` / :func:`shell` replies consumed one per *agent turn request*,
+:func:`text` / :func:`shell` replies (or callables ``Recorded -> Reply``, called with the
+request they answer) consumed one per *agent turn request*,
 falling back to the plain text ``"ok"`` once the script is exhausted.
 
 Which requests consume the script
@@ -74,8 +75,8 @@ def shell(cmd: str) -> Reply:
     return Reply("shell", cmd=cmd)
 
 
-def _coerce(entry: Reply | str) -> Reply:
-    if isinstance(entry, Reply):
+def _coerce(entry: Reply | str | Any) -> Any:
+    if isinstance(entry, Reply) or callable(entry):  # a callable: Recorded -> Reply | str, at request time
         return entry
     if isinstance(entry, str):
         return text(entry)
@@ -123,11 +124,12 @@ class _StubBase:
         fallback: str = "ok",
     ) -> None:
         self._lock = threading.Lock()
-        self._script: list[Reply] = [_coerce(e) for e in script]
+        self._script: list[Any] = [_coerce(e) for e in script]
         self._fallback = fallback
         self._max_requests = max_requests
         self._served = 0
         self.requests: list[Recorded] = []
+        self.errors: list[Exception] = []  # raised by callable script entries
         self._seq = 0
         stub = self
 
@@ -215,11 +217,19 @@ class _StubBase:
             self._seq += 1
             return f"{prefix}_{self._seq:04d}{uuid.uuid4().hex[:8]}"
 
-    def _take(self, agent: bool) -> Reply:
+    def _take(self, agent: bool, rec: Recorded | None = None) -> Reply:
         with self._lock:
-            if agent and self._script:
-                return self._script.pop(0)
-        return text(self._fallback)
+            entry = self._script.pop(0) if agent and self._script else None
+        if entry is None:
+            return text(self._fallback)
+        if callable(entry):  # decided from the request itself (e.g. a command its injected text names)
+            try:
+                return _coerce(entry(rec))
+            except Exception as exc:  # noqa: BLE001 - kept for the test (stub.errors), the turn ends
+                with self._lock:
+                    self.errors.append(exc)
+                return text(f"stub script error: {type(exc).__name__}: {exc}")
+        return entry
 
     def _dispatch(self, h: BaseHTTPRequestHandler) -> None:
         parts = urlsplit(h.path)
@@ -316,7 +326,7 @@ class AnthropicStub(_StubBase):
             return
         if h.command == "POST" and path.endswith("/v1/messages"):
             agent = self.is_agent_request(rec.body)
-            reply = self._take(agent)
+            reply = self._take(agent, rec)
             with self._lock:
                 rec.agent, rec.reply = agent, reply
             model = rec.body.get("model", "claude-stub") if isinstance(rec.body, dict) else "claude-stub"
@@ -426,7 +436,7 @@ class OpenAIResponsesStub(_StubBase):
         path = rec.path.rstrip("/")
         if h.command == "POST" and path.endswith("/responses"):
             agent = self.is_agent_request(rec.body)
-            reply = self._take(agent)
+            reply = self._take(agent, rec)
             with self._lock:
                 rec.agent, rec.reply = agent, reply
             self._send_sse(h, self._response_events(reply))
