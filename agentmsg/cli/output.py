@@ -177,6 +177,17 @@ def _status(p: Payload) -> None:
     print(f"awaiting notification: {', '.join(p['awaiting_notification']) or 'none'}")
 
 
+def _search(p: Payload) -> None:
+    for i, h in enumerate(p["hits"], start=1):
+        who = f"{h['from']}→{h['to']}" if h["type"] == "message" else f"note by {h['from']}"
+        subject = f" · {one_line(h['subject'])}" if h["subject"] else ""
+        print(f"{i}. [{who}] {h['ts'][:10]} {h['ts'][11:16]} UTC · {h['kind']} · score {h['score']:g}{subject}")
+        print(f"   {one_line(h['snippet'])}")
+        print(f"   {h['show']}")
+    shown = "no match" if not p["hits"] else f"{p['count']} hit(s), best first"
+    print(f"{shown} for {one_line(p['query'])} ({p['index']['kind']})")
+
+
 def _close(p: Payload) -> None:
     print(f"closed {p['collab']} (by {p['closed_by']}); history kept")
     print(f"unresolved (not acknowledged, left as is): {p['unresolved_count']}")
@@ -283,7 +294,8 @@ def _table(headers: list[str], rows: list[list[str]], title: str = "") -> None:
 
 HUMAN: dict[str, Callable[[Payload], None]] = {
     "open": _open, "join": _join, "send": _send, "inbox": _inbox, "show": _show, "ack": _ack,
-    "status": _status, "close": _close, "leave": _leave, "log show": _log_show, "log append": _log_append,
+    "status": _status, "search": _search, "close": _close, "leave": _leave, "log show": _log_show,
+    "log append": _log_append,
     "log render": _log_render, "verify": _verify, "notify": _notify, "delivery enable": _envelope,
     "delivery disable": _envelope, "delivery inspect": _inspect, "doctor": _doctor,
 }

@@ -291,6 +291,23 @@ def log_show(ctx: Ctx, *, collab: str | None) -> Payload:
     return {"collab": cid, "entries": sorted(notes + events, key=lambda e: e["cseq"])}
 
 
+def search(ctx: Ctx, *, text: str, collab: str | None = None, sender: str | None = None, to: str | None = None,
+           kind: str | None = None, since: str | None = None, until: str | None = None,
+           limit: int = 20, root_flag: str | None = None) -> Payload:
+    """Full-text search over every collaboration under the root (or one): subjects, bodies, log notes."""
+    from ..domain.search import Query
+
+    query = Query(text, collab=validate.collab_id(collab) if collab else None,
+                  sender=validate.alias(sender) if sender else None, recipient=validate.alias(to) if to else None,
+                  kind=kind, since=since, until=until, limit=limit)
+    found = ctx.mailbox.search(query)
+    return {"query": text, "terms": [" ".join(t) for t in query.terms],
+            "filters": {"collab": query.collab, "from": query.sender, "to": query.recipient, "kind": query.kind,
+                        "since": since, "until": until, "limit": limit},
+            "index": {"kind": found.index, "detail": found.detail}, "count": len(found.hits),
+            "hits": [payloads.hit(h, query, root_flag) for h in found.hits]}
+
+
 def registry(ctx: Ctx, *, collab: str | None) -> Payload:
     cid = ctx.collab(collab)
     return rules.registry_document(ctx.mailbox.registry(cid))

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Container
 
 from ..domain import kinds, rules
+from ..domain.search import Found, Query
 from ..domain.values import Draft, Message, MessageState, Page, Pin, Registry, Sent
 from ..errors import NotFound, WatchTimeout
 from ..ports import Record, Store, Txn
@@ -199,6 +200,14 @@ class Mailbox:
             written = iter(tx.append_receipts(alias, new)) if new else iter(())
             return [(m.id, first, True) if first is not None else (m.id, next(written), False)
                     for m, first in found]
+
+    # ---- searching ----------------------------------------------------------------------
+
+    def search(self, query: Query) -> Found:
+        """Ranked matches over subjects, bodies and log notes (an overseer's read: no identity needed)."""
+        if query.collab is not None:
+            self.store.registry(query.collab)  # an unknown collaboration is NotFound, not "no hits"
+        return self.store.search(query)
 
     # ---- the log ----------------------------------------------------------------------------
 

@@ -22,6 +22,8 @@ DELIVERY = "delivery.jsonl"
 REGISTRY = "registry.yaml"
 LOCK = "write.lock"
 TRANSCRIPT = "collaboration.md"
+#: The full-text search index (derived, under the root: one index for every collaboration).
+SEARCH = "search.sqlite"
 
 _HEX = frozenset("0123456789abcdef")
 

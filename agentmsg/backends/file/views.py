@@ -424,6 +424,10 @@ def rebuild(tx: FileTxn) -> list[str]:
         done.append(f"state/{alias}.map")
     render_all(tx)
     done.append("transcripts")
+    from .searchindex import SearchIndex
+
+    quietly(SearchIndex(tx.store).reindex, tx.collab)
+    done.append(layout.SEARCH)
     return done
 
 
