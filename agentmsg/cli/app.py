@@ -285,9 +285,16 @@ def log_append(
 
 
 @log_app.command("render")
-def log_render(collab: Collab = None, root: Root = None, json_: Json = False) -> int:
-    """Regenerate collaboration.md and every inbox transcript from the records."""
-    return _done("log render", actions.log_render(_ctx(root), collab=collab), json_)
+def log_render(
+    collab: Collab = None,
+    html: Annotated[bool, typer.Option("--html", help="Write one self-contained HTML page instead "
+                                                      "(collaboration.html next to the records).")] = False,
+    out: Annotated[str | None, typer.Option("--out", help="Write the HTML page to this file instead.")] = None,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Regenerate collaboration.md and every inbox transcript from the records (or, with --html, one page)."""
+    return _done("log render", actions.log_render(_ctx(root), collab=collab, as_html=html, out=out), json_)
 
 
 @log_app.command("show")

@@ -268,15 +268,38 @@ def log_append(ctx: Ctx, *, collab: str | None, self_flag: str | None, text: str
     return {"collab": cid, "entry": payloads.note(rec)}
 
 
-def log_render(ctx: Ctx, *, collab: str | None) -> Payload:
+def log_render(ctx: Ctx, *, collab: str | None, as_html: bool = False, out: str | None = None) -> Payload:
     from ..backends.file import views
 
     cid = ctx.collab(collab)
     store = ctx.store
+    if as_html or out:
+        return _render_html(ctx, cid, out)
     if store.kind != "file":
         raise UsageError(f"log render writes Markdown files next to the records; the {store.kind} store has none")
     with store.transaction(cid) as tx:
         return {"collab": cid, "written": views.render_all(tx)}  # type: ignore[arg-type]
+
+
+def _render_html(ctx: Ctx, cid: str, out: str | None) -> Payload:
+    """One self-contained HTML page: next to the records (file store), or at ``out``."""
+    import os
+
+    from .. import fsio
+    from ..text import html
+
+    page = html.collaboration_html(*ctx.mailbox.everything(cid)).encode("utf-8")
+    if out:
+        path = os.path.abspath(os.path.expanduser(out))
+        fsio.atomic_write(path, page, durable=False)
+        return {"collab": cid, "written": [path]}
+    store = ctx.store
+    if store.kind != "file":
+        raise UsageError(f"the {store.kind} store keeps no files: give --out FILE for the HTML page")
+    from ..backends.file import views
+
+    with store.transaction(cid) as tx:  # type: ignore[attr-defined]
+        return {"collab": cid, "written": [views.write_html(tx, page)]}
 
 
 def log_show(ctx: Ctx, *, collab: str | None) -> Payload:

@@ -400,6 +400,13 @@ def render_all(tx: FileTxn) -> list[str]:
     return written
 
 
+def write_html(tx: FileTxn, page: bytes) -> str:
+    """``collaboration.html``: the overseer's page, derived like the Markdown (``log render --html``)."""
+    path = os.path.join(tx.base, layout.HTML)
+    fsio.atomic_write(path, page, durable=False)  # a planted link is replaced, never written through
+    return path
+
+
 # ---- rebuilding and cleaning -----------------------------------------------------------------------
 
 
