@@ -13,7 +13,8 @@ from collections.abc import Collection, Iterator
 from typing import Any
 
 from .. import records
-from ..domain import kinds, rules
+from ..domain import kinds, rules, search
+from ..domain.search import Found, Query
 from ..domain.values import Message, Page, Registry
 from ..errors import NotFound
 
@@ -135,6 +136,16 @@ class MemoryStore:
 
     def problems(self, collab: str, alias: str) -> list[Record]:
         return []
+
+    def search(self, query: Query) -> Found:
+        """A scan of every record: no index to keep."""
+        msgs: list[Message] = []
+        notes: list[tuple[str, Record]] = []
+        for cid in [query.collab] if query.collab else self.collabs():
+            c = self._get(cid)
+            msgs += [Message.from_record(r) for recs in c.inboxes.values() for r in recs]
+            notes += [(cid, n) for n in c.notes if n.get("type") == kinds.NOTE]
+        return Found(search.scan(query, msgs, notes), "scan", "memory store: every record was read")
 
     def rebuild(self, collab: str) -> list[str]:
         self._get(collab)

@@ -227,6 +227,26 @@ def status(
 
 
 @app.command()
+def search(
+    query: Annotated[str, typer.Argument(metavar="QUERY", help='Words that must all occur; "a phrase" in quotes '
+                                                             "must occur as written (case and punctuation ignored).")],
+    collab: Annotated[str | None, typer.Option("--collab", help="Only this collaboration (default: all).")] = None,
+    from_: Annotated[str | None, typer.Option("--from", help="Only from this sender alias (a note's author).")] = None,
+    to: Annotated[str | None, typer.Option("--to", help="Only to this recipient alias.")] = None,
+    kind: Annotated[str | None, typer.Option(help="Only request, update or note.")] = None,
+    since: Annotated[str | None, typer.Option(help="Only from this date on (YYYY-MM-DD or a UTC time).")] = None,
+    until: Annotated[str | None, typer.Option(help="Only up to this date (inclusive).")] = None,
+    limit: Annotated[int, typer.Option(help="At most this many hits (best first).")] = 20,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Search message subjects, bodies and log notes; ranked hits, each with the command that shows it."""
+    payload = actions.search(_ctx(root), text=query, collab=collab, sender=from_, to=to, kind=kind, since=since,
+                             until=until, limit=limit, root_flag=root)
+    return _done("search", payload, json_)
+
+
+@app.command()
 def registry(collab: Collab = None, root: Root = None, json_: Json = False) -> int:
     """Print the authoritative registry (YAML; JSON with --json)."""
     doc = actions.registry(_ctx(root), collab=collab)
@@ -265,9 +285,16 @@ def log_append(
 
 
 @log_app.command("render")
-def log_render(collab: Collab = None, root: Root = None, json_: Json = False) -> int:
-    """Regenerate collaboration.md and every inbox transcript from the records."""
-    return _done("log render", actions.log_render(_ctx(root), collab=collab), json_)
+def log_render(
+    collab: Collab = None,
+    html: Annotated[bool, typer.Option("--html", help="Write one self-contained HTML page instead "
+                                                      "(collaboration.html next to the records).")] = False,
+    out: Annotated[str | None, typer.Option("--out", help="Write the HTML page to this file instead.")] = None,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Regenerate collaboration.md and every inbox transcript from the records (or, with --html, one page)."""
+    return _done("log render", actions.log_render(_ctx(root), collab=collab, as_html=html, out=out), json_)
 
 
 @log_app.command("show")

@@ -130,7 +130,8 @@ def _inbox(p: Payload) -> None:
     if is_tty() and msgs:
         _table(["seq", "from", "kind", "priority", "subject", "id"],
                [[str(m["seq"]), f"{m['from']} ({m['from_runtime']})", m["kind"], m["priority"],
-                 one_line(m["subject"]), m["id"]] for m in msgs], title=f"inbox of {p['alias']}")
+                 one_line(m["subject"]), m["id"]] for m in msgs], title=f"inbox of {p['alias']}",
+               essential=("seq", "from", "id"), drop=("priority", "kind"), shrink=("subject",))
     print(f"{p['count']} unacknowledged message(s) for {p['alias']}; printing is not acknowledging")
     for problem in p["problems"]:
         print(f"warning: skipped {'torn' if problem['torn'] else 'damaged'} line at {problem['path']}:"
@@ -173,8 +174,21 @@ def _status(p: Payload) -> None:
     rows = [[x["alias"], x["pin"], "yes" if x["active"] else "left", x["notify"], *(str(x[k]) for k in keys)]
             for x in p["participants"]]
     _table(["alias", "pin", "active", "notify", "pending", "requests", "enqueued", "presented", "replied",
-            "acked"], rows, title="participants (enqueued/presented/replied count pending mail)")
+            "acked"], rows, title="participants (enqueued/presented/replied count pending mail)",
+           essential=("alias", "pin", "active", "pending"),
+           drop=("enqueued", "presented", "replied", "notify", "acked", "requests"))
     print(f"awaiting notification: {', '.join(p['awaiting_notification']) or 'none'}")
+
+
+def _search(p: Payload) -> None:
+    for i, h in enumerate(p["hits"], start=1):
+        who = f"{h['from']}→{h['to']}" if h["type"] == "message" else f"note by {h['from']}"
+        subject = f" · {one_line(h['subject'])}" if h["subject"] else ""
+        print(f"{i}. [{who}] {h['ts'][:10]} {h['ts'][11:16]} UTC · {h['kind']} · score {h['score']:g}{subject}")
+        print(f"   {one_line(h['snippet'])}")
+        print(f"   {h['show']}")
+    shown = "no match" if not p["hits"] else f"{p['count']} hit(s), best first"
+    print(f"{shown} for {one_line(p['query'])} ({p['index']['kind']})")
 
 
 def _close(p: Payload) -> None:
@@ -264,26 +278,85 @@ def _log_show(p: Payload) -> None:
         sys.stdout.write(body_block(e["text"], "note"))
 
 
-def _table(headers: list[str], rows: list[list[str]], title: str = "") -> None:
-    """A rich table on a TTY; tab-separated text otherwise."""
-    if is_tty():
-        from rich.console import Console
-        from rich.markup import escape
-        from rich.table import Table
+#: Below this many columns a table becomes one card per row (``field: value`` lines).
+CARDS_BELOW = 60
 
-        table = Table(*headers, title=title or None)
+
+def _table(headers: list[str], rows: list[list[str]], title: str = "", *, essential: Sequence[str] = (),
+           drop: Sequence[str] = (), shrink: Sequence[str] = ()) -> None:
+    """A rich table on a TTY; tab-separated text otherwise (pipes keep the plain text).
+
+    On a TTY nothing ``essential`` (an alias, a pin, an id) is ever cut: when
+    the table is wider than the terminal, the ``drop`` columns go first (in
+    that order, and the output says which), ``shrink`` columns fold their
+    text, and under :data:`CARDS_BELOW` columns (or when the essential
+    columns alone do not fit) each row is printed as a card.
+    """
+    if not is_tty():
+        print("\t".join(headers))
         for row in rows:
-            table.add_row(*(escape(cell) for cell in row))
-        Console().print(table)
+            print("\t".join(row))
         return
-    print("\t".join(headers))
+    from rich import box
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = Console()
+    width = console.width
+    natural = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+
+    def needed(cols: list[int]) -> int:
+        return sum(min(natural[i], 10) if headers[i] in shrink else natural[i] for i in cols) + 2 * (len(cols) - 1)
+
+    keep = list(range(len(headers)))
+    dropped: list[str] = []
+    for name in drop:
+        if needed(keep) <= width:
+            break
+        keep.remove(headers.index(name))
+        dropped.append(name)
+    if width < CARDS_BELOW or needed(keep) > width:
+        _cards(headers, rows, title, essential)
+        return
+    table = Table(title=title or None, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for i in keep:
+        if headers[i] in shrink:
+            table.add_column(headers[i], overflow="fold")
+        else:
+            table.add_column(headers[i], no_wrap=True, min_width=natural[i])
     for row in rows:
-        print("\t".join(row))
+        table.add_row(*(escape(row[i]) for i in keep))
+    console.print(table)
+    if dropped:
+        print(f"(hidden at {width} columns: {', '.join(dropped)})")
+
+
+def _cards(headers: list[str], rows: list[list[str]], title: str, essential: Sequence[str]) -> None:
+    """One card per row: the first field heads it, essential fields get a line each, the rest share lines."""
+    if title:
+        print(f"{title}:")
+    for row in rows:
+        cells = dict(zip(headers, row, strict=True))
+        print(f"- {headers[0]}: {row[0]}")
+        for name in headers[1:]:
+            if name in essential:
+                print(f"  {name}: {cells[name]}")
+        rest = [f"{name} {cells[name]}" for name in headers[1:] if name not in essential]
+        line = "  "
+        for part in rest:
+            if len(line) > 2 and len(line) + len(part) + 3 > CARDS_BELOW - 20:
+                print(line)
+                line = "  "
+            line += (" · " if len(line) > 2 else "") + part
+        if len(line) > 2:
+            print(line)
 
 
 HUMAN: dict[str, Callable[[Payload], None]] = {
     "open": _open, "join": _join, "send": _send, "inbox": _inbox, "show": _show, "ack": _ack,
-    "status": _status, "close": _close, "leave": _leave, "log show": _log_show, "log append": _log_append,
+    "status": _status, "search": _search, "close": _close, "leave": _leave, "log show": _log_show,
+    "log append": _log_append,
     "log render": _log_render, "verify": _verify, "notify": _notify, "delivery enable": _envelope,
     "delivery disable": _envelope, "delivery inspect": _inspect, "doctor": _doctor,
 }

@@ -268,15 +268,38 @@ def log_append(ctx: Ctx, *, collab: str | None, self_flag: str | None, text: str
     return {"collab": cid, "entry": payloads.note(rec)}
 
 
-def log_render(ctx: Ctx, *, collab: str | None) -> Payload:
+def log_render(ctx: Ctx, *, collab: str | None, as_html: bool = False, out: str | None = None) -> Payload:
     from ..backends.file import views
 
     cid = ctx.collab(collab)
     store = ctx.store
+    if as_html or out:
+        return _render_html(ctx, cid, out)
     if store.kind != "file":
         raise UsageError(f"log render writes Markdown files next to the records; the {store.kind} store has none")
     with store.transaction(cid) as tx:
         return {"collab": cid, "written": views.render_all(tx)}  # type: ignore[arg-type]
+
+
+def _render_html(ctx: Ctx, cid: str, out: str | None) -> Payload:
+    """One self-contained HTML page: next to the records (file store), or at ``out``."""
+    import os
+
+    from .. import fsio
+    from ..text import html
+
+    page = html.collaboration_html(*ctx.mailbox.everything(cid)).encode("utf-8")
+    if out:
+        path = os.path.abspath(os.path.expanduser(out))
+        fsio.atomic_write(path, page, durable=False)
+        return {"collab": cid, "written": [path]}
+    store = ctx.store
+    if store.kind != "file":
+        raise UsageError(f"the {store.kind} store keeps no files: give --out FILE for the HTML page")
+    from ..backends.file import views
+
+    with store.transaction(cid) as tx:
+        return {"collab": cid, "written": [views.write_html(tx, page)]}  # type: ignore[arg-type]
 
 
 def log_show(ctx: Ctx, *, collab: str | None) -> Payload:
@@ -289,6 +312,23 @@ def log_show(ctx: Ctx, *, collab: str | None) -> Payload:
                "text": render.event_text(ev), "id": None, "corrects": None, "seq": ev["seq"]}
               for ev in ctx.store.events(cid)]
     return {"collab": cid, "entries": sorted(notes + events, key=lambda e: e["cseq"])}
+
+
+def search(ctx: Ctx, *, text: str, collab: str | None = None, sender: str | None = None, to: str | None = None,
+           kind: str | None = None, since: str | None = None, until: str | None = None,
+           limit: int = 20, root_flag: str | None = None) -> Payload:
+    """Full-text search over every collaboration under the root (or one): subjects, bodies, log notes."""
+    from ..domain.search import Query
+
+    query = Query(text, collab=validate.collab_id(collab) if collab else None,
+                  sender=validate.alias(sender) if sender else None, recipient=validate.alias(to) if to else None,
+                  kind=kind, since=since, until=until, limit=limit)
+    found = ctx.mailbox.search(query)
+    return {"query": text, "terms": [" ".join(t) for t in query.terms],
+            "filters": {"collab": query.collab, "from": query.sender, "to": query.recipient, "kind": query.kind,
+                        "since": since, "until": until, "limit": limit},
+            "index": {"kind": found.index, "detail": found.detail}, "count": len(found.hits),
+            "hits": [payloads.hit(h, query, root_flag) for h in found.hits]}
 
 
 def registry(ctx: Ctx, *, collab: str | None) -> Payload:

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Collection
 
 from ..domain import kinds, rules
+from ..domain.search import Found, Query
 from ..domain.values import Draft, Message, MessageState, Page, Pin, Registry, Sent
 from ..errors import NotFound, WatchTimeout
 from ..ports import Record, Store, Txn
@@ -183,6 +184,34 @@ class Mailbox:
                     notify = {"ok": rec["ok"], "detail": rec["detail"], "ts": rec["ts"]}
         return MessageState(msg.ts, presented, acked, replied, notify)
 
+    def everything(self, collab: str) -> tuple[Registry, list[Record], list[Message], list[Record],
+                                               dict[str, MessageState]]:
+        """One collaboration whole, for an overseer's page: registry, events, every message, notes, and
+        each message's states (the same rules as :meth:`state`, from one read of each receipts journal)."""
+        reg = self.store.registry(collab)
+        aliases = sorted(reg.participants)
+        messages = [m for a in aliases for m in self.store.history(collab, a)]
+        ids = {m.id for m in messages}
+        states: dict[str, MessageState] = {}
+        by_id = {m.id: m for m in messages}
+        for alias in aliases:
+            for rec in self.store.receipts(collab, alias):
+                msg = by_id.get(str(rec.get("message")))
+                if msg is None or msg.to != alias:
+                    continue
+                st = states.setdefault(msg.id, MessageState(msg.ts, [], None, [], None))
+                if rec["type"] == kinds.PRESENTED:
+                    st.presented.append({"attempt": rec.get("attempt"), "ts": rec["ts"], "host": rec.get("host")})
+                elif rec["type"] == kinds.ACK and st.acknowledged is None:
+                    states[msg.id] = st = st.replace(acknowledged=rec["ts"])
+                elif rec["type"] == kinds.REPLIED and rec.get("by") in ids:
+                    st.replied.append(rec["by"])
+                elif rec["type"] == kinds.NOTIFY:
+                    states[msg.id] = st.replace(notify={"ok": rec["ok"], "detail": rec["detail"], "ts": rec["ts"]})
+        for m in messages:
+            states.setdefault(m.id, MessageState(m.ts, [], None, [], None))
+        return reg, self.store.events(collab), messages, self.store.notes(collab), states
+
     def ack(self, collab: str, who: Pin, message_ids: list[str]) -> list[tuple[str, Record, bool]]:
         """Acknowledge messages as their exact recipient: ``(id, receipt, already)`` for each, in one write."""
         with self.store.transaction(collab) as tx:
@@ -223,6 +252,14 @@ class Mailbox:
         with self.store.transaction(collab) as tx:
             tx.append_receipts(alias, [{"type": kinds.COMPLETE, "attempt": attempt, "host": host, "hook": via,
                                         "messages": count}], durable=False)
+
+    # ---- searching ----------------------------------------------------------------------
+
+    def search(self, query: Query) -> Found:
+        """Ranked matches over subjects, bodies and log notes (an overseer's read: no identity needed)."""
+        if query.collab is not None:
+            self.store.registry(query.collab)  # an unknown collaboration is NotFound, not "no hits"
+        return self.store.search(query)
 
     # ---- the log ----------------------------------------------------------------------------
 

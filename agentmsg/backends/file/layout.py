@@ -22,6 +22,10 @@ DELIVERY = "delivery.jsonl"
 REGISTRY = "registry.yaml"
 LOCK = "write.lock"
 TRANSCRIPT = "collaboration.md"
+#: ``log render --html``: one self-contained page (derived, written only on request).
+HTML = "collaboration.html"
+#: The full-text search index (derived, under the root: one index for every collaboration).
+SEARCH = "search.sqlite"
 
 _HEX = frozenset("0123456789abcdef")
 

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from collections.abc import Collection, Iterator
     from typing import Any
 
+    from ...domain.search import Found, Query
+
 
 class FileStore:
     """Plain files under one state root (docs/ARCHITECTURE.md has the layout)."""
@@ -156,6 +158,12 @@ class FileStore:
     def problems(self, collab: str, alias: str) -> list[dict[str, Any]]:
         """Lines of an inbox skipped while reading its unacknowledged mail (torn or damaged)."""
         return self.unacked(collab, alias, limit=1 << 20).problems
+
+    def search(self, query: Query) -> Found:
+        """Ranked matches from the derived FTS5 index, caught up from the journals first (:mod:`.searchindex`)."""
+        from .searchindex import SearchIndex
+
+        return SearchIndex(self).search(query)
 
     # ---- derived data -----------------------------------------------------------------
 

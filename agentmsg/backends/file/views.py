@@ -407,6 +407,13 @@ def render_all(tx: FileTxn) -> list[str]:
     return written
 
 
+def write_html(tx: FileTxn, page: bytes) -> str:
+    """``collaboration.html``: the overseer's page, derived like the Markdown (``log render --html``)."""
+    path = os.path.join(tx.base, layout.HTML)
+    fsio.atomic_write(path, page, durable=False)  # a planted link is replaced, never written through
+    return path
+
+
 # ---- rebuilding and cleaning -----------------------------------------------------------------------
 
 
@@ -431,6 +438,10 @@ def rebuild(tx: FileTxn) -> list[str]:
         done.append(f"state/{alias}.map")
     render_all(tx)
     done.append("transcripts")
+    from .searchindex import SearchIndex
+
+    quietly(SearchIndex(tx.store).reindex, tx.collab)
+    done.append(layout.SEARCH)
     return done
 
 

@@ -1,0 +1,162 @@
+"""One self-contained HTML page per collaboration. Pure: records in, a string out.
+
+The rule that keeps it unforgeable: every piece of peer text (labels,
+tasks, subjects, bodies, notes, reasons, aliases) goes through :func:`text`,
+which makes hidden characters visible (the escape table transcripts use)
+and then ``html.escape``s it, so no stored text can open an element, close
+one, or carry an attribute.  Structure (one ``<h2 class="msg-head">`` per
+message, the metadata lists) is written only by this module.  The page has
+inline CSS and nothing else: no script, no external resource, and a
+Content-Security-Policy that forbids both, as a second wall.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from typing import Any
+
+from ..domain.values import Message, MessageState, Registry
+from . import escape as visible
+from .transcript import event_text, when
+
+CSS = """
+body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1100px;padding:1rem 1.5rem;color:#1d232a;
+background:#fafafa}
+h1{font-size:1.5rem;margin:.2rem 0}
+header.collab{border-bottom:2px solid #ccd;margin-bottom:1rem;padding-bottom:.5rem}
+table.people{border-collapse:collapse;margin:.5rem 0}
+table.people td,table.people th{border:1px solid #ccd;padding:.2rem .6rem;text-align:left}
+article.msg{background:#fff;border:1px solid #ccd;border-left:4px solid #5677a8;border-radius:4px;
+margin:.8rem 0;padding:.5rem .9rem}
+article.msg.request{border-left-color:#b3641b}
+article.msg.flagged{outline:2px dashed #c0392b}
+h2.msg-head{font-size:1rem;margin:.1rem 0 .4rem}
+dl.meta{display:grid;grid-template-columns:max-content 1fr;gap:.1rem .8rem;margin:.3rem 0;font-size:.9rem}
+dl.meta dt{color:#556}
+dl.meta dd{margin:0;overflow-wrap:anywhere}
+pre.body{white-space:pre-wrap;overflow-wrap:anywhere;background:#f3f4f7;padding:.5rem .7rem;margin:.4rem 0;
+border-radius:3px;font:13px/1.4 ui-monospace,monospace}
+.state{display:inline-block;border-radius:3px;padding:0 .4rem;font-size:.85rem;color:#fff;background:#777}
+.state.acknowledged{background:#2e7d32}.state.presented{background:#b8860b}.state.enqueued{background:#777}
+.state.replied{background:#1565c0}
+p.flags{color:#c0392b;font-weight:600;margin:.2rem 0}
+div.replies{margin-left:1.5rem;border-left:2px solid #dde;padding-left:.8rem}
+section.event,section.note{color:#445;margin:.6rem 0;font-size:.92rem}
+section.event h3,section.note h3{font-size:.92rem;margin:.1rem 0;font-weight:600}
+code{font:13px ui-monospace,monospace}
+"""
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; script-src 'none'"
+
+
+def text(value: object) -> str:
+    """Peer text, safe anywhere in element content or a quoted attribute."""
+    return html.escape(visible.escape(str(value)), quote=True)
+
+
+def _dl(rows: list[tuple[str, str]]) -> str:
+    return '<dl class="meta">' + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows) + "</dl>"
+
+
+def _state_html(state: MessageState | None) -> str:
+    if state is None:
+        return '<span class="state enqueued">enqueued</span>'
+    parts = [f'<span class="state {state.label}">{state.label}</span>']
+    if state.replied:
+        parts.append('<span class="state replied">replied</span>')
+    detail = [f"enqueued {text(when(state.enqueued))}"]
+    if state.presented:
+        detail.append(f"presented {len(state.presented)}× (last {text(when(str(state.presented[-1]['ts'])))})")
+    if state.acknowledged:
+        detail.append(f"acknowledged {text(when(state.acknowledged))}")
+    if state.replied:
+        detail.append("replied by " + ", ".join(f'<a href="#m-{text(r)}"><code>{text(r)}</code></a>'
+                                                 for r in state.replied))
+    if state.notify is not None:
+        ok = "ok" if state.notify.get("ok") else "FAILED"
+        detail.append(f"notify {ok} ({text(state.notify.get('detail', ''))})")
+    return " ".join(parts) + " · " + "; ".join(detail)
+
+
+def message_html(msg: Message, state: MessageState | None, replies: str = "") -> str:
+    classes = ["msg", "request" if msg.kind == "request" else "update"] + (["flagged"] if msg.flags else [])
+    rows = [
+        ("id", f"<code>{text(msg.id)}</code> (inbox seq {int(msg.seq)})"),
+        ("from", f"{text(msg.sender)} ({text(msg.sender_runtime)}) <code>{text(msg.sender_pin)}</code>"
+         if msg.sender_pin else f"{text(msg.sender)} ({text(msg.sender_runtime)})"),
+        ("to", text(msg.to)),
+        ("kind", f"{text(msg.kind)} · priority {text(msg.priority)}"),
+        ("subject", text(msg.subject)),
+        ("state", _state_html(state)),
+    ]
+    if msg.reply_to:
+        target = msg.reply_to.rpartition("/")[2]
+        rows.append(("reply to", f'<a href="#m-{text(target)}"><code>{text(msg.reply_to)}</code></a>'))
+    if msg.broadcast:
+        rows.append(("broadcast", f"<code>{text(msg.broadcast)}</code>"))
+    flags = (f'<p class="flags">⚠ instruction-like text: {text(", ".join(msg.flags))}</p>'
+             if msg.flags else "")
+    head = f"[{text(msg.sender)} → {text(msg.to)}] {text(when(msg.ts))}"
+    return (f'<article class="{" ".join(classes)}" id="m-{text(msg.id)}">'
+            f'<h2 class="msg-head">{head}</h2>{flags}{_dl(rows)}'
+            f'<pre class="body">{text(msg.body) if msg.body else "(empty)"}</pre>'
+            + (f'<div class="replies">{replies}</div>' if replies else "") + "</article>\n")
+
+
+def event_html(ev: Mapping[str, Any]) -> str:
+    extra = ""
+    if ev.get("unresolved"):
+        extra = "".join(f"<div>unresolved for {text(a)}: {len(ids)} message(s)</div>"
+                        for a, ids in sorted(ev["unresolved"].items()))
+    return (f'<section class="event"><h3>{text(when(str(ev["ts"])))} · {text(event_text(dict(ev)))}</h3>'
+            f"{extra}</section>\n")
+
+
+def note_html(rec: Mapping[str, Any]) -> str:
+    fix = f" · corrects <code>{text(rec['corrects'])}</code>" if rec.get("corrects") else ""
+    return (f'<section class="note" id="n-{text(rec.get("id", ""))}"><h3>{text(when(str(rec["ts"])))} · note by '
+            f"{text(rec.get('author', '?'))}{fix}</h3><pre class=\"body\">{text(rec.get('text', ''))}</pre>"
+            "</section>\n")
+
+
+def _people(reg: Registry) -> str:
+    rows = "".join(
+        f"<tr><td>{text(a)}</td><td>{text(p.runtime)}</td><td><code>{text(p.pin)}</code></td>"
+        f"<td>{'active' if p.active else 'left'}</td><td>{text(p.notify.get('adapter', 'hook'))}</td></tr>"
+        for a, p in sorted(reg.participants.items()))
+    return ('<table class="people"><tr><th>alias</th><th>runtime</th><th>pin</th><th>status</th>'
+            f"<th>notify</th></tr>{rows}</table>")
+
+
+def collaboration_html(reg: Registry, events: list[dict[str, Any]], messages: list[Message],
+                       notes: list[dict[str, Any]], states: Mapping[str, MessageState]) -> str:
+    """Every event, note and thread in collaboration order; a reply sits under the message it answers."""
+    by_id = {m.id: m for m in messages}
+    children: dict[str, list[Message]] = {}
+    roots = []
+    for m in sorted(messages, key=lambda m: m.cseq):
+        parent = m.reply_to.rpartition("/")[2] if m.reply_to else None
+        if parent in by_id and parent != m.id:
+            children.setdefault(parent, []).append(m)
+        else:
+            roots.append(m)
+
+    def thread(m: Message, depth: int = 0) -> str:
+        kids = children.get(m.id, []) if depth < 50 else []
+        return message_html(m, states.get(m.id), "".join(thread(k, depth + 1) for k in kids))
+
+    items: list[tuple[int, str]] = [(int(e.get("cseq", 0)), event_html(e)) for e in events]
+    items += [(int(n.get("cseq", 0)), note_html(n)) for n in notes]
+    items += [(m.cseq, thread(m)) for m in roots]
+    body = "".join(part for _c, part in sorted(items, key=lambda i: i[0]))
+    closed = f"closed {text(when(reg.closed_at))}" if reg.closed_at else "open"
+    head = _dl([("id", f"<code>{text(reg.collab)}</code>"), ("task", text(reg.task)),
+                ("opened", f"{text(when(reg.opened_at))} by {text(reg.opener_alias or reg.opener)}"),
+                ("status", closed), ("messages", str(len(messages)))])
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>agentmsg · {text(reg.label)}</title><style>{CSS}</style></head>\n<body>\n"
+            f'<header class="collab"><h1>Collaboration {text(reg.label)}</h1>{head}{_people(reg)}</header>\n'
+            f"<main>\n{body}</main>\n</body></html>\n")
