@@ -168,6 +168,8 @@ class Hook:
         if event not in EVENTS:
             raise HookError(f"unsupported hook_event_name {str(event)[:40]!r}")
         self.event = event
+        if hostcmd.defers_to_plugin(self.host, self.env):
+            return b"", _nothing  # a user-level copy while the Codex plugin is enabled: the plugin's hook runs
         if event == "SessionStart":
             hostcmd.prepare_cli(self.env)  # the CLI's first call must not wait for pip (detached, fail-open)
         if not is_session(session):

@@ -70,3 +70,32 @@ def prepare_cli(env: Mapping[str, str], package_dir: str | None = None) -> bool:
     except OSError:
         return False
     return True
+
+
+def defers_to_plugin(host: str, env: Mapping[str, str]) -> bool:
+    """True for a Codex user-level hook copy (``agentmsg install codex``; Codex gives plugin hooks
+    ``PLUGIN_ROOT``, user hooks not) while agentmsg is also enabled as a Codex plugin in
+    ``$CODEX_HOME/config.toml``: both copies would run every hook, so the user copy stays silent and the
+    plugin's runs (each hook once).  ``agentmsg doctor`` still reports the duplicate install."""
+    if host != "codex" or env.get("PLUGIN_ROOT"):
+        return False
+    home = env.get("CODEX_HOME") or os.path.join(env.get("HOME") or "/nonexistent", ".codex")
+    path = os.path.join(home, "config.toml")
+    try:
+        import stat
+
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the read
+            return False
+        with open(path, "rb") as f:
+            lines = f.read(1 << 20).decode("utf-8", "replace").splitlines()
+    except OSError:
+        return False
+    ours = False
+    for raw in lines:  # as installer._codex_plugins reads it
+        line = raw.strip()
+        if line.startswith("["):
+            name = line.strip("[]").strip()
+            ours = name.startswith('plugins."agentmsg@') and name.endswith('"')
+        elif ours and line.replace(" ", "").lower() == "enabled=true":
+            return True
+    return False
