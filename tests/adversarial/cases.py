@@ -1221,5 +1221,121 @@ for _name, _body in _FRAMING.items():
          Stored((new_message(_body, flags=_flags),)))
 
 
+# -- trust, round two: a peer's notify command never runs in a sender's process (class 1) ----------------------------
+
+_NO_COMMAND = ("usage: --notify-command is no longer accepted: a command in the shared registry would run in every "
+               "sender's process; use --notify tmux or --notify codex-queue")
+_PWNED = "{outside}/pwned"
+_WEBHOOK = MORE_SECRETS["slack-webhook-in-notify-command"][0].removeprefix("notify: ")
+for _cmd, _extra, _name, _command in (
+        ("join", ("--collab", C), "with-placeholders", "touch " + _PWNED + " {to} {id} {subject} {body}"),
+        ("open", ("--label", "l", "--task", "t"), "with-a-slack-webhook", _WEBHOOK)):
+    # refused as usage before anything is read, scanned or stored: not run, not stored, not a secret finding
+    case(f"cli-{_cmd}-notify-command-{_name}-is-refused", "cli", "base",
+         Cli((_cmd, "--self", NEWCOMER, "--alias", "newcomer", *_extra, "--notify-command", _command)), 2,
+         _NO_COMMAND, NOTHING, checks=(Absent(_PWNED),))
+case("cli-join-notify-tmux-outside-tmux", "cli", "base",
+     Cli(("join", "--collab", C, "--self", NEWCOMER, "--alias", "newcomer", "--notify", "tmux"),
+         env={"TMUX": "", "TMUX_PANE": ""}), 2,
+     "usage: --notify tmux needs this session to run inside tmux (TMUX and TMUX_PANE)", NOTHING)
+_PLANTED = {"adapter": "command", "argv": ["sh", "-c", f"touch {_PWNED}"], "command": f"touch {_PWNED}"}
+_IGNORED = "command adapter ignored: registry commands never run; surfaces at the recipient's next prompt"
+case("cli-send-planted-command-adapter-is-not-run", "cli", "base", Cli(send()), 0, "",
+     Stored((new_message("hello"),)), prep=(SetNotify(REVIEWER, _PLANTED),),
+     checks=(JsonIs("result.results.0.detail", _IGNORED), JsonIs("result.results.0.notify_error", None),
+             Absent(_PWNED)))
+case("cli-notify-retry-planted-command-adapter-is-not-run", "cli", "base",
+     Cli(("notify", "--retry", M1, "--collab", C, "--self", DRIVER)), 0, "", NOTHING,
+     prep=(SetNotify(REVIEWER, _PLANTED),), checks=(JsonIs("result.results.0.detail", _IGNORED), Absent(_PWNED)))
+for _name, (_who, _sender), (_to_pin, _to, _seq), _notify in (
+        ("tmux-pane", (DRIVER, "driver"), (REVIEWER, "reviewer", 3),
+         {"adapter": "tmux", "pane": f"%1; touch {_PWNED}", "socket": "/tmp/s"}),
+        ("codex-thread", (REVIEWER, "reviewer"), (DRIVER, "driver", 2),
+         {"adapter": "codex-queue", "thread": f"--exec=touch {_PWNED}"})):
+    _why = f"adapter {_notify['adapter']!r} is not a valid typed adapter; it was not run"
+    case(f"cli-send-malformed-{_name}-adapter-is-not-run", "cli", "base", Cli(send("--id", NEW, who=_who, to=_to)),
+         7, f"stored, not yet surfaced (notify failed: {_why}); retry: agentmsg notify --retry {NEW} --collab {C}",
+         Stored((new_message("hello", to=_to, sender=_sender, seq=_seq),
+                 Rec(f"{CDIR}/receipts/{_to}.jsonl", {"type": "notify", "message": NEW, "ok": False, "detail": _why}))),
+         prep=(SetNotify(_to_pin, _notify),), checks=(Absent(_PWNED),))
+case("cli-notify-retry-by-a-non-party", "cli", "base", Cli(("notify", "--retry", M1, "--collab", C, "--self", CAROL)),
+     9, f"identity: only driver or reviewer may retry the notification of {M1}", NOTHING)
+case("cli-notify-retry-closed-collab", "cli", "closed",
+     Cli(("notify", "--retry", M1, "--collab", C, "--self", DRIVER)), 6, _CLOSED, NOTHING, match="prefix")
+case("cli-notify-retry-malformed-id", "cli", "base",
+     Cli(("notify", "--retry", "../../ids/11/x", "--collab", C, "--self", DRIVER)), 2,
+     "usage: invalid message id '../../ids/11/x': expected a UUID", NOTHING)
+
+# -- trust, round two: identity and lifecycle (class 2) -----------------------------------------------------------
+
+INTRUDER = "claude-code:intruder-0001"  # an agent session bound nowhere
+_CAROL_MAIL = Send(DRIVER, "carol", "payroll", "the numbers", "request", F1)
+case("cli-join-agent-takes-over-human-alias", "cli", "base",
+     Cli(("join", "--collab", C, "--self", INTRUDER, "--alias", "carol", "--succeeds", CAROL, "--reason", "x")), 9,
+     f"identity: taking over a human's alias needs its holder's consent (agentmsg handover --to {INTRUDER}) or a "
+     "human: pin; nothing was changed", NOTHING, prep=(_CAROL_MAIL,))
+case("reader-inbox-of-human-alias-by-refused-intruder", "reader", "base",
+     Cli(("inbox", "--collab", C, "--self", INTRUDER)), 9,
+     f"identity: {INTRUDER} is not bound to any alias in collaboration {C}", NOTHING, prep=(_CAROL_MAIL,))
+case("cli-ack-of-human-mail-by-refused-intruder", "cli", "base",
+     Cli(("ack", "--collab", C, "--self", INTRUDER, "--message", F1)), 9,
+     f"identity: {INTRUDER} is not bound to any alias in collaboration {C}", NOTHING, prep=(_CAROL_MAIL,))
+_MOVER = "codex:moved-0001"  # the reviewer's work, continued in a Codex session
+case("cli-join-cross-runtime-takeover-without-handover", "cli", "base",
+     Cli(("join", "--collab", C, "--self", _MOVER, "--alias", "reviewer", "--succeeds", REVIEWER, "--reason", "moved")),
+     9, f"identity: taking over an alias held by a claude-code session needs its holder's consent (agentmsg handover "
+        f"--to {_MOVER}) or a human: pin; nothing was changed", NOTHING)
+case("cli-join-cross-runtime-takeover-after-handover", "cli", "base",
+     Cli(("join", "--collab", C, "--self", _MOVER, "--alias", "reviewer", "--succeeds", REVIEWER, "--reason", "moved")),
+     0, "", Stored((Rec(EVENTS, {"type": "succeeded", "alias": "reviewer", "pin": _MOVER, "old_pin": REVIEWER,
+                                 "runtime": "codex", "reason": "moved"}),)),
+     prep=(Handover(REVIEWER, _MOVER),), checks=(JsonIs("result.succeeded", REVIEWER),))
+case("cli-close-by-a-displaced-opener", "cli", "base", Cli(("close", "--collab", C, "--self", DRIVER)), 9,
+     "identity: only the current holder of the opener's alias or a human: pin may close a collaboration", NOTHING,
+     prep=(Join("codex:restarted-0001", "driver", succeeds=DRIVER, reason="restarted"),))
+case("hook-claude-leave-then-rejoin-keeps-delivery", "hook-claude", "base", Hook("UserPromptSubmit"), 0, "",
+     Stored(presented("claude", (M1, M3, F1))), outcome="context",
+     prep=(Leave(REVIEWER), Join(REVIEWER, "reviewer"), Send(DRIVER, "reviewer", "after", "back again", "request", F1)),
+     checks=(BoundaryOnce(), Shows("subject: after"), Shows("subject: Review retry.py")))
+case("cli-send-agentmsg-collab-while-bound-in-two", "cli", "base",
+     Cli(("send", "--self", REVIEWER, "--to", "driver", "--body", "x"), env={"AGENTMSG_COLLAB": C}), 2,
+     f"usage: {REVIEWER} is bound in 2 collaborations and AGENTMSG_COLLAB may be stale; pass --collab UUID", NOTHING,
+     prep=(Open(REVIEWER, "other"),))
+
+# -- trust, round two: tampering verify must report (class 3) ---------------------------------------------------------
+
+_HEAD_R = f"{CDIR}/inbox/.reviewer.jsonl.head"
+case("reader-verify-deleted-inbox-and-head", "reader", "base", Cli(("verify",)), 13,
+     f"verify: 5 problem(s); first: removed record at {ROOT}/{CDIR}:0 (1 record(s) missing from the collaboration "
+     "order (cseq 4): a journal or its last records were deleted)", NOTHING, prep=(Remove(INBOX_R), Remove(_HEAD_R)))
+case("reader-verify-last-record-and-head-dropped", "reader", "base", Cli(("verify", "--collab", C)), 13,
+     f"verify: 2 problem(s); first: removed record at {ROOT}/{CDIR}/state/reviewer.map:1 (inbox map names records "
+     "the journals no longer hold (a record was cut off the end, or the journal replaced))", NOTHING,
+     prep=(DropLine(INBOX_R, 2), Remove(_HEAD_R)),
+     checks=(JsonIs("result.findings.1.detail", f"the transcript shows message {M3}, which no journal holds"),))
+case("reader-verify-map-marks-unread-acked", "reader", "base", Cli(("verify",)), 13,
+     f"verify: 1 problem(s); first: edited record at {ROOT}/{CDIR}/state/reviewer.map:1 (inbox map does not match "
+     "its own checksum (run agentmsg repair))", NOTHING, prep=(MapAck("reviewer", 1),))
+case("hook-claude-map-marks-unread-acked-still-shows", "hook-claude", "base", Hook("UserPromptSubmit"), 0, "",
+     Stored(REVIEWER_SEES), outcome="context", prep=(MapAck("reviewer", 1),),
+     checks=(BoundaryOnce(), Shows("subject: Review retry.py")))
+case("hook-claude-resealed-map-marks-unread-acked-still-shows", "hook-claude", "base", Hook("UserPromptSubmit"), 0,
+     "", Stored(REVIEWER_SEES), outcome="context", prep=(MapAck("reviewer", 1, reseal=True),),
+     checks=(BoundaryOnce(), Shows("subject: Review retry.py")),
+     bug="an edited inbox map whose header hash is recomputed passes the read-time check: the hook (and "
+         "`inbox`) hide the unacknowledged M1; only `verify` reports it")
+_ID_M1 = f"{CDIR}/ids/11/{M1}.json"
+_DAMAGED_ID = WriteFile(f"{ROOT}/{_ID_M1}", b'{"inbox": "reviewer", "offset": 9999, "seq": 1, "digest": "x"}')
+case("reader-verify-damaged-id-entry", "reader", "base", Cli(("verify",)), 13,
+     f"verify: 1 problem(s); first: damaged record at {ROOT}/{_ID_M1}:1 (index entry of {M1} disagrees with its "
+     "record (run agentmsg repair))", NOTHING, prep=(_DAMAGED_ID,))
+case("reader-show-with-damaged-id-entry", "reader", "base", Cli(("show", M1)), 0, "", NOTHING, prep=(_DAMAGED_ID,),
+     checks=(JsonIs("result.message.body", M1_BODY),))
+case("cli-ack-with-damaged-id-entry", "cli", "base", Cli(_ACK_M1), 0, "",
+     Stored((Rec(RCPT_R, {"type": "ack", "message": M1, "by": REVIEWER}),)), prep=(_DAMAGED_ID,))
+case("reader-verify-damaged-id-entry-clean-after-repair", "reader", "base", Cli(("verify",)), 0, "", NOTHING,
+     prep=(_DAMAGED_ID, Repair()), checks=(JsonIs("result.tampering", 0), JsonIs("result.findings", [])))
+
+
 _names = [c.name for c in CASES]
 assert len(_names) == len(set(_names)), sorted({n for n in _names if _names.count(n) > 1})
