@@ -123,59 +123,64 @@ def run(args: argparse.Namespace) -> dict:
         results = {"python": python, "python3_on_path": on_path, "cold_first_run_ms": cold * 1e3,
                    "imports_us": import_time(python), "rows": [], "repeats": args.repeats}
         ack_cmd = [sys.executable, "-m", "agentmsg.cli", "ack"]
-        for unread in args.unread:
+        def hook(sc: dict) -> tuple[float, str]:
+            h, proc = timed(["/bin/sh", "-c", hook_command()], input=stdin_json(project), env=sc["env"])
+            if proc.returncode or proc.stderr or not proc.stdout:
+                raise SystemExit(f"hook failed: rc={proc.returncode} {proc.stderr[-500:]!r} {proc.stdout[:200]!r}")
+            return h, json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+
+        def ack(sc: dict) -> float:
+            a, proc = timed(sc["ack"], env=sc["aenv"])
+            doc = json.loads(proc.stdout or b"{}")
+            if proc.returncode or not doc.get("ok") or doc["result"]["already"]:
+                raise SystemExit(f"ack failed: rc={proc.returncode} {proc.stderr[-500:]!r} {proc.stdout[:300]!r}")
+            return a
+
+        scen = []
+        for unread in args.unread:  # build every inbox first: the timed runs are interleaved across them
             root = tmp / f"u{unread}"
             t0 = time.perf_counter()
             box, collab, base, _timings = build_unread(root, unread)
             build_s = time.perf_counter() - t0
             (newest,) = box.store.since(collab, "reviewer", unread - 1)
-            env, stdin = claude_env(root, data, project), stdin_json(project)
-            ack_argv = [*ack_cmd, "--collab", collab, "--self", str(REVIEWER), "--message", newest.id, "--json"]
-            aenv = cli_env(root)
+            sc = {"unread": unread, "base": base, "build_s": build_s, "env": claude_env(root, data, project),
+                  "ack": [*ack_cmd, "--collab", collab, "--self", str(REVIEWER), "--message", newest.id, "--json"],
+                  "aenv": cli_env(root), "hooks": [], "acks": []}
+            sc["snap_hook"] = Snapshot(base, tmp / f"pristine-{unread}")
+            sc["shown"] = sc["snap_hook"].record(lambda sc=sc: hook(sc))[1]
+            sc["snap_ack"] = Snapshot(base, tmp / f"pristine-ack-{unread}")
+            sc["snap_ack"].record(lambda sc=sc: ack(sc))
+            scen.append(sc)
+            print(f"built {unread:,} unread in {build_s:.1f}s", flush=True)
 
-            def hook(env: dict[str, str] = env, stdin: bytes = stdin) -> tuple[float, str]:
-                h, proc = timed(["/bin/sh", "-c", hook_command()], input=stdin, env=env)
-                if proc.returncode or proc.stderr or not proc.stdout:
-                    raise SystemExit(f"hook failed: rc={proc.returncode} {proc.stderr[-500:]!r} {proc.stdout[:200]!r}")
-                return h, json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
 
-            def ack(ack_argv: list[str] = ack_argv, aenv: dict[str, str] = aenv) -> float:
-                a, proc = timed(ack_argv, env=aenv)
-                doc = json.loads(proc.stdout or b"{}")
-                if proc.returncode or not doc.get("ok") or doc["result"]["already"]:
-                    raise SystemExit(f"ack failed: rc={proc.returncode} {proc.stderr[-500:]!r} {proc.stdout[:300]!r}")
-                return a
-
-            snap_hook = Snapshot(base, tmp / f"pristine-{unread}")
-            shown = snap_hook.record(hook)[1]
-            snap_ack = Snapshot(base, tmp / f"pristine-ack-{unread}")
-            snap_ack.record(ack)
-            hooks, acks, floor = [], [], []
-            for i in range(args.repeats + args.warmup):
-                f, _ = timed([python, "-S", "-c", "pass"])
-                snap_hook.restore()
-                h, text = hook()
-                snap_hook.restore()
-                a = ack()
-                snap_ack.restore()
-                if len(text) != len(shown):
-                    raise SystemExit(f"unread {unread}: run {i} showed something else")
+        floor: list[float] = []
+        for i in range(args.repeats + args.warmup):
+            f, _ = timed([python, "-S", "-c", "pass"])
+            for sc in scen:
+                sc["snap_hook"].restore()
+                h, text = hook(sc)
+                sc["snap_hook"].restore()
+                a = ack(sc)
+                sc["snap_ack"].restore()
+                if len(text) != len(sc["shown"]):
+                    raise SystemExit(f"unread {sc['unread']}: run {i} showed something else")
                 if i >= args.warmup:
-                    hooks.append(h)
-                    acks.append(a)
-                    floor.append(f)
-            (hm, hp), (am, ap), (fm, _fp) = stats(hooks), stats(acks), stats(floor)
-            results["rows"].append({"unread": unread, "hook_median_ms": hm * 1e3, "hook_p90_ms": hp * 1e3,
+                    sc["hooks"].append(h)
+                    sc["acks"].append(a)
+            if i >= args.warmup:
+                floor.append(f)
+        fm = stats(floor)[0]
+        results["load_after"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+        for sc in scen:
+            (hm, hp), (am, ap) = stats(sc["hooks"]), stats(sc["acks"])
+            results["rows"].append({"unread": sc["unread"], "hook_median_ms": hm * 1e3, "hook_p90_ms": hp * 1e3,
                                     "ack_median_ms": am * 1e3, "ack_p90_ms": ap * 1e3, "floor_median_ms": fm * 1e3,
-                                    "ratio": hm / fm, "build_s": build_s, "shown_chars": len(shown),
-                                    "restored": sorted({str(p.relative_to(base)).split("/")[0]
-                                                        for p in snap_hook.changed + snap_ack.changed})})
-            print(f"unread {unread:>7,}: hook {hm * 1e3:6.2f} ms (p90 {hp * 1e3:6.2f})  ack {am * 1e3:6.2f} ms "
-                  f"(p90 {ap * 1e3:6.2f})  floor {fm * 1e3:5.2f} ms  hook/floor {hm / fm:.2f}x  "
-                  f"(built in {build_s:.1f}s)", flush=True)
-            shutil.rmtree(root, ignore_errors=True)
-            shutil.rmtree(tmp / f"pristine-{unread}", ignore_errors=True)
-            shutil.rmtree(tmp / f"pristine-ack-{unread}", ignore_errors=True)
+                                    "ratio": hm / fm, "build_s": sc["build_s"], "shown_chars": len(sc["shown"]),
+                                    "restored": sorted({str(p.relative_to(sc["base"])).split("/")[0]
+                                                        for p in sc["snap_hook"].changed + sc["snap_ack"].changed})})
+            print(f"unread {sc['unread']:>7,}: hook {hm * 1e3:6.2f} ms (p90 {hp * 1e3:6.2f})  ack {am * 1e3:6.2f} ms "
+                  f"(p90 {ap * 1e3:6.2f})  floor {fm * 1e3:5.2f} ms  hook/floor {hm / fm:.2f}x", flush=True)
         if os.path.realpath(on_path) != os.path.realpath(python):
             env = claude_env(tmp / "probe", data, project)
             shim = [timed([on_path, "-S", "-c", "pass"])[0] for _ in range(args.shim_repeats)]
@@ -204,8 +209,10 @@ def markdown(res: dict, info: dict[str, str], command: str) -> str:
         "files the previous one changed are put back (" + ", ".join(f"`{d}`" for d in rows[-1]["restored"]) + ").",
         "Inboxes are built by `store_bench.build_unread`: records written in bulk in the exact on-disk format,",
         "the last 10 sent by the store (its first id lookup rebuilds `ids/`), and one untimed read that folds",
-        "the inbox map once: nothing timed pays for a first fold. Floor: the real interpreter started bare",
-        f"(`-S -c pass`), interleaved with the runs. Median and p90 of {res['repeats']} runs each.", "",
+        "the inbox map once: nothing timed pays for a first fold. All three inboxes are built first and the",
+        "runs interleaved (each round: floor, then hook and ack at every size), so every size sees the same",
+        "load. Floor: the real interpreter started bare (`-S -c pass`), once per round. Median and p90 of",
+        f"{res['repeats']} runs each. Load average after the runs: {res['load_after']}.", "",
         f"| unread | hook median | hook p90 | hook vs {first['unread']:,} | ack median | ack p90 | "
         f"ack vs {first['unread']:,} | floor median | hook vs floor |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
