@@ -27,23 +27,28 @@ from . import output
 
 
 def _portalocker_nb(fh: object) -> None:
-    # Imported on first lock only: it costs ~45 ms (importlib.metadata), which
-    # read-only commands (inbox, show, status) should not pay.
+    # Where there is no flock (not POSIX).  On POSIX portalocker *is* fcntl.flock,
+    # so the CLI keeps fsio's own flock there, as the hooks do: importing
+    # portalocker costs ~20 ms (importlib.metadata) per command (docs/BENCHMARKS.md).
     import portalocker
 
     portalocker.lock(fh, portalocker.LOCK_EX | portalocker.LOCK_NB)  # type: ignore[arg-type]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from .app import app_command
+    from .app import app_command, one_command
 
     args = list(sys.argv[1:] if argv is None else argv)
-    fsio.lock_nonblocking = _portalocker_nb
+    if os.name != "posix":
+        fsio.lock_nonblocking = _portalocker_nb
     fsio.wait_notice = fsio.warn
     command = output.command_name(args)
     as_json = "--json" in args
     try:
-        rv = app_command().main(args=args, prog_name="agentmsg", standalone_mode=False)
+        # Only the named command is built (a few ms); the whole tree only for help and unknown commands.
+        one = one_command(args)
+        cmd, prog, rest = one if one is not None else (app_command(), "agentmsg", args)
+        rv = cmd.main(args=rest, prog_name=prog, standalone_mode=False)
         return rv if isinstance(rv, int) else 0
     except AgentmsgError as err:
         return output.fail(command, err, as_json)

@@ -2,43 +2,38 @@
 
 The work is in :mod:`agentmsg.service.commands` (messaging) and
 :mod:`agentmsg.admin` (install, doctor, version); output is :mod:`.output`.
+
+Callbacks are plain functions listed in :data:`COMMANDS` and :data:`GROUPS`;
+nothing is registered with typer at import time.  :func:`app_command` builds
+the whole tree (for ``agentmsg``, ``--help``, an unknown command and the
+README reference); :func:`one_command` builds only the command ``argv``
+names, which is what every real invocation pays for (docs/BENCHMARKS.md).
+Each callback imports the service layer it needs when it runs.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from .. import admin
-from ..domain.values import Draft
-from ..errors import UsageError
-from ..service import commands as actions
-from ..service import delivery_commands as delivery_actions
-from ..service.context import Ctx
-from . import output
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..service.context import Ctx
 
-app = typer.Typer(
-    name="agentmsg",
-    help="Durable, addressed messaging between coding-agent sessions.",
-    add_completion=False,
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
-log_app = typer.Typer(help="The collaboration log: immutable notes and the rendered transcript.",
-                      no_args_is_help=True)
-app.add_typer(log_app, name="log")
-delivery_app = typer.Typer(help="Stop continuations for one binding, inside a finite, immutable envelope.",
-                           no_args_is_help=True)
-app.add_typer(delivery_app, name="delivery")
-install_app = typer.Typer(help="Install host adapters that are not installed as a plugin.", no_args_is_help=True)
-app.add_typer(install_app, name="install")
-uninstall_app = typer.Typer(help="Remove agentmsg from a host (what it wrote, the host's plugin, caches).",
-                            no_args_is_help=True)
-app.add_typer(uninstall_app, name="uninstall")
+HELP = "Durable, addressed messaging between coding-agent sessions."
+#: Sub-command groups: name -> help (their commands are in :data:`GROUPS`, filled in below).
+GROUP_HELP = {
+    "log": "The collaboration log: immutable notes and the rendered transcript.",
+    "delivery": "Stop continuations for one binding, inside a finite, immutable envelope.",
+    "install": "Install host adapters that are not installed as a plugin.",
+    "uninstall": "Remove agentmsg from a host (what it wrote, the host's plugin, caches).",
+}
+#: Settings of every Typer built here (the full tree's root, and a single command).
+_SETTINGS: dict[str, Any] = {"add_completion": False, "pretty_exceptions_enable": False, "rich_markup_mode": None}
 
 Json = Annotated[bool, typer.Option("--json", help="Print one JSON envelope on stdout.")]
 Root = Annotated[str | None, typer.Option("--root", help="State root (else AGENTMSG_HOME, "
@@ -54,14 +49,35 @@ Collab = Annotated[str | None, typer.Option("--collab", help="Collaboration UUID
 
 
 def _done(command: str, payload: dict[str, Any], as_json: bool) -> int:
+    from . import output
+
     return output.emit(command, payload, as_json)
 
 
 def _ctx(root: str | None) -> Ctx:
+    from ..service.context import Ctx
+
     return Ctx.create(root)
 
 
-@app.command("open")
+def _actions() -> Any:
+    from ..service import commands
+
+    return commands
+
+
+def _delivery() -> Any:
+    from ..service import delivery_commands
+
+    return delivery_commands
+
+
+def _admin() -> Any:
+    from .. import admin
+
+    return admin
+
+
 def open_(
     alias: Annotated[str, typer.Option(help="Your alias in this collaboration.")],
     label: Annotated[str, typer.Option(help="Short label, e.g. review.")],
@@ -73,12 +89,11 @@ def open_(
     json_: Json = False,
 ) -> int:
     """Open a collaboration and print its UUID and the state root."""
-    payload = actions.open_collab(_ctx(root), self_flag=self_, alias=alias, label=label, task=task,
+    payload = _actions().open_collab(_ctx(root), self_flag=self_, alias=alias, label=label, task=task,
                                   notify_spec=notify, notify_command=notify_command)
     return _done("open", payload, json_)
 
 
-@app.command()
 def join(
     alias: Annotated[str, typer.Option(help="Your alias: ^[a-z][a-z0-9_-]{0,31}$, unique here.")],
     collab: Collab = None,
@@ -91,12 +106,11 @@ def join(
     json_: Json = False,
 ) -> int:
     """Join a collaboration under an alias (or take one over with --succeeds)."""
-    payload = actions.join(_ctx(root), collab=collab, self_flag=self_, alias=alias, succeeds=succeeds,
+    payload = _actions().join(_ctx(root), collab=collab, self_flag=self_, alias=alias, succeeds=succeeds,
                            reason=reason, notify_spec=notify, notify_command=notify_command)
     return _done("join", payload, json_)
 
 
-@app.command()
 def handover(
     to: Annotated[str, typer.Option(help="The pin RUNTIME:SESSION_ID that may take your alias over.")],
     alias: Annotated[str | None, typer.Option(help="The alias to hand over (a human: pin may name any).")] = None,
@@ -106,10 +120,9 @@ def handover(
     json_: Json = False,
 ) -> int:
     """Agree that another session may take over your alias (join --succeeds) across runtimes."""
-    return _done("handover", actions.handover(_ctx(root), collab=collab, self_flag=self_, to=to, alias=alias), json_)
+    return _done("handover", _actions().handover(_ctx(root), collab=collab, self_flag=self_, to=to, alias=alias), json_)
 
 
-@app.command()
 def send(
     to: Annotated[str, typer.Option(help="Recipient alias, or 'all' for point-to-point copies to everyone.")] = "",
     subject: Annotated[str, typer.Option(help="One-line subject.")] = "",
@@ -130,13 +143,17 @@ def send(
     json_: Json = False,
 ) -> int:
     """Store a message durably, then notify the recipient."""
+    from ..domain.values import Draft
+
     text = _read_body(body, body_stdin, body_file)
     draft = Draft(to=to, kind=kind, priority=priority, subject=subject, body=text, id=id_, reply_to=reply_to)
-    payload = actions.send(_ctx(root), collab=collab, self_flag=self_, draft=draft, redact=redact)
+    payload = _actions().send(_ctx(root), collab=collab, self_flag=self_, draft=draft, redact=redact)
     return _done("send", payload, json_)
 
 
 def _read_body(body: str | None, from_stdin: bool, path: Path | None) -> str:
+    from ..errors import UsageError
+
     given = [body is not None, from_stdin, path is not None]
     if sum(given) != 1:
         raise UsageError("give the body exactly once: --body TEXT, --body-stdin or --body-file PATH")
@@ -162,7 +179,6 @@ def _read_file(path: Path, limit: int) -> bytes:
         return fh.read(limit + 1)
 
 
-@app.command()
 def inbox(
     collab: Collab = None,
     self_: Self = None,
@@ -175,12 +191,11 @@ def inbox(
     json_: Json = False,
 ) -> int:
     """List unacknowledged messages, oldest first, with full bodies: one page of 20 unless asked. Does not ack."""
-    payload = actions.inbox(_ctx(root), collab=collab, self_flag=self_, limit=limit, offset=offset, everything=all_,
+    payload = _actions().inbox(_ctx(root), collab=collab, self_flag=self_, limit=limit, offset=offset, everything=all_,
                             include_acked=history, priority_first=priority_first)
     return _done("inbox", payload, json_)
 
 
-@app.command()
 def show(
     message_id: Annotated[str, typer.Argument(metavar="MESSAGE_ID", help="Message UUID.")],
     collab: Collab = None,
@@ -188,10 +203,9 @@ def show(
     json_: Json = False,
 ) -> int:
     """Print one message in full, with its states."""
-    return _done("show", actions.show(_ctx(root), collab=collab, message_id=message_id), json_)
+    return _done("show", _actions().show(_ctx(root), collab=collab, message_id=message_id), json_)
 
 
-@app.command()
 def ack(
     message: Annotated[list[str], typer.Option(help="Message UUID to acknowledge (repeat for several).")],
     collab: Collab = None,
@@ -200,10 +214,9 @@ def ack(
     json_: Json = False,
 ) -> int:
     """Record that you (the exact recipient) read messages in full. Idempotent; several ids in one call."""
-    return _done("ack", actions.ack(_ctx(root), collab=collab, self_flag=self_, message_ids=message), json_)
+    return _done("ack", _actions().ack(_ctx(root), collab=collab, self_flag=self_, message_ids=message), json_)
 
 
-@app.command()
 def notify(
     retry: Annotated[str, typer.Option(help="Message UUID whose notification to retry.")],
     collab: Collab = None,
@@ -212,10 +225,9 @@ def notify(
     json_: Json = False,
 ) -> int:
     """Retry a failed notification without re-sending the body (its sender or recipient only)."""
-    return _done("notify", actions.notify_retry(_ctx(root), collab=collab, self_flag=self_, message_id=retry), json_)
+    return _done("notify", _actions().notify_retry(_ctx(root), collab=collab, self_flag=self_, message_id=retry), json_)
 
 
-@app.command()
 def status(
     collab: Collab = None,
     self_: Self = None,
@@ -223,10 +235,9 @@ def status(
     json_: Json = False,
 ) -> int:
     """Show the root, your binding, participants, pending mail and closure."""
-    return _done("status", actions.status(_ctx(root), collab=collab, self_flag=self_), json_)
+    return _done("status", _actions().status(_ctx(root), collab=collab, self_flag=self_), json_)
 
 
-@app.command()
 def search(
     query: Annotated[str, typer.Argument(metavar="QUERY", help='Words that must all occur; "a phrase" in quotes '
                                                              "must occur as written (case and punctuation ignored).")],
@@ -241,34 +252,32 @@ def search(
     json_: Json = False,
 ) -> int:
     """Search message subjects, bodies and log notes; ranked hits, each with the command that shows it."""
-    payload = actions.search(_ctx(root), text=query, collab=collab, sender=from_, to=to, kind=kind, since=since,
+    payload = _actions().search(_ctx(root), text=query, collab=collab, sender=from_, to=to, kind=kind, since=since,
                              until=until, limit=limit, root_flag=root)
     return _done("search", payload, json_)
 
 
-@app.command()
 def registry(collab: Collab = None, root: Root = None, json_: Json = False) -> int:
     """Print the authoritative registry (YAML; JSON with --json)."""
-    doc = actions.registry(_ctx(root), collab=collab)
+    doc = _actions().registry(_ctx(root), collab=collab)
     if json_:
         return _done("registry", doc, True)
-    sys.stdout.write(output.yaml_text(doc))
+    from .output import yaml_text
+
+    sys.stdout.write(yaml_text(doc))
     return 0
 
 
-@app.command()
 def leave(collab: Collab = None, self_: Self = None, root: Root = None, json_: Json = False) -> int:
     """End your binding. Your inbox and history stay."""
-    return _done("leave", actions.leave(_ctx(root), collab=collab, self_flag=self_), json_)
+    return _done("leave", _actions().leave(_ctx(root), collab=collab, self_flag=self_), json_)
 
 
-@app.command()
 def close(collab: Collab = None, self_: Self = None, root: Root = None, json_: Json = False) -> int:
     """Make a collaboration inert. History is kept; unresolved mail is reported, not acked."""
-    return _done("close", actions.close(_ctx(root), collab=collab, self_flag=self_), json_)
+    return _done("close", _actions().close(_ctx(root), collab=collab, self_flag=self_), json_)
 
 
-@log_app.command("append")
 def log_append(
     text: Annotated[str | None, typer.Option(help="Note text.")] = None,
     stdin: Annotated[bool, typer.Option("--stdin", help="Read the note from stdin.")] = False,
@@ -280,11 +289,10 @@ def log_append(
 ) -> int:
     """Add an immutable note; a correction is a new note that names the old one."""
     note = _read_body(text, stdin, None)
-    return _done("log append", actions.log_append(_ctx(root), collab=collab, self_flag=self_, text=note,
+    return _done("log append", _actions().log_append(_ctx(root), collab=collab, self_flag=self_, text=note,
                                                          corrects=corrects), json_)
 
 
-@log_app.command("render")
 def log_render(
     collab: Collab = None,
     html: Annotated[bool, typer.Option("--html", help="Write one self-contained HTML page instead "
@@ -294,16 +302,14 @@ def log_render(
     json_: Json = False,
 ) -> int:
     """Regenerate collaboration.md and every inbox transcript from the records (or, with --html, one page)."""
-    return _done("log render", actions.log_render(_ctx(root), collab=collab, as_html=html, out=out), json_)
+    return _done("log render", _actions().log_render(_ctx(root), collab=collab, as_html=html, out=out), json_)
 
 
-@log_app.command("show")
 def log_show(collab: Collab = None, root: Root = None, json_: Json = False) -> int:
     """Print the log entries."""
-    return _done("log show", actions.log_show(_ctx(root), collab=collab), json_)
+    return _done("log show", _actions().log_show(_ctx(root), collab=collab), json_)
 
 
-@app.command()
 def watch(
     for_reply: Annotated[str | None, typer.Option(help="Wait for a reply to this message id.")] = None,
     timeout: Annotated[str | None, typer.Option(help="How long to wait: default 10m, at most 30m.")] = None,
@@ -314,24 +320,21 @@ def watch(
 ) -> int:
     """Wait for a new request (or a reply), print one line per event, exit. Never re-arms."""
     emit = (lambda line: None) if json_ else (lambda line: print(line, flush=True))
-    payload = actions.watch(_ctx(root), collab=collab, self_flag=self_, for_reply=for_reply, timeout=timeout,
+    payload = _actions().watch(_ctx(root), collab=collab, self_flag=self_, for_reply=for_reply, timeout=timeout,
                             emit=emit)
-    return output.emit("watch", payload, json_) if json_ else 0
+    return _done("watch", payload, json_) if json_ else 0
 
 
-@app.command()
 def verify(collab: Collab = None, root: Root = None, json_: Json = False) -> int:
     """Check every record and every derived file against the records; exit 13 on tampering."""
-    return _done("verify", actions.verify(_ctx(root), collab=collab), json_)
+    return _done("verify", _actions().verify(_ctx(root), collab=collab), json_)
 
 
-@app.command()
 def repair(collab: Collab = None, root: Root = None, json_: Json = False) -> int:
     """Rebuild every derived file (registry, indexes, maps, transcripts) from the records; clean temp files."""
-    return _done("repair", actions.repair(_ctx(root), collab=collab), json_)
+    return _done("repair", _actions().repair(_ctx(root), collab=collab), json_)
 
 
-@delivery_app.command("enable")
 def delivery_enable(
     expires_in: Annotated[str, typer.Option(help="When the envelope expires (at most --max-duration).")] = "2h",
     max_duration: Annotated[str, typer.Option(help="Hard cap, at most 24h.")] = "24h",
@@ -343,24 +346,21 @@ def delivery_enable(
     json_: Json = False,
 ) -> int:
     """Let pending requests hold this session's Stop, within a finite envelope nothing renews."""
-    payload = delivery_actions.enable(_ctx(root), collab=collab, self_flag=self_, expires_in=expires_in,
+    payload = _delivery().enable(_ctx(root), collab=collab, self_flag=self_, expires_in=expires_in,
                                       max_duration=max_duration, slots=max_continuations, wait=wait)
     return _done("delivery enable", payload, json_)
 
 
-@delivery_app.command("disable")
 def delivery_disable(collab: Collab = None, self_: Self = None, root: Root = None, json_: Json = False) -> int:
     """Make this binding's envelope inert now. History is kept."""
-    return _done("delivery disable", delivery_actions.disable(_ctx(root), collab=collab, self_flag=self_), json_)
+    return _done("delivery disable", _delivery().disable(_ctx(root), collab=collab, self_flag=self_), json_)
 
 
-@delivery_app.command("inspect")
 def delivery_inspect(collab: Collab = None, self_: Self = None, root: Root = None, json_: Json = False) -> int:
     """Show the envelope: owner, remaining slots, expiry, interrupted attempts, installed adapters."""
-    return _done("delivery inspect", delivery_actions.inspect(_ctx(root), collab=collab, self_flag=self_), json_)
+    return _done("delivery inspect", _delivery().inspect(_ctx(root), collab=collab, self_flag=self_), json_)
 
 
-@delivery_app.command("retry")
 def delivery_retry(
     attempt: Annotated[str, typer.Option(help="The interrupted attempt id (from delivery inspect).")],
     message: Annotated[str, typer.Option(help="The message id to present again.")],
@@ -370,17 +370,16 @@ def delivery_retry(
     json_: Json = False,
 ) -> int:
     """Present a message again at the next prompt because its attempt was interrupted."""
-    return _done("delivery retry", delivery_actions.retry(_ctx(root), collab=collab, self_flag=self_, attempt=attempt,
+    return _done("delivery retry", _delivery().retry(_ctx(root), collab=collab, self_flag=self_, attempt=attempt,
                                                                    message=message), json_)
 
 
 CodexHome = Annotated[str | None, typer.Option(help="Codex home (default: $CODEX_HOME, else ~/.codex).")]
 
 
-@install_app.command("codex")
 def install_codex(codex_home: CodexHome = None, json_: Json = False) -> int:
     """Write agentmsg's hooks into Codex's user hooks.json and its skill; idempotent."""
-    return _done("install codex", admin.install_codex(_ctx(None), codex_home), json_)
+    return _done("install codex", _admin().install_codex(_ctx(None), codex_home), json_)
 
 
 KeepPlugin = Annotated[bool, typer.Option("--keep-plugin", help="Remove only what `agentmsg install` wrote; keep "
@@ -390,31 +389,27 @@ Purge = Annotated[bool, typer.Option("--purge", help="Also delete the state root
 
 def _uninstall(host: str, codex_home: str | None, keep_plugin: bool, purge: bool, root: str | None,
                json_: bool) -> int:
-    return _done("uninstall", admin.uninstall(_ctx(root), host, codex_home, keep_plugin, purge), json_)
+    return _done("uninstall", _admin().uninstall(_ctx(root), host, codex_home, keep_plugin, purge), json_)
 
 
-@uninstall_app.command("codex")
 def uninstall_codex(codex_home: CodexHome = None, keep_plugin: KeepPlugin = False, purge: Purge = False,
                     root: Root = None, json_: Json = False) -> int:
     """Remove agentmsg from Codex: user hooks, skill, the plugin install, and (if no copy is left) the caches."""
     return _uninstall("codex", codex_home, keep_plugin, purge, root, json_)
 
 
-@uninstall_app.command("claude")
 def uninstall_claude(keep_plugin: KeepPlugin = False, purge: Purge = False, root: Root = None,
                      json_: Json = False) -> int:
     """Remove agentmsg from Claude Code: the plugin install, its data, and (if no copy is left) the caches."""
     return _uninstall("claude", None, keep_plugin, purge, root, json_)
 
 
-@uninstall_app.command("all")
 def uninstall_all(codex_home: CodexHome = None, keep_plugin: KeepPlugin = False, purge: Purge = False,
                   root: Root = None, json_: Json = False) -> int:
     """Remove agentmsg from every host, its private venv and caches; messages stay unless --purge."""
     return _uninstall("all", codex_home, keep_plugin, purge, root, json_)
 
 
-@app.command()
 def mcp(self_: Self = None, root: Root = None) -> int:
     """Serve the messaging tools over MCP on stdio (needs agentmsg[mcp]); the pin is fixed at start."""
     try:
@@ -425,17 +420,68 @@ def mcp(self_: Self = None, root: Root = None) -> int:
     return mcpserver.serve(root, self_)
 
 
-@app.command()
 def doctor(root: Root = None, json_: Json = False) -> int:
     """Check which agentmsg each entry point runs (CLI, launcher, hooks); exit 16 if they disagree."""
-    return _done("doctor", admin.doctor(_ctx(root)), json_)
+    return _done("doctor", _admin().doctor(_ctx(root)), json_)
 
 
-@app.command()
 def version(root: Root = None, json_: Json = False) -> int:
     """Print the version, the interpreter and the state root this copy resolves."""
-    return _done("version", admin.version(_ctx(root)), json_)
+    return _done("version", _admin().version(_ctx(root)), json_)
+
+
+#: Top-level commands, in the order ``agentmsg --help`` lists them.
+COMMANDS: dict[str, Callable[..., int]] = {
+    "open": open_, "join": join, "handover": handover, "send": send, "inbox": inbox, "show": show, "ack": ack,
+    "notify": notify, "status": status, "registry": registry, "leave": leave, "close": close, "watch": watch,
+    "search": search, "verify": verify, "repair": repair, "mcp": mcp, "doctor": doctor, "version": version,
+}
+#: Groups and their commands, in that order (``agentmsg --help`` lists groups after commands).
+GROUPS: dict[str, dict[str, Callable[..., int]]] = {
+    "log": {"append": log_append, "render": log_render, "show": log_show},
+    "delivery": {"enable": delivery_enable, "disable": delivery_disable, "inspect": delivery_inspect,
+                 "retry": delivery_retry},
+    "install": {"codex": install_codex},
+    "uninstall": {"codex": uninstall_codex, "claude": uninstall_claude, "all": uninstall_all},
+}
+
+
+def full_app() -> typer.Typer:
+    """The whole command tree: every command and group."""
+    app = typer.Typer(name="agentmsg", help=HELP, no_args_is_help=True, **_SETTINGS)
+    for name, callback in COMMANDS.items():
+        app.command(name)(callback)
+    for group, commands in GROUPS.items():
+        sub = typer.Typer(help=GROUP_HELP[group], no_args_is_help=True)
+        for name, callback in commands.items():
+            sub.command(name)(callback)
+        app.add_typer(sub, name=group)
+    return app
 
 
 def app_command() -> Any:
-    return typer.main.get_command(app)
+    """The full tree as a click command (help, unknown commands, the README reference)."""
+    return typer.main.get_command(full_app())
+
+
+def one_command(args: Sequence[str]) -> tuple[Any, str, list[str]] | None:
+    """``(command, prog_name, rest)`` with only the command ``args`` names built, or None.
+
+    None (build the full tree) for no command, an option first, an unknown
+    command, or a group without a known sub-command: there the full tree's
+    help and "No such command" messages are the answer.
+    """
+    if not args:
+        return None
+    name, rest = args[0], list(args[1:])
+    callback = COMMANDS.get(name)
+    path = name
+    if callback is None:
+        commands = GROUPS.get(name)
+        if commands is None or not rest or rest[0] not in commands:
+            return None
+        callback = commands[rest[0]]
+        path, rest = f"{name} {rest[0]}", rest[1:]
+    one = typer.Typer(**_SETTINGS)
+    one.command(path.rsplit(" ", 1)[-1])(callback)
+    return typer.main.get_command(one), f"agentmsg {path}", rest
