@@ -415,6 +415,8 @@ def mcp(self_: Self = None, root: Root = None) -> int:
     try:
         from .. import mcpserver
     except ImportError as exc:
+        from ..errors import UsageError
+
         raise UsageError(f"agentmsg mcp needs the MCP SDK ({exc.name} is missing): "
                          "pip install 'agentmsg[mcp]'") from None
     return mcpserver.serve(root, self_)
