@@ -207,6 +207,7 @@ def _prep(world: World, step: K.Prep) -> None:
     elif isinstance(step, K.Remove):
         world.path(step.path).unlink()
     elif isinstance(step, K.MapAck):
+        FileStore(world.root).unacked(world.collab, step.alias, limit=1)  # a read folds and saves the map
         path = world.path(f"collabs/{world.collab}/state/{step.alias}.map")
         head, _, body = path.read_bytes().partition(b"\n")
         status = bytearray(body)

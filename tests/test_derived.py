@@ -97,6 +97,7 @@ def test_deleting_every_derived_file_loses_nothing(world: World, tmp_path: Path)
 
 def test_stale_temp_files_are_cleaned_by_repair(world: World) -> None:
     world.send("x")
+    world.inbox_ids()
     stale = world.dir / "state" / ".reviewer.map.1234.deadbeef.tmp"
     stale.write_bytes(b"half written")
     code, doc, err = world.cli("repair")
@@ -175,6 +176,7 @@ def test_a_damaged_index_entry_is_reported_and_the_message_still_shown_and_acked
 
 def test_a_fifo_in_place_of_a_derived_file_is_refused_not_waited_on(world: World) -> None:
     world.send("x")
+    world.inbox_ids()
     (world.dir / "state" / "reviewer.map").unlink()
     import os
 
