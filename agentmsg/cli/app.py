@@ -325,6 +325,22 @@ def watch(
     return _done("watch", payload, json_) if json_ else 0
 
 
+def top(
+    collab: Annotated[str | None, typer.Option("--collab", help="Only this collaboration (default: every "
+                                                             "collaboration under the root).")] = None,
+    self_: Annotated[str | None, typer.Option("--self", help="Your own human:NAME pin: lets you reply, "
+                                                            "ack what is addressed to you, and close "
+                                                            "(default: read-only).")] = None,
+    once: Annotated[bool, typer.Option("--once", help="Print one frame and exit (the default when not "
+                                                     "on a terminal).")] = False,
+    root: Root = None,
+) -> int:
+    """Watch collaborations live: participants, unacked requests, latest messages, envelopes, stuck mail."""
+    from . import top as view
+
+    return view.run(_ctx(root), collab=collab, self_flag=self_, once=once)
+
+
 def verify(collab: Collab = None, root: Root = None, json_: Json = False) -> int:
     """Check every record and every derived file against the records; exit 13 on tampering."""
     return _done("verify", _actions().verify(_ctx(root), collab=collab), json_)
@@ -436,7 +452,8 @@ def version(root: Root = None, json_: Json = False) -> int:
 COMMANDS: dict[str, Callable[..., int]] = {
     "open": open_, "join": join, "handover": handover, "send": send, "inbox": inbox, "show": show, "ack": ack,
     "notify": notify, "status": status, "registry": registry, "leave": leave, "close": close, "watch": watch,
-    "search": search, "verify": verify, "repair": repair, "mcp": mcp, "doctor": doctor, "version": version,
+    "search": search, "top": top, "verify": verify, "repair": repair, "mcp": mcp, "doctor": doctor,
+    "version": version,
 }
 #: Groups and their commands, in that order (``agentmsg --help`` lists groups after commands).
 GROUPS: dict[str, dict[str, Callable[..., int]]] = {

@@ -1,0 +1,406 @@
+"""``agentmsg top``: a live terminal view for the person in charge (rich.live and a raw key reader).
+
+Imported only when ``top`` runs: rich, termios and the overview stay off
+every other command's start-up (tests/test_startup.py).  Everything shown
+is read through ``service.overview.Overview`` (the port, in pages); every
+peer string is escaped (``text/escape``) and drawn as ``rich.text.Text``,
+never as markup.  Actions run through ``service.commands`` as the
+``--self`` pin, which must be a ``human:`` pin; without it the view is
+read-only.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import select
+import sys
+import time
+from typing import Any
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.text import Text
+
+from ..domain.values import Draft, Message, Pin
+from ..errors import AgentmsgError, UsageError
+from ..service.context import Ctx
+from ..service.overview import Overview
+from ..text.escape import escape
+
+POLL = 0.25  # seconds between new-message polls (last_seq per inbox)
+REFRESH = 2.0  # seconds between full refreshes (registries, unacked pages, receipts of the page, envelopes)
+KEYS = {"\x1b[A": "up", "\x1bOA": "up", "\x1b[B": "down", "\x1bOB": "down", "\x1b[5~": "pgup",
+        "\x1b[6~": "pgdn", "\x1b[H": "home", "\x1b[F": "end", "\r": "enter", "\n": "enter",
+        "\x7f": "backspace", "\x08": "backspace", "\x1b": "esc", "\x03": "ctrl-c", "\x04": "ctrl-d"}
+HELP_LIST = "↑↓/jk move  enter open  r reply  a ack  c close collab  q quit"
+HELP_OPEN = "↑↓ scroll  esc/q back  r reply  a ack"
+
+
+def one(text: str) -> str:
+    """Peer text for one line: hidden characters escaped, line breaks shown as ``\\n``."""
+    return escape(text).replace("\n", "\\n").replace("\t", " ")
+
+
+def age(ts: str, now: float) -> str:
+    from ..domain.envelope import _epoch
+
+    s = max(0, int(now - _epoch(ts)))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
+
+
+class KeyReader:
+    """stdin in cbreak mode; ``read(timeout)`` returns the keys typed so far (names or characters)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.old: Any = None
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+
+    def __enter__(self) -> KeyReader:
+        import termios
+        import tty
+
+        self.old = termios.tcgetattr(self.fd)
+        tty.setcbreak(self.fd)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import termios
+
+        termios.tcsetattr(self.fd, termios.TCSADRAIN, self.old)
+
+    def read(self, timeout: float) -> list[str]:
+        ready, _, _ = select.select([self.fd], [], [], timeout)
+        if not ready:
+            return []
+        data = os.read(self.fd, 1024)
+        if not data:
+            return ["ctrl-d"]
+        return split_keys(self.decoder.decode(data))
+
+
+def split_keys(text: str) -> list[str]:
+    out = []
+    i = 0
+    while i < len(text):
+        for seq in sorted((k for k in KEYS if len(k) > 1), key=len, reverse=True):
+            if text.startswith(seq, i):
+                out.append(KEYS[seq])
+                i += len(seq)
+                break
+        else:
+            if text[i] == "\x1b" and i + 1 < len(text) and text[i + 1] in "[O":  # an unknown sequence: drop it
+                j = i + 2
+                while j < len(text) and not text[j].isalpha() and text[j] != "~":
+                    j += 1
+                i = j + 1
+                continue
+            out.append(KEYS.get(text[i], text[i]))
+            i += 1
+    return out
+
+
+class Top:
+    def __init__(self, ctx: Ctx, overview: Overview, me: Pin | None, console: Console) -> None:
+        self.ctx, self.ov, self.me, self.console = ctx, overview, me, console
+        self.selected: tuple[str, str] | None = None  # (collab, id)
+        self.opened: Message | None = None
+        self.scroll = 0
+        self.prompt: dict[str, Any] | None = None  # {"kind": "reply"|"close", "target": ..., "text": ""}
+        self.status = "" if me else "read-only: pass --self human:NAME to reply, ack or close"
+        self.running = True
+
+    # ---- state -----------------------------------------------------------------------------
+
+    def index(self) -> int:
+        msgs = self.ov.messages
+        if self.selected is not None:
+            for i, m in enumerate(msgs):
+                if (m.collab, m.id) == self.selected:
+                    return i
+        return 0
+
+    def current(self) -> Message | None:
+        if self.opened is not None:
+            return self.opened
+        msgs = self.ov.messages
+        return msgs[self.index()] if msgs else None
+
+    def move(self, delta: int) -> None:
+        msgs = self.ov.messages
+        if msgs:
+            i = max(0, min(len(msgs) - 1, self.index() + delta))
+            self.selected = (msgs[i].collab, msgs[i].id)
+
+    # ---- keys --------------------------------------------------------------------------------
+
+    def key(self, k: str) -> None:
+        if k in ("ctrl-c", "ctrl-d") and self.prompt is None:
+            self.running = False
+            return
+        if self.prompt is not None:
+            self.prompt_key(k)
+            return
+        if self.opened is not None:
+            page = max(1, self.console.size.height - 12)
+            moves = {"up": -1, "k": -1, "down": 1, "j": 1, "pgup": -page, "pgdn": page, " ": page}
+            if k in moves:
+                self.scroll = max(0, self.scroll + moves[k])
+            elif k in ("esc", "q", "backspace", "left"):
+                self.opened, self.scroll = None, 0
+            elif k in ("r", "a"):
+                self.act(k)
+            return
+        moves = {"up": -1, "k": -1, "down": 1, "j": 1, "pgup": -10, "pgdn": 10, "home": -10**9, "end": 10**9}
+        if k in moves:
+            self.move(moves[k])
+        elif k in ("enter", "o") and self.ov.messages:
+            self.opened, self.scroll = self.current(), 0
+            self.selected = (self.opened.collab, self.opened.id) if self.opened else None
+        elif k in ("r", "a", "c"):
+            self.act(k)
+        elif k == "q":
+            self.running = False
+
+    def act(self, k: str) -> None:
+        if self.me is None:
+            self.status = "read-only: pass --self human:NAME to reply, ack or close"
+            return
+        msg = self.current()
+        if k == "c":
+            cid = self.ov.only or (msg.collab if msg else None)
+            if cid is None:
+                self.status = "no collaboration selected"
+                return
+            self.prompt = {"kind": "close", "target": cid, "text": ""}
+            return
+        if msg is None:
+            self.status = "no message selected"
+            return
+        if k == "r":
+            self.prompt = {"kind": "reply", "target": msg, "text": ""}
+        elif k == "a":
+            self.ack(msg)
+
+    def prompt_key(self, k: str) -> None:
+        assert self.prompt is not None
+        if k in ("esc", "ctrl-c"):
+            self.prompt, self.status = None, "cancelled"
+        elif self.prompt["kind"] == "close":
+            if k in ("y", "Y"):
+                self.close(self.prompt["target"])
+            else:
+                self.status = "not closed"
+            self.prompt = None
+        elif k == "enter":
+            text, msg = self.prompt["text"], self.prompt["target"]
+            self.prompt = None
+            if text.strip():
+                self.reply(msg, text)
+            else:
+                self.status = "empty reply: nothing sent"
+        elif k == "backspace":
+            self.prompt["text"] = self.prompt["text"][:-1]
+        elif len(k) == 1 and k.isprintable():
+            self.prompt["text"] += k
+
+    # ---- actions, as the overseer's own pin ----------------------------------------------------
+
+    def _do(self, what: str, fn: Any, **kwargs: Any) -> dict[str, Any] | None:
+        from ..service import commands
+
+        try:
+            result: dict[str, Any] = getattr(commands, fn)(self.ctx, self_flag=str(self.me), **kwargs)
+        except AgentmsgError as err:
+            result_payload = getattr(err, "result", None)
+            self.status = f"{what}: {one(str(err))}"
+            return result_payload if isinstance(result_payload, dict) else None
+        finally:
+            self.ov.refresh()
+        return result
+
+    def reply(self, msg: Message, text: str) -> None:
+        draft = Draft(reply_to=f"{msg.to}/{msg.id}", body=text)
+        out = self._do("reply refused", "send", collab=msg.collab, draft=draft)
+        if out and out.get("results") and not self.status.startswith("reply refused"):
+            self.status = f"replied: {out['results'][0]['id']} to {out['results'][0]['to']}"
+
+    def ack(self, msg: Message) -> None:
+        reg = self.ov.registries.get(msg.collab) or self.ctx.store.registry(msg.collab)
+        mine = reg.alias_of(str(self.me))
+        if mine != msg.to:
+            self.status = (f"not yours to acknowledge: it is addressed to {msg.to}, and {self.me} holds "
+                           f"{mine or 'no alias'} there")
+            return
+        if self._do("ack refused", "ack", collab=msg.collab, message_ids=[msg.id]) is not None:
+            self.status = f"acknowledged {msg.id}"
+
+    def close(self, cid: str) -> None:
+        out = self._do("close refused", "close", collab=cid)
+        if out is not None and "closed_by" in out:
+            self.status = f"closed {cid} ({out['unresolved_count']} unresolved)"
+
+    # ---- drawing -----------------------------------------------------------------------------
+
+    def render(self, now: float | None = None) -> Group:
+        now = time.time() if now is None else now
+        width, height = self.console.size.width, self.console.size.height
+        lines = self.render_open(width, height) if self.opened is not None else self.render_list(now, height)
+        foot = self.footer()
+        body = lines[:max(0, height - len(foot))]
+        body += [Text("") for _ in range(height - len(foot) - len(body))]
+        for t in body + foot:
+            t.no_wrap, t.overflow = True, "ellipsis"
+        return Group(*body, *foot)
+
+    def footer(self) -> list[Text]:
+        out = []
+        if self.prompt is not None:
+            if self.prompt["kind"] == "reply":
+                msg = self.prompt["target"]
+                out.append(Text(f"reply as {self.me} to {one(msg.sender)} re {msg.id[:8]}> ", style="bold")
+                           + Text(self.prompt["text"] + "█"))
+            else:
+                out.append(Text(f"close collaboration {self.prompt['target']} as {self.me}? [y/N] ", style="bold"))
+        else:
+            out.append(Text(self.status, style="yellow"))
+        out.append(Text(HELP_OPEN if self.opened is not None else HELP_LIST, style="dim"))
+        return out
+
+    def _collab(self, cid: str) -> str:
+        label = one(self.ov.label(cid))[:14]
+        return f"{label}/{cid[:8]}" if label else cid[:8]
+
+    def render_list(self, now: float, height: int) -> list[Text]:
+        ov = self.ov
+        who = f"as {self.me}" if self.me else "read-only"
+        scope = self._collab(ov.only) if ov.only else f"{len(ov.registries)} collaborations"
+        lines = [Text(f"agentmsg top  {scope}  {who}  {time.strftime('%H:%M:%S', time.localtime(now))}",
+                      style="bold reverse")]
+        budget = max(3, (height - 8) // 4)
+        lines.append(Text(f"Participants ({len(ov.people)})", style="bold"))
+        for p in ov.people[:budget]:
+            d = p.delivery
+            env = (f"delivery {d['status']} {d['remaining']}/{d['slots']} wait {d['wait_seconds']:g}s "
+                   f"exp {d['expires_in_seconds'] // 60}m") if d else "no envelope"
+            lines.append(Text(f"  {self._collab(p.collab):24} {one(p.alias):14} {p.runtime:11} "
+                              f"{'active' if p.active else 'left  '} unacked {p.pending:<4} req {p.requests:<4} "
+                              f"notify {p.notify:11} {env}  {one(p.pin)}"))
+        if len(ov.people) > budget:
+            lines.append(Text(f"  … {len(ov.people) - budget} more", style="dim"))
+        total_req = sum(p.requests for p in ov.people)
+        lines.append(Text(f"Unacknowledged requests ({total_req})", style="bold"))
+        for m in ov.requests[:budget]:
+            lines.append(Text(f"  {age(m.ts, now):>7} old  {self._collab(m.collab):24} {one(m.sender)} -> "
+                              f"{one(m.to)}  {one(m.subject) or '(no subject)'}  {m.id[:8]}"))
+        stuck_budget = max(2, budget // 2)
+        lines.append(Text(f"Stuck ({len(ov.stuck)})", style="bold red" if ov.stuck else "bold"))
+        for s in ov.stuck[:stuck_budget]:
+            lines.append(Text(f"  {s.message.id[:8]} {one(s.message.sender)} -> {one(s.message.to)}: "
+                              f"{one(s.reason)}", style="red"))
+        for e in ov.errors[:2]:
+            lines.append(Text(f"  ! {one(e)}", style="red"))
+        lines.append(Text("Latest messages", style="bold"))
+        room = max(1, height - len(lines) - 2)
+        msgs = ov.messages
+        sel = self.index()
+        start = max(0, min(sel - room // 2, len(msgs) - room))
+        for i, m in enumerate(msgs[start:start + room], start):
+            flags = f" [{','.join(one(f) for f in m.flags)}]" if m.flags else ""
+            mark = "!" if m.priority == "high" else " "
+            line = Text(f"{'>' if i == sel else ' '} {m.ts[11:19]} {self._collab(m.collab):24} "
+                        f"{one(m.sender)}({m.sender_runtime}) -> {one(m.to)} {m.kind:7}{mark}"
+                        f"{one(m.subject) or '(no subject)'}  {m.id[:8]}")
+            if flags:
+                line.append(flags, style="bold yellow")
+            if i == sel:
+                line.stylize("reverse")
+            lines.append(line)
+        if not msgs:
+            lines.append(Text("  (no messages yet)", style="dim"))
+        return lines
+
+    def render_open(self, width: int, height: int) -> list[Text]:
+        m = self.opened
+        assert m is not None
+        head = [
+            Text(f"Message {m.id}  ({self._collab(m.collab)})", style="bold reverse"),
+            Text(f"From:     {one(m.sender)} ({m.sender_runtime})"),
+            Text(f"To:       {one(m.to)}"),
+            Text(f"Kind:     {m.kind}, priority {m.priority}   sent {m.ts}"),
+            Text(f"Subject:  {one(m.subject)}"),
+        ]
+        if m.reply_to:
+            head.append(Text(f"Reply to: {one(m.reply_to)}"))
+        if m.flags:
+            head.append(Text(f"Flags:    {', '.join(one(f) for f in m.flags)}", style="bold yellow"))
+        head.append(Text("─" * min(width, 80), style="dim"))
+        body = Text(escape(m.body).replace("\t", "    "))
+        wrapped = list(body.wrap(self.console, max(10, width - 1)))
+        room = max(1, height - len(head) - 3)
+        self.scroll = max(0, min(self.scroll, max(0, len(wrapped) - room)))
+        shown = wrapped[self.scroll:self.scroll + room]
+        end = self.scroll + len(shown)
+        tail = Text(f"── lines {self.scroll + 1}-{end} of {len(wrapped)}" if len(wrapped) > room
+                    else f"── end of message ({len(wrapped)} lines)", style="dim")
+        return [*head, *shown, tail]
+
+
+def run(ctx: Ctx, *, collab: str | None, self_flag: str | None, once: bool = False) -> int:
+    from ..domain import validate
+
+    me = None
+    if self_flag:
+        me = validate.pin(self_flag)
+        if not me.human:
+            raise UsageError(f"top acts only as a human: pin (--self human:NAME), not {me}")
+        me = ctx.who(self_flag)  # the same identity checks as every other command
+    cid = validate.collab_id(collab) if collab else None
+    if cid:
+        ctx.store.registry(cid)  # an unknown collaboration is NotFound now, not an empty screen
+    ov = Overview(ctx.store, cid)
+    ov.refresh()
+    if once or not (sys.stdin.isatty() and sys.stdout.isatty()):
+        console = Console(width=int(ctx.env.get("COLUMNS", "120") or 120), height=10**4, soft_wrap=False)
+        lines = Top(ctx, ov, me, console).render_list(time.time(), 10**4)
+        for t in lines:
+            t.no_wrap, t.overflow = True, "ellipsis"
+        console.print(Group(*lines))
+        return 0
+    console = Console()
+    top = Top(ctx, ov, me, console)
+    last_full = last_poll = time.monotonic()
+    with KeyReader(sys.stdin.fileno()) as keys, Live(top.render(), console=console, screen=True,
+                                                        auto_refresh=False, redirect_stdout=False,
+                                                        redirect_stderr=False) as live:
+        drawn = 0.0
+        while top.running:
+            now = time.monotonic()
+            dirty = False
+            if now - last_full >= REFRESH:
+                top.ov.refresh()
+                last_full = last_poll = now
+                dirty = True
+            elif now - last_poll >= POLL:
+                dirty = top.ov.poll() > 0
+                if dirty:
+                    top.ov.refresh()
+                    last_full = now
+                last_poll = now
+            if dirty or now - drawn >= 1.0:
+                live.update(top.render(), refresh=True)
+                drawn = now
+            pressed = keys.read(POLL)
+            for k in pressed:
+                top.key(k)
+            if pressed:
+                live.update(top.render(), refresh=True)
+                drawn = time.monotonic()
+    return 0

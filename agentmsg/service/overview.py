@@ -1,0 +1,165 @@
+"""An overseer's live picture of one or every collaboration, read in pages through the port.
+
+``Overview`` is what ``agentmsg top`` draws from.  It reads only through
+``ports.Store`` (so it works on any backend) and never whole histories:
+
+* new messages: ``Store.last_seq`` per inbox, then ``Store.since`` from the
+  last sequence number seen (at start, only the last ``recent`` of each inbox);
+* unacknowledged requests and stuck messages: one ``Store.unacked`` page per
+  inbox (``sample`` messages), each message's own receipts
+  (``Store.message_receipts``);
+* participants: ``Store.registry``; envelopes: ``Store.delivery_records``
+  (bounded by the slots of each envelope).
+
+Acting (reply, ack, close) goes through ``service.commands`` as the
+overseer's own ``human:`` pin, under the same rules as the CLI.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..domain import envelope, kinds
+from ..domain.values import Message, Registry
+from ..errors import AgentmsgError
+from ..ports import Store
+
+#: A message shown this many times to its recipient and still not acknowledged is stuck.
+STUCK_PRESENTED = 3
+
+
+@dataclass
+class Person:
+    collab: str
+    alias: str
+    pin: str
+    runtime: str
+    active: bool
+    notify: str
+    pending: int = 0
+    requests: int = 0
+    delivery: dict[str, Any] | None = None
+
+
+@dataclass
+class Stuck:
+    message: Message
+    reason: str
+
+
+@dataclass
+class Overview:
+    store: Store
+    only: str | None = None
+    recent: int = 200
+    sample: int = 30
+    registries: dict[str, Registry] = field(default_factory=dict)
+    people: list[Person] = field(default_factory=list)
+    requests: list[Message] = field(default_factory=list)
+    stuck: list[Stuck] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    cursor: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def collabs(self) -> list[str]:
+        return [self.only] if self.only else self.store.collabs()
+
+    def label(self, collab: str) -> str:
+        reg = self.registries.get(collab)
+        return reg.label if reg is not None else ""
+
+    # ---- the cheap poll: new messages only ------------------------------------------------
+
+    def poll(self) -> int:
+        """Fold in messages appended since the last poll; how many arrived."""
+        new: list[Message] = []
+        for (cid, alias), seen in list(self.cursor.items()):
+            try:
+                last = self.store.last_seq(cid, alias)
+                if last <= seen:
+                    continue
+                got = self.store.since(cid, alias, max(seen, last - self.recent))
+            except (AgentmsgError, OSError) as exc:  # one unreadable inbox must not stop the view
+                self._error(cid, alias, exc)
+                continue
+            self.cursor[(cid, alias)] = max([last, *(m.seq for m in got)])
+            new.extend(got)
+        if new:
+            merged = {(m.collab, m.to, m.seq): m for m in self.messages + new}
+            self.messages = sorted(merged.values(), key=lambda m: (m.ts, m.cseq or 0), reverse=True)[:self.recent]
+        return len(new)
+
+    # ---- the full refresh: registries, pages, envelopes ---------------------------------------
+
+    def refresh(self, now: float | None = None) -> None:
+        now = time.time() if now is None else now
+        self.errors = []
+        people: list[Person] = []
+        requests: list[Message] = []
+        stuck: list[Stuck] = []
+        for cid in self.collabs():
+            try:
+                reg = self.store.registry(cid)
+            except (AgentmsgError, OSError) as exc:
+                self._error(cid, "", exc)
+                continue
+            self.registries[cid] = reg
+            envs = self._envelopes(cid)
+            for alias, p in sorted(reg.participants.items()):
+                self.cursor.setdefault((cid, alias), -1)
+                person = Person(cid, alias, p.pin, p.runtime, p.active, str(p.notify.get("adapter", "hook")))
+                env = envelope.latest(envs, alias, p.pin) if envs else None
+                if env is not None:
+                    person.delivery = env.describe(now, holder=reg.holder(alias), closed=reg.closed)
+                try:
+                    page = self.store.unacked(cid, alias, limit=self.sample, priority_first=False)
+                    reqs = self.store.unacked(cid, alias, limit=self.sample, requests_only=True, priority_first=False)
+                    person.pending, person.requests = page.total, page.requests
+                    requests.extend(reqs.messages)
+                    stuck.extend(self._stuck(cid, page.messages))
+                except (AgentmsgError, OSError) as exc:
+                    self._error(cid, alias, exc)
+                people.append(person)
+        for key in [k for k in self.cursor if self.cursor[k] < 0]:
+            try:
+                self.cursor[key] = max(0, self.store.last_seq(*key) - self.recent)
+            except (AgentmsgError, OSError) as exc:
+                self._error(key[0], key[1], exc)
+                del self.cursor[key]
+        self.people = people
+        self.requests = sorted(requests, key=lambda m: m.ts)
+        self.stuck = stuck
+        self.poll()
+
+    def _envelopes(self, cid: str) -> dict[str, envelope.Envelope]:
+        try:
+            return envelope.fold(self.store.delivery_records(cid))
+        except (AgentmsgError, OSError) as exc:
+            self._error(cid, "", exc)
+            return {}
+
+    def _stuck(self, cid: str, msgs: list[Message]) -> list[Stuck]:
+        out = []
+        for msg in msgs:
+            presented, failed = 0, None
+            for rec in self.store.message_receipts(cid, msg):
+                if rec["type"] == kinds.PRESENTED:
+                    presented += 1
+                elif rec["type"] == kinds.NOTIFY:
+                    failed = None if rec.get("ok") else str(rec.get("detail", ""))
+            if failed is not None:
+                out.append(Stuck(msg, f"notify failed: {failed}"))
+            elif presented >= STUCK_PRESENTED:
+                out.append(Stuck(msg, f"presented {presented} times, never acknowledged"))
+        return out
+
+    def _error(self, cid: str, alias: str, exc: BaseException) -> None:
+        self.errors.append(f"{cid[:8]}{'/' + alias if alias else ''}: {exc}")
+
+    def find(self, collab: str, message_id: str) -> Message | None:
+        for msg in self.messages + self.requests + [s.message for s in self.stuck]:
+            if msg.collab == collab and msg.id == message_id:
+                return msg
+        return self.store.message(collab, message_id)
