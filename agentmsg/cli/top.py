@@ -31,7 +31,8 @@ from ..text.escape import escape
 POLL = 0.25  # seconds between new-message polls (last_seq per inbox)
 REFRESH = 2.0  # seconds between full refreshes (registries, unacked pages, receipts of the page, envelopes)
 KEYS = {"\x1b[A": "up", "\x1bOA": "up", "\x1b[B": "down", "\x1bOB": "down", "\x1b[5~": "pgup",
-        "\x1b[6~": "pgdn", "\x1b[H": "home", "\x1b[F": "end", "\r": "enter", "\n": "enter",
+        "\x1b[6~": "pgdn", "\x1b[H": "home", "\x1b[F": "end", "\x1b[1~": "home", "\x1b[4~": "end", "\x1bOH": "home",
+        "\x1bOF": "end", "\r": "enter", "\n": "enter",
         "\x7f": "backspace", "\x08": "backspace", "\x1b": "esc", "\x03": "ctrl-c", "\x04": "ctrl-d"}
 HELP_LIST = "↑↓/jk move  enter open  r reply  a ack  c close collab  q quit"
 HELP_OPEN = "↑↓ scroll  esc/q back  r reply  a ack"
@@ -227,7 +228,10 @@ class Top:
         return result
 
     def reply(self, msg: Message, text: str) -> None:
-        draft = Draft(reply_to=f"{msg.to}/{msg.id}", body=text)
+        from ..domain.validate import SUBJECT_MAX_CHARS
+
+        subject = msg.subject if msg.subject.startswith("Re: ") or not msg.subject else f"Re: {msg.subject}"
+        draft = Draft(reply_to=f"{msg.to}/{msg.id}", subject=subject[:SUBJECT_MAX_CHARS], body=text)
         out = self._do("reply refused", "send", collab=msg.collab, draft=draft)
         if out and out.get("results") and not self.status.startswith("reply refused"):
             self.status = f"replied: {out['results'][0]['id']} to {out['results'][0]['to']}"
@@ -290,9 +294,9 @@ class Top:
             d = p.delivery
             env = (f"delivery {d['status']} {d['remaining']}/{d['slots']} wait {d['wait_seconds']:g}s "
                    f"exp {d['expires_in_seconds'] // 60}m") if d else "no envelope"
-            lines.append(Text(f"  {self._collab(p.collab):24} {one(p.alias):14} {p.runtime:11} "
+            lines.append(Text(f"  {self._collab(p.collab):24} {one(p.alias):12} {one(p.pin):22} "
                               f"{'active' if p.active else 'left  '} unacked {p.pending:<4} req {p.requests:<4} "
-                              f"notify {p.notify:11} {env}  {one(p.pin)}"))
+                              f"notify {p.notify:11} {env}"))
         if len(ov.people) > budget:
             lines.append(Text(f"  … {len(ov.people) - budget} more", style="dim"))
         total_req = sum(p.requests for p in ov.people)
