@@ -450,6 +450,28 @@ def test_openai_stub_script_and_recording():
         assert len(st.agent_requests()) == 2
 
 
+def test_chat_completions_stub_script_and_recording():
+    script = [stubs.shell("ls"), stubs.tool("agentmsg-inbox", {"limit": 5}), stubs.text("done")]
+    with stubs.ChatCompletionsStub(script) as st:
+        req = {"tools": [{"type": "function", "function": {"name": "bash"}}], "messages": [], "stream": True}
+        _, raw = _post(st.base_url + "/v1/chat/completions", {"messages": [], "stream": True})  # a side request
+        assert raw.endswith("data: [DONE]\n\n")
+        calls = []
+        for _ in range(2):
+            _, raw = _post(st.base_url + "/v1/chat/completions", req)
+            chunks = [json.loads(x[6:]) for x in raw.split("\n\n") if x.startswith("data: {")]
+            assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
+            calls.append(chunks[0]["choices"][0]["delta"]["tool_calls"][0]["function"])
+        assert calls[0]["name"] == "bash" and json.loads(calls[0]["arguments"])["command"] == "ls"
+        assert calls[1] == {"name": "agentmsg-inbox", "arguments": json.dumps({"limit": 5})}
+        status, raw = _post(st.base_url + "/v1/chat/completions", dict(req, stream=False))
+        doc = json.loads(raw)
+        assert status == 200 and doc["choices"][0]["message"]["content"] == "done"
+        assert doc["choices"][0]["finish_reason"] == "stop"
+        assert _post(st.base_url + "/v1/models", method="GET")[0] == 200
+        assert len(st.agent_requests()) == 3 and len(st.model_requests()) == 4
+
+
 def test_stub_refuses_and_records_proxy_requests():
     import http.client
 
@@ -468,6 +490,8 @@ def test_missing_host_is_an_error_not_a_skip(monkeypatch, tmp_path):
         harness.claude_bin()
     with pytest.raises(harness.HostMissing, match="npm install"):
         harness.codex_bin()
+    with pytest.raises(harness.HostMissing, match="npm install"):
+        harness.copilot_bin()
 
 
 def test_scrubbed_env_has_no_inherited_secrets(monkeypatch, tmp_path):
@@ -521,5 +545,10 @@ def test_pinned_host_versions(tmp_path):
         [str(harness.codex_bin()), "--version"], env=env, capture_output=True, text=True, timeout=60, check=True
     ).stdout
     assert out.split()[-1] == harness.CODEX_VERSION, out
+    out = subprocess.run(
+        [str(harness.copilot_bin()), "--version"], env=env, capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    assert out.split("\n")[0] == f"GitHub Copilot CLI {harness.COPILOT_VERSION}.", out
     pkg = json.loads((harness.REPO_ROOT / "package.json").read_text())["devDependencies"]
-    assert pkg == {"@anthropic-ai/claude-code": harness.CLAUDE_VERSION, "@openai/codex": harness.CODEX_VERSION}
+    assert pkg == {"@anthropic-ai/claude-code": harness.CLAUDE_VERSION, "@openai/codex": harness.CODEX_VERSION,
+                   "@github/copilot": harness.COPILOT_VERSION}

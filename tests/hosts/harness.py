@@ -1,4 +1,4 @@
-"""Run the REAL host CLIs (Claude Code, Codex) for one non-interactive turn,
+"""Run the REAL host CLIs (Claude Code, Codex, GitHub Copilot CLI) for one non-interactive turn,
 offline, against a stub model server owned by the test.
 
 The hosts come from ``node_modules`` (``npm install`` in the repo root, pinned
@@ -33,15 +33,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .stubs import AnthropicStub, OpenAIResponsesStub
+from .stubs import AnthropicStub, ChatCompletionsStub, OpenAIResponsesStub
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NODE_BIN = REPO_ROOT / "node_modules" / ".bin"
 CLAUDE_VERSION = "2.1.328"
 CODEX_VERSION = "0.169.0"
+COPILOT_VERSION = "1.0.102"
 INSTALL_HINT = (
     "run `npm install` in the repository root (it installs the pinned "
-    "@anthropic-ai/claude-code and @openai/codex from package.json), then the "
+    "@anthropic-ai/claude-code, @openai/codex and @github/copilot from package.json), then the "
     "README test command"
 )
 CODEX_MODEL = "gpt-stub"
@@ -113,6 +114,11 @@ def claude_bin() -> Path:
 def codex_bin() -> Path:
     """Path of the pinned Codex CLI (``node_modules/.bin/codex``)."""
     return _host_bin("codex", f"@openai/codex@{CODEX_VERSION}")
+
+
+def copilot_bin() -> Path:
+    """Path of the pinned GitHub Copilot CLI (``node_modules/.bin/copilot``)."""
+    return _host_bin("copilot", f"@github/copilot@{COPILOT_VERSION}")
 
 
 # --------------------------------------------------------------------------
@@ -553,3 +559,65 @@ def write_marketplace(
     (root / ".agents" / "plugins").mkdir(parents=True, exist_ok=True)
     (root / ".agents" / "plugins" / "marketplace.json").write_text(json.dumps(codex, indent=2))
     return root
+
+
+# --------------------------------------------------------------------------
+# GitHub Copilot CLI
+# --------------------------------------------------------------------------
+
+COPILOT_MODEL = "stub-model"
+
+
+def copilot_env(
+    home: str | os.PathLike, copilot_home: str | os.PathLike, stub: ChatCompletionsStub,
+    env_extra: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """Offline: a custom OpenAI-compatible provider at the stub (/work/shared/HOSTS-MORE.md)."""
+    base = {
+        "COPILOT_HOME": str(copilot_home),
+        "COPILOT_OFFLINE": "true",
+        "COPILOT_AUTO_UPDATE": "false",
+        "COPILOT_PROVIDER_BASE_URL": f"{stub.base_url}/v1",
+        "COPILOT_PROVIDER_API_KEY": "stub-not-a-key",
+        "COPILOT_MODEL": COPILOT_MODEL,
+    }
+    return scrubbed_env(home, stub=stub, env_extra={**base, **(env_extra or {})})
+
+
+def run_copilot(
+    prompt: str,
+    *,
+    cwd: str | os.PathLike,
+    home: str | os.PathLike,
+    copilot_home: str | os.PathLike,
+    stub: ChatCompletionsStub,
+    session_id: str | None = None,
+    mcp_config: Mapping[str, Any] | None = None,
+    env_extra: Mapping[str, str] | None = None,
+    timeout: float = 90,
+    extra_args: Sequence[str] = (),
+) -> HostRun:
+    """One real ``copilot -p PROMPT --allow-all-tools`` turn against ``stub``.
+
+    * ``session_id``: ``--session-id`` (a new session with that id; a fresh
+      UUID4 if omitted), also what Copilot gives MCP servers as
+      ``COPILOT_AGENT_SESSION_ID``.
+    * ``mcp_config``: ``{"mcpServers": {...}}``, written next to ``copilot_home``
+      and passed with ``--additional-mcp-config @FILE``.  Copilot names an MCP
+      tool ``<server>-<tool>``.
+    * ``run.result`` is stdout with ``--silent`` (the agent's text and, in text
+      mode, one line per tool call).
+    """
+    copilot_home = Path(copilot_home)
+    copilot_home.mkdir(parents=True, exist_ok=True)
+    Path(home).mkdir(parents=True, exist_ok=True)
+    sid = session_id or str(uuid.uuid4())
+    argv = [str(copilot_bin()), "-p", prompt, "--allow-all-tools", "--silent", "--session-id", sid]
+    if mcp_config is not None:
+        cfg = copilot_home.parent / f"mcp-config-{sid}.json"
+        cfg.write_text(json.dumps(mcp_config, indent=2))
+        argv += ["--additional-mcp-config", f"@{cfg}"]
+    argv += list(extra_args)
+    run = _run("copilot", argv, cwd=cwd, env=copilot_env(home, copilot_home, stub, env_extra), timeout=timeout)
+    return HostRun(run.returncode, run.stdout, run.stderr, sid, argv=argv, duration=run.duration, host="copilot",
+                   events=[], result=run.stdout.strip())

@@ -431,6 +431,38 @@ def codex_shell_outputs(body: Mapping[str, Any]) -> list[str]:
 
 
 # --------------------------------------------------------------------------
+# Copilot CLI request bodies (OpenAI chat completions)
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class ToolCall:
+    name: str
+    args: dict[str, Any]
+    result: str | None  # the tool message's text; None if the request does not carry it yet
+
+
+def copilot_tool_calls(body: Mapping[str, Any]) -> list[ToolCall]:
+    """Every assistant tool call in ``messages``, with the ``role: tool`` message answering it."""
+    results: dict[str, str] = {}
+    for m in body["messages"]:
+        if m["role"] == "tool":
+            c = m["content"]
+            results[m["tool_call_id"]] = c if isinstance(c, str) else "".join(p.get("text", "") for p in c)
+    return [ToolCall(tc["function"]["name"], json.loads(tc["function"]["arguments"] or "{}"), results.get(tc["id"]))
+            for m in body["messages"] if m["role"] == "assistant" for tc in m.get("tool_calls") or ()]
+
+
+def split_mcp_result(text: str) -> tuple[str, dict[str, Any] | None]:
+    """Copilot CLI hands the model an MCP tool result as its text content, then
+    ``structuredContent`` as JSON after two blank lines: ``(text, structured)``."""
+    head, sep, tail = text.rpartition("\n\n\n")
+    if sep and tail.startswith("{"):
+        return head, json.loads(tail)
+    return text, None
+
+
+# --------------------------------------------------------------------------
 # The untrusted boundary
 # --------------------------------------------------------------------------
 

@@ -1,17 +1,21 @@
 """Loopback stub model servers for driving the real host CLIs offline.
 
-Two servers, both stdlib ``http.server`` in a daemon thread on 127.0.0.1 with an
+Three servers, all stdlib ``http.server`` in a daemon thread on 127.0.0.1 with an
 ephemeral port:
 
 * :class:`AnthropicStub` speaks enough of the Anthropic Messages API for
   Claude Code (``POST /v1/messages`` streamed as SSE, ``count_tokens``).
 * :class:`OpenAIResponsesStub` speaks enough of the OpenAI Responses API for
   Codex (``POST /v1/responses`` streamed as SSE, ``GET /v1/models``).
+* :class:`ChatCompletionsStub` speaks enough of the OpenAI Chat Completions API
+  for GitHub Copilot CLI's custom provider (``POST /v1/chat/completions``
+  streamed as SSE, ``GET /v1/models``).
 
 Every request (method, path, headers, parsed JSON body) is recorded, under a
 lock, in ``stub.requests``.  Replies come from a *script*: a list of
 :func:`text` / :func:`shell` replies (or callables ``Recorded -> Reply``, called with the
-request they answer) consumed one per *agent turn request*,
+request they answer) consumed one per *agent turn request*
+(:func:`tool` calls a named tool, e.g. an MCP server's, where the stub supports it),
 falling back to the plain text ``"ok"`` once the script is exhausted.
 
 Which requests consume the script
@@ -52,11 +56,12 @@ DEFAULT_MAX_REQUESTS = 500
 
 @dataclass(frozen=True)
 class Reply:
-    """One canned model reply: plain text, or a shell tool call."""
+    """One canned model reply: plain text, a shell tool call, or a named tool call."""
 
-    kind: str  # "text" | "shell"
+    kind: str  # "text" | "shell" | "tool"
     text: str = ""
-    cmd: str = ""
+    cmd: str = ""  # the shell command, or the tool's name
+    args: str = ""  # a "tool" call's arguments, as JSON text
 
 
 def text(s: str) -> Reply:
@@ -73,6 +78,13 @@ def shell(cmd: str) -> Reply:
     consumes the next script entry.
     """
     return Reply("shell", cmd=cmd)
+
+
+def tool(name: str, args: dict[str, Any]) -> Reply:
+    """A reply that calls the host's tool ``name`` (as the host names it, e.g.
+    ``agentmsg-inbox`` for an MCP tool in Copilot CLI) with ``args``.
+    Only :class:`ChatCompletionsStub` answers with it."""
+    return Reply("tool", cmd=name, args=json.dumps(args))
 
 
 def _coerce(entry: Reply | str | Any) -> Any:
@@ -532,3 +544,100 @@ class OpenAIResponsesStub(_StubBase):
                 {"type": "response.completed", "response": dict(base, status="completed", output=[item], usage=usage)},
             ),
         ]
+
+
+# --------------------------------------------------------------------------
+# OpenAI Chat Completions (GitHub Copilot CLI's custom provider)
+# --------------------------------------------------------------------------
+
+
+class ChatCompletionsStub(_StubBase):
+    """Stub for an OpenAI-compatible ``/v1`` base URL (Copilot CLI's
+    ``COPILOT_PROVIDER_BASE_URL``).
+
+    * ``POST /v1/chat/completions`` -> SSE chunks then ``data: [DONE]`` (or one
+      JSON completion when ``stream`` is not true)
+    * ``GET /v1/models`` -> a one-model list
+    * anything else -> 404 JSON error (recorded)
+
+    :func:`shell` replies call ``bash`` with ``{"command", "description"}``;
+    :func:`tool` replies call the named tool with the given arguments.
+    """
+
+    name = "chat-stub"
+    tool_name = "bash"
+    model = "stub-model"
+
+    def route(self, h: BaseHTTPRequestHandler, rec: Recorded) -> None:
+        path = rec.path.rstrip("/")
+        if h.command == "POST" and path.endswith("/chat/completions"):
+            agent = self.is_agent_request(rec.body)
+            reply = self._take(agent, rec)
+            with self._lock:
+                rec.agent, rec.reply = agent, reply
+            if isinstance(rec.body, dict) and rec.body.get("stream") is True:
+                self._send_chunks(h, self._chunks(reply))
+            else:
+                self._send_json(h, 200, self._completion(reply))
+            return
+        if h.command in ("GET", "HEAD") and path.endswith("/models"):
+            self._send_json(
+                h,
+                200,
+                {"object": "list", "data": [{"id": self.model, "object": "model", "created": 0, "owned_by": "stub"}]},
+            )
+            return
+        self._send_json(
+            h,
+            404,
+            {"error": {"message": f"stub: no route {h.command} {rec.path}", "type": "invalid_request_error",
+                       "code": "not_found"}},
+        )
+
+    def _call(self, reply: Reply) -> dict | None:
+        if reply.kind == "shell":
+            name, args = self.tool_name, json.dumps({"command": reply.cmd, "description": "run a command"})
+        elif reply.kind == "tool":
+            name, args = reply.cmd, reply.args
+        else:
+            return None
+        return {"id": self._next_id("call"), "type": "function", "function": {"name": name, "arguments": args}}
+
+    def _completion(self, reply: Reply) -> dict:
+        call = self._call(reply)
+        message: dict[str, Any] = {"role": "assistant", "content": None if call else reply.text}
+        if call:
+            message["tool_calls"] = [call]
+        return {
+            "id": self._next_id("chatcmpl"),
+            "object": "chat.completion",
+            "created": 0,
+            "model": self.model,
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if call else "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
+
+    def _chunks(self, reply: Reply) -> list[dict]:
+        call = self._call(reply)
+        cid = self._next_id("chatcmpl")
+        base = {"id": cid, "object": "chat.completion.chunk", "created": 0, "model": self.model}
+        if call:
+            delta: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [dict(call, index=0)]}
+        else:
+            delta = {"role": "assistant", "content": reply.text}
+        return [
+            dict(base, choices=[{"index": 0, "delta": delta, "finish_reason": None}]),
+            dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": "tool_calls" if call else "stop"}],
+                 usage={"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}),
+        ]
+
+    @staticmethod
+    def _send_chunks(h: BaseHTTPRequestHandler, chunks: list[dict]) -> None:
+        payload = ("".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n").encode()
+        h.send_response(200)
+        h.send_header("Content-Type", "text/event-stream")
+        h.send_header("Cache-Control", "no-cache")
+        h.send_header("Content-Length", str(len(payload)))
+        h.end_headers()
+        h.wfile.write(payload)
+        h.wfile.flush()
