@@ -46,16 +46,38 @@ class Problem:
         return f"Problem(path={self.path!r}, offset={self.offset!r}, reason={self.reason!r}, torn={self.torn!r})"
 
 
+_TAILS: dict[tuple[str, int, int, int], Record | None] = {}
+
+
 class Journal:
     def __init__(self, path: StrPath) -> None:
         self.path = path
 
     def last(self) -> Record | None:
+        """The newest record (chain link and sequence number), read from the end.
+
+        Remembered per file by identity, size and modification time: a
+        process that appends many records (a benchmark, the MCP server, a
+        hook reading several journals) reads each tail once; any write
+        changes the key.  A symlink is refused as before (``lstat``).
+        """
+        try:
+            st = os.lstat(self.path)
+        except FileNotFoundError:
+            return None
+        key = (os.fspath(self.path), st.st_ino, st.st_size, st.st_mtime_ns)
+        if key in _TAILS:
+            return _TAILS[key]
+        found = None
         for line in fsio.last_lines(self.path):
             rec = records.peek(line)
             if rec is not None:
-                return rec
-        return None
+                found = rec
+                break
+        if len(_TAILS) >= 256:
+            _TAILS.clear()
+        _TAILS[key] = found
+        return found
 
     def append(self, fields: Record, before: Callable[[int, Record], None] | None = None) -> tuple[int, Record]:
         """Seal and durably append one record; returns (offset, record).

@@ -97,7 +97,8 @@ class Mailbox:
                     "body": draft.body, "reply_to": reply_to, "broadcast": base_id if to == "all" else None,
                 }
                 fields["digest"] = rules.digest(fields)
-                existing = tx.message(fields["id"])
+                # A fresh id (no --id) names no stored message: only a caller's id needs the lookup.
+                existing = tx.message(fields["id"]) if draft.id else None
                 if existing is not None:
                     rules.same_message(existing, fields["digest"])
                 planned.append((fields, existing))
