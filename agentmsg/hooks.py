@@ -44,7 +44,7 @@ import sys
 import time
 
 from . import TOOL, __version__, fsio, hostcmd, records
-from .backends.file import layout
+from .backends.file import layout, views
 from .backends.file.store import FileStore, FileTxn
 from .domain import envelope, kinds, rules
 from .paths import resolve_root_str
@@ -62,6 +62,8 @@ if TYPE_CHECKING:
 
 HOSTS = {"claude": "claude-code", "codex": "codex"}
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop")
+#: Events ``hooks/run <host> fast`` may answer from the idle marker alone (never SessionStart).
+FAST_EVENTS = ("UserPromptSubmit", "Stop")
 PROBE = "AgentmsgProbe"  # agentmsg doctor's question: which agentmsg, interpreter and root would a hook use?
 REPRESENT_AFTER = rules.REPRESENT_AFTER
 #: Messages a hook reads per binding: more than any cap can show, never the whole backlog.
@@ -132,6 +134,7 @@ class Hook:
         self.event = "?"
         self.pin = "?"
         self.root: str | None = None
+        self.busy = True  # no idle marker unless a run proves there is nothing (see run)
         try:
             self.lock_timeout = min(10.0, max(0.05, float(env.get("AGENTMSG_HOOK_LOCK_TIMEOUT") or LOCK_TIMEOUT)))
         except ValueError:
@@ -177,12 +180,42 @@ class Hook:
         self.pin = f"{self.hosts[self.host]}:{session}"
         if self.root is None or not os.path.isdir(self.root):
             return self.unbound(event), _nothing  # no state root: this machine never used agentmsg
+        # The fast path's generation, read before any state (docs/DELIVERY.md, "Fast path").
+        token = self._idle_token(str(session)) if event in FAST_EVENTS else None
+        self.busy = token is None
         self.store = FileStore(self.root, lock_timeout=self.lock_timeout)
         binds = [(c, a, self.store.registry(c)) for c, a in self._locked_call(self.store.bindings, self.pin)]
         if not binds:
-            return self.unbound(event), _nothing  # not joined: joining never happens implicitly
-        handler = {"SessionStart": self.session_start, "UserPromptSubmit": self.prompt, "Stop": self.stop}[event]
-        return handler(data, binds)
+            out, after = self.unbound(event), _nothing  # not joined: joining never happens implicitly
+        else:
+            handler = {"SessionStart": self.session_start, "UserPromptSubmit": self.prompt, "Stop": self.stop}[event]
+            out, after = handler(data, binds)
+        if token is not None and not self.busy and not out:
+            views.quietly(views.mark_idle, self.root, self.pin, token)  # nothing to show until a writer wakes it
+        return out, after
+
+    def _idle_token(self, session: str) -> str | None:
+        """The generation the launcher's idle marker must match; None when this run must not write one."""
+        if self.host != "claude" or self.env.get("CLAUDE_CODE_SESSION_ID") != session:
+            return None  # the launcher keys the marker by this variable (Codex's is inherited: no fast path)
+        try:
+            return views.idle_token(self.root or "", self.pin)
+        except OSError:
+            return None
+
+    def _pending(self, tx: FileTxn, alias: str, reg: Registry, total: int | None = None) -> None:
+        """Keep the launcher's fast path off while this binding has anything a later hook may act on:
+        an unacknowledged message (it comes due again, prompts later), or an envelope whose Stop waits."""
+        if self.busy:
+            return
+        if total is None:
+            total = tx.unacked(alias, limit=1).total
+        if total:
+            self.busy = True
+            return
+        env = self._envelope(tx, alias, reg)
+        if env is not None and env.wait > 0:
+            self.busy = True
 
     def unbound(self, event: str) -> bytes:
         """A session with no binding: nothing, except where the host cannot find the CLI by name
@@ -374,11 +407,12 @@ class Hook:
         work = []
         due_all: list[Message] = []
         waiting = 0
-        for collab, alias, _reg in binds:
+        for collab, alias, reg in binds:
             with self.txn(collab) as tx:
                 st = self.load_state(tx, alias)
                 st["prompt"] += 1
                 page = self._due(tx, alias, st)
+                self._pending(tx, alias, reg, page.total)
                 if not page.messages:
                     self.save_state(tx, alias, st)
             work.append((collab, alias, st, page))
@@ -431,6 +465,7 @@ class Hook:
         again = data.get("stop_hook_active") is True
         for collab, alias, reg in binds:
             with self.txn(collab) as tx:
+                self._pending(tx, alias, reg)
                 env = self._envelope(tx, alias, reg)
                 if env is None:
                     continue

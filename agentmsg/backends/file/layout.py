@@ -13,6 +13,8 @@ from ...domain import rules
 COLLABS = "collabs"
 PINS = "pins"
 HOOKS_LOG = "hooks.log"
+#: The hook fast path's markers (docs/DELIVERY.md, "Fast path"): ``idle/<runtime>/<session>.{gen,idle}``.
+IDLE = "idle"
 #: Subdirectories of a collaboration; each is checked for a symlink on every access.
 COLLAB_SUBDIRS = ("inbox", "receipts", "state", "ids", "transcripts")
 
@@ -40,6 +42,26 @@ def is_uuid(value: object) -> bool:
 def pin_key(pin: str) -> str:
     """The pin index file name: a hash, so no pin text reaches the filesystem."""
     return records.sha256_hex(pin.encode("utf-8"))[:32]
+
+
+_SESSION_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_SESSION_REST = _SESSION_FIRST | frozenset("._@-")
+_RUNTIME = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
+
+
+def idle_files(root: str, pin: str) -> tuple[str, str] | None:
+    """The fast path's two files for a pin, ``(generation, idle)``; None for a pin no hook launcher can name.
+
+    ``hooks/run`` builds the same names in sh, without hashing: the runtime
+    and the session id (``[A-Za-z0-9][A-Za-z0-9._@-]{0,127}``) are safe file
+    names, and the two suffixes cannot collide across sessions.
+    """
+    runtime, sep, session = pin.partition(":")
+    if (not sep or not runtime or len(runtime) > 32 or not set(runtime) <= _RUNTIME
+            or not 0 < len(session) <= 128 or session[0] not in _SESSION_FIRST or not set(session) <= _SESSION_REST):
+        return None
+    base = os.path.join(root, IDLE, runtime, session)
+    return base + ".gen", base + ".idle"
 
 
 def collab(root: str, cid: str) -> str:

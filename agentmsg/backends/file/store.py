@@ -241,6 +241,7 @@ class FileTxn:
         after = self.registry()
         views.write_registry(self, after)
         views.update_pins(self.root, self.collab, before, after)
+        views.wake(self.root, pins | {p.pin for p in after.participants.values()})
         views.transcribe_event(self, rec)
         return rec
 
@@ -279,6 +280,7 @@ class FileTxn:
         # an entry naming no record (read as absent), never a record with no entry.
         _pos, rec = journal.append(fields, before=lambda at, sealed: views.index_message(self, sealed, at))
         msg = Message.from_record(rec)
+        views.wake_aliases(self, (alias,))  # after the record is stored: the launcher must not skip it
         views.transcribe_message(self, msg)  # the inbox map folds it in at the next read
         return msg
 
@@ -362,6 +364,8 @@ class FileTxn:
                 views.index_receipt(self, rec["message"], offset)
         if any(rec.get("type") == kinds.ACK for _o, rec in placed):
             self.map(alias)
+        if any(rec.get("type") == kinds.RETRY for _o, rec in placed):
+            views.wake_aliases(self, (alias,))  # the next prompt shows it again
         return [rec for _o, rec in placed]
 
     def _count_acks(self, alias: str, journal: Journal, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -431,7 +435,11 @@ class FileTxn:
         return [rec for _pos, rec in Journal(os.path.join(self.base, layout.DELIVERY)).scan()]
 
     def append_delivery(self, fields: dict[str, Any]) -> dict[str, Any]:
-        return Journal(os.path.join(self.base, layout.DELIVERY)).append(fields)[1]
+        rec = Journal(os.path.join(self.base, layout.DELIVERY)).append(fields)[1]
+        if fields.get("type") != kinds.SLOT:  # an envelope or a setting changed: its owner's Stop must run
+            views.wake(self.root, [p for p in (fields.get("pin"),) if isinstance(p, str)])
+            views.wake_aliases(self, [a for a in (fields.get("alias"),) if isinstance(a, str)])
+        return rec
 
     def next_cseq(self) -> int:
         """One collaboration-wide order (transcripts, and ``verify``'s gap check), from the journal tails."""

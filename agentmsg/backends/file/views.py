@@ -427,6 +427,7 @@ def rebuild(tx: FileTxn) -> list[str]:
     write_registry(tx, reg)
     tx._registry = reg
     update_pins(tx.root, tx.collab, None, reg)
+    wake(tx.root, {p.pin for p in reg.participants.values()})
     rebuild_ids(tx)
     done = ["registry.yaml", "pins/", "ids/"]
     for alias in sorted(set(reg.participants) | set(tx.aliases_with_inbox())):
@@ -485,3 +486,77 @@ def fresh_map(tx: FileTxn, alias: str) -> InboxMap:
     m = InboxMap(tx.base, alias)
     return m.fold(lambda mid: seq_of(tx, mid))
 
+
+
+# ---- idle/: the hook fast path's markers (docs/DELIVERY.md, "Fast path") ---------------------------
+#
+# Per pin two files, ``<session>.gen`` (a random generation token) and
+# ``<session>.idle`` (a copy of the token).  ``hooks/run`` exits without an
+# interpreter only when both are plain files holding the same non-empty line.
+# A hook that finds nothing for a pin copies the generation it read *before*
+# it read any state into ``.idle``; every writer that could give the pin
+# something to show deletes ``.gen`` *after* its record is stored.  So either
+# the writer's record was visible to the hook (which then writes no marker),
+# or the ``.gen`` the marker names is gone and no later token equals it.  No
+# lock is needed; a lost, stale or damaged file only costs one full hook run.
+
+
+def wake(root: str, pins: Iterable[str]) -> None:
+    """Tell the launcher these pins may have something to show (derived, best effort, no fsync)."""
+    for pin in pins:
+        files = layout.idle_files(root, pin) if isinstance(pin, str) else None
+        if files is None:
+            continue
+        try:
+            if fsio.existing_dir(root, layout.IDLE, os.path.basename(os.path.dirname(files[0]))) is None:
+                continue  # no marker was ever written for this runtime
+            os.unlink(files[0])
+        except FileNotFoundError:
+            pass
+        except OSError:  # cannot remove it: nothing may ever match it again
+            quietly(_invalidate, files)
+        except Exception as exc:  # a planted link at idle/: the hooks refuse it too, and run in full
+            if type(exc).__name__ != "UnsafePath":
+                raise
+
+
+def _invalidate(files: tuple[str, str]) -> None:
+    try:
+        os.unlink(files[1])
+    except FileNotFoundError:
+        pass
+
+
+def wake_aliases(tx: FileTxn, aliases: Iterable[str]) -> None:
+    """:func:`wake` the pins that hold these aliases of ``tx``'s collaboration."""
+    parts = tx.registry().participants
+    wake(tx.root, [parts[a].pin for a in aliases if a in parts])
+
+
+def idle_token(root: str, pin: str) -> str | None:
+    """The pin's generation token, created if missing: read before anything that decides "nothing to show"."""
+    files = layout.idle_files(root, pin)
+    if files is None:
+        return None
+    raw = fsio.read_bytes(files[0])
+    token = raw.decode("ascii", "replace").strip() if raw else ""
+    if len(token) != 32 or not set(token) <= set("0123456789abcdef"):
+        token = os.urandom(16).hex()
+        runtime = os.path.basename(os.path.dirname(files[0]))
+        fsio.ensure_dir(fsio.ensure_dir(root, layout.IDLE), runtime)
+        fsio.atomic_write(files[0], (token + "\n").encode(), durable=False)
+    return token
+
+
+def mark_idle(root: str, pin: str, token: str) -> None:
+    """Record that the pin had nothing to show as of generation ``token`` (the launcher may skip Python)."""
+    files = layout.idle_files(root, pin)
+    if files is not None:
+        fsio.atomic_write(files[1], (token + "\n").encode(), durable=False)
+
+
+def clear_idle(root: str, pin: str) -> None:
+    """Drop the pin's idle marker: the next hook runs in full."""
+    files = layout.idle_files(root, pin)
+    if files is not None:
+        quietly(_invalidate, files)
