@@ -249,6 +249,8 @@ def _is_derived(rel: str) -> bool:
     parts = rel.split("/")
     if rel.endswith(".head") or parts[-1] in ("registry.yaml", "collaboration.md"):
         return True
+    if parts[0] in ("idle", "search.sqlite"):  # the hooks' fast-path markers, the search index
+        return True
     return len(parts) >= 3 and parts[0] == "collabs" and parts[2] in _DERIVED_DIRS
 
 
