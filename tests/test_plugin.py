@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -97,3 +98,19 @@ def test_claude_validates_the_plugin(tmp_path):
                           text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Validation passed" in proc.stdout
+
+
+def test_launcher_adds_the_mcp_sdk_for_agentmsg_mcp_and_says_so_when_it_cannot(tmp_path: Path) -> None:
+    """The plugin's .mcp.json runs ``bin/agentmsg mcp``: a ready private environment without the SDK
+    gets it installed on first use; offline that fails with one line and exit 2, never a traceback."""
+    data = tmp_path / "data"
+    venv = data / "agentmsg" / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    (venv / ".agentmsg-ready").touch()
+    env = {"HOME": str(tmp_path), "XDG_DATA_HOME": str(data), "PATH": os.environ["PATH"], "PIP_NO_INDEX": "1"}
+    proc = subprocess.run(["sh", str(REPO / "bin" / "agentmsg"), "mcp"], env=env, capture_output=True, text=True,
+                          timeout=60, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert lines[0].startswith("agentmsg: installing the MCP SDK (mcp>=2.3,<3)")
+    assert lines[-1].startswith("agentmsg: could not install mcp>=2.3,<3 into ") and "Traceback" not in proc.stderr
