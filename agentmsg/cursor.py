@@ -31,7 +31,7 @@ import sys
 
 from . import records
 from .domain import envelope
-from .hooks import STDIN_MAX, Hook, HookError, _nothing, _Sink, _write_stdout, is_session
+from .hooks import STDIN_MAX, Hook, HookError, _nothing, _Sink, _write_stdout, is_session, parse_stdin
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -52,14 +52,7 @@ class CursorHook(Hook):
         self.session = session
 
     def run(self, raw: bytes) -> tuple[bytes, Callable[[], None]]:
-        if len(raw) > STDIN_MAX:
-            raise HookError(f"stdin is over {STDIN_MAX} bytes")
-        try:
-            data = records.loads(raw.decode("utf-8"))
-        except ValueError as exc:
-            raise HookError(f"stdin is not JSON: {type(exc).__name__}") from None
-        if not isinstance(data, dict):
-            raise HookError("stdin is not a JSON object")
+        data = parse_stdin(raw)
         event = EVENTS.get(str(data.get("hook_event_name")))
         if event is None:
             raise HookError(f"unsupported Cursor hook {str(data.get('hook_event_name'))[:40]!r}")

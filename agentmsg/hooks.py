@@ -156,14 +156,7 @@ class Hook:
         except _errors().UsageError:
             named = source = None
             self.root = None
-        if len(raw) > STDIN_MAX:
-            raise HookError(f"stdin is over {STDIN_MAX} bytes")
-        try:
-            data = records.loads(raw.decode("utf-8"))
-        except ValueError as exc:
-            raise HookError(f"stdin is not JSON: {type(exc).__name__}") from None
-        if not isinstance(data, dict):
-            raise HookError(f"stdin is JSON {type(data).__name__}, not an object")
+        data = parse_stdin(raw)
         event, session = data.get("hook_event_name"), data.get("session_id")
         if event == PROBE:
             self.event = event
@@ -539,6 +532,19 @@ class _LockedTxn(FileTxn):
             return super().__enter__()
         except _errors().StoreFailed as exc:
             raise LockTimeout(str(exc)) from None
+
+
+def parse_stdin(raw: bytes) -> dict[str, Any]:
+    """A host's hook JSON: one object, bounded; anything else is a reason to fail open."""
+    if len(raw) > STDIN_MAX:
+        raise HookError(f"stdin is over {STDIN_MAX} bytes")
+    try:
+        data = records.loads(raw.decode("utf-8"))
+    except ValueError as exc:
+        raise HookError(f"stdin is not JSON: {type(exc).__name__}") from None
+    if not isinstance(data, dict):
+        raise HookError(f"stdin is JSON {type(data).__name__}, not an object")
+    return data
 
 
 _SESSION_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")

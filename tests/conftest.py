@@ -100,3 +100,20 @@ def child_env(_isolated_home: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
     return env
+
+
+@pytest.fixture(params=["file", "memory"])
+def port(request: pytest.FixtureRequest, tmp_path: Path):
+    """Each storage backend in turn: a test using it is part of the backend contract."""
+    from agentmsg.backends.file.store import FileStore
+    from agentmsg.backends.memory import MemoryStore
+
+    return FileStore(tmp_path / "state") if request.param == "file" else MemoryStore()
+
+
+@pytest.fixture
+def box(port):
+    """The service over ``port``."""
+    from agentmsg.service.messaging import Mailbox
+
+    return Mailbox(port)

@@ -13,13 +13,9 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from agentmsg.backends.file.store import FileStore
-from agentmsg.backends.memory import MemoryStore
 from agentmsg.domain import kinds
 from agentmsg.domain.validate import pin
 from agentmsg.domain.values import Draft
@@ -30,14 +26,6 @@ from agentmsg.service.messaging import Mailbox
 DRIVER, REVIEWER, CAROL = pin("codex:c-driver"), pin("claude-code:c-reviewer"), pin("human:carol")
 
 
-@pytest.fixture(params=["file", "memory"])
-def port(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    yield FileStore(tmp_path / "state") if request.param == "file" else MemoryStore()
-
-
-@pytest.fixture
-def box(port: Store) -> Mailbox:
-    return Mailbox(port)
 
 
 @pytest.fixture

@@ -8,14 +8,11 @@ leaving and rejoining, or succeeding yourself, keeps the binding; a stale
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from cli_helpers import run_json
 
-from agentmsg.backends.file.store import FileStore
-from agentmsg.backends.memory import MemoryStore
 from agentmsg.domain.validate import pin
 from agentmsg.domain.values import Draft
 from agentmsg.errors import Conflict, IdentityError, UsageError
@@ -29,14 +26,6 @@ CODEX2 = pin("codex:i-codex-two")
 STRANGER = pin("claude-code:i-stranger")
 
 
-@pytest.fixture(params=["file", "memory"])
-def port(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    yield FileStore(tmp_path / "state") if request.param == "file" else MemoryStore()
-
-
-@pytest.fixture
-def box(port: Store) -> Mailbox:
-    return Mailbox(port)
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from ..domain import kinds, rules, search
 from ..domain.search import Found, Query
 from ..domain.values import Message, Page, Registry
 from ..errors import NotFound
+from .reads import TxnReads
 
 Record = dict[str, Any]
 
@@ -40,7 +41,7 @@ def _seal(log: list[Record], fields: Record) -> Record:
                         prev_ts=prev["ts"] if prev else None)
 
 
-class MemoryStore:
+class MemoryStore(TxnReads):
     kind = "memory"
 
     def __init__(self) -> None:
@@ -66,16 +67,8 @@ class MemoryStore:
     def create(self, collab: str) -> MemoryTxn:
         return MemoryTxn(self, collab, self._collabs.setdefault(collab, _Collab()))
 
-    def registry(self, collab: str) -> Registry:
-        with self.transaction(collab) as tx:
-            return tx.registry()
-
     def events(self, collab: str) -> list[Record]:
         return list(self._get(collab).events)
-
-    def message(self, collab: str, message_id: str) -> Message | None:
-        with self.transaction(collab) as tx:
-            return tx.message(message_id)
 
     def find_message(self, message_id: str) -> Message | None:
         for collab in self.collabs():
@@ -84,20 +77,9 @@ class MemoryStore:
                 return found
         return None
 
-    def unacked(self, collab: str, alias: str, *, limit: int, skip: Collection[int] = (),
-                requests_only: bool = False,
-                priority_first: bool = True) -> Page:
-        with self.transaction(collab) as tx:
-            return tx.unacked(alias, limit=limit, skip=skip, requests_only=requests_only,
-                              priority_first=priority_first)
-
     def history(self, collab: str, alias: str) -> Iterator[Message]:
         for rec in list(self._get(collab).inboxes.get(alias, [])):
             yield Message.from_record(rec)
-
-    def since(self, collab: str, alias: str, seq: int) -> list[Message]:
-        with self.transaction(collab) as tx:
-            return tx.since(alias, seq)
 
     def last_seq(self, collab: str, alias: str) -> int:
         return len(self._get(collab).inboxes.get(alias, []))
@@ -114,10 +96,6 @@ class MemoryStore:
 
     def receipts(self, collab: str, alias: str) -> list[Record]:
         return list(self._get(collab).receipts.get(alias, []))
-
-    def message_receipts(self, collab: str, message: Message) -> list[Record]:
-        with self.transaction(collab) as tx:
-            return tx.message_receipts(message)
 
     def notes(self, collab: str) -> list[Record]:
         return list(self._get(collab).notes)

@@ -28,6 +28,13 @@ def _binding(reg: Registry, who: Pin) -> str:
     return rules.require_alias(reg, who)
 
 
+def _current(tx: Any, who: Pin, now: float | None) -> tuple[str, str, float, env_.Envelope | None]:
+    """``(alias, pin, now, the binding's newest envelope)`` inside a transaction."""
+    alias = _binding(tx.registry(), who)
+    t = time.time() if now is None else now
+    return alias, str(who), t, env_.latest(env_.fold(tx.delivery_records()), alias, str(who))
+
+
 def enable(store: Store, collab: str, who: Pin | str, *, expires_in: float = env_.DEFAULT_EXPIRES_IN,
            max_duration: float = env_.MAX_DURATION, slots: int = env_.DEFAULT_SLOTS, wait: float = 0.0,
            now: float | None = None) -> dict[str, Any]:
@@ -40,12 +47,8 @@ def enable(store: Store, collab: str, who: Pin | str, *, expires_in: float = env
         raise UsageError(f"--slots must be between 1 and {env_.MAX_SLOTS}")
     if not 0 <= wait <= env_.MAX_WAIT:
         raise UsageError(f"--wait must be between 0 and {env_.MAX_WAIT:g}s")
-    who = _pin(who)
     with store.transaction(collab) as tx:
-        alias = _binding(tx.registry(), who)
-        pin = str(who)
-        t = time.time() if now is None else now
-        current = env_.latest(env_.fold(tx.delivery_records()), alias, pin)
+        alias, pin, t, current = _current(tx, _pin(who), now)
         if current is not None and current.status(t, holder=pin, closed=False) == "active":
             raise Conflict(f"delivery is already enabled for {alias} (envelope {current.id}, expires "
                            f"{env_.iso(current.expires_at)}); an envelope is never changed: disable it first")
@@ -59,12 +62,8 @@ def enable(store: Store, collab: str, who: Pin | str, *, expires_in: float = env
 
 
 def disable(store: Store, collab: str, who: Pin | str, *, now: float | None = None) -> dict[str, Any]:
-    who = _pin(who)
     with store.transaction(collab) as tx:
-        alias = _binding(tx.registry(), who)
-        pin = str(who)
-        t = time.time() if now is None else now
-        current = env_.latest(env_.fold(tx.delivery_records()), alias, pin)
+        alias, pin, t, current = _current(tx, _pin(who), now)
         status = current.status(t, holder=pin, closed=False) if current else None
         if current is None or status != "active":
             raise DeliveryInactive(f"no active delivery envelope for {alias}"

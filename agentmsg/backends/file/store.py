@@ -17,6 +17,7 @@ from ... import fsio
 from ...domain import kinds, rules
 from ...domain.values import Message, Page, Registry
 from ...journal import Journal
+from ..reads import TxnReads
 from . import layout, views
 from .inboxmap import ACKED_VALUES, InboxMap, record_at
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from ...domain.search import Found, Query
 
 
-class FileStore:
+class FileStore(TxnReads):
     """Plain files under one state root (docs/ARCHITECTURE.md has the layout)."""
 
     kind = "file"
@@ -68,16 +69,8 @@ class FileStore:
 
     # ---- reads (each takes the lock briefly: derived files may be brought up to date) ----
 
-    def registry(self, collab: str) -> Registry:
-        with self.transaction(collab) as tx:
-            return tx.registry()
-
     def events(self, collab: str) -> list[dict[str, Any]]:
         return [rec for _pos, rec in Journal(os.path.join(self.base(collab), layout.EVENTS)).scan()]
-
-    def message(self, collab: str, message_id: str) -> Message | None:
-        with self.transaction(collab) as tx:
-            return tx.message(message_id)
 
     def find_message(self, message_id: str) -> Message | None:
         for collab in self.collabs():
@@ -88,21 +81,9 @@ class FileStore:
                 return found
         return None
 
-    def unacked(self, collab: str, alias: str, *, limit: int, skip: Collection[int] = (),
-                requests_only: bool = False,
-                priority_first: bool = True) -> Page:
-        with self.transaction(collab) as tx:
-            return tx.unacked(alias, limit=limit, skip=skip, requests_only=requests_only,
-                              priority_first=priority_first)
-
     def history(self, collab: str, alias: str) -> Iterator[Message]:
         for _pos, rec in Journal(layout.inbox(self.base(collab), alias)).scan():
             yield Message.from_record(rec)
-
-    def since(self, collab: str, alias: str, seq: int) -> list[Message]:
-        """Messages to ``alias`` after sequence number ``seq`` (what ``watch`` waits for)."""
-        with self.transaction(collab) as tx:
-            return tx.since(alias, seq)
 
     def last_seq(self, collab: str, alias: str) -> int:
         last = Journal(layout.inbox(self.base(collab), alias)).last()
@@ -127,10 +108,6 @@ class FileStore:
 
     def receipts(self, collab: str, alias: str) -> list[dict[str, Any]]:
         return [rec for _pos, rec in Journal(layout.receipts(self.base(collab), alias)).scan()]
-
-    def message_receipts(self, collab: str, message: Message) -> list[dict[str, Any]]:
-        with self.transaction(collab) as tx:
-            return tx.message_receipts(message)
 
     def notes(self, collab: str) -> list[dict[str, Any]]:
         return [rec for _pos, rec in Journal(os.path.join(self.base(collab), layout.LOG)).scan()]
