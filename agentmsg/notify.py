@@ -16,8 +16,6 @@ registry (written by an older version, or planted) is never run.
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -94,6 +92,9 @@ def _scrubbed(program: str) -> dict[str, str]:
 
 
 def _run(argv: list[str]) -> None:
+    import shutil  # only a typed adapter that rings runs a program: a hook-only send never pays for these
+    import subprocess
+
     program = shutil.which(argv[0])
     if program is None:
         raise NotifyError(f"{argv[0]}: not found on PATH")

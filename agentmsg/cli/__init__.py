@@ -15,7 +15,6 @@ import errno
 import os
 import stat
 import sys
-import traceback
 from collections.abc import Sequence
 
 import typer
@@ -152,7 +151,7 @@ def _crash(exc: BaseException, command: str = "", args: Sequence[str] = ()) -> A
     try:
         _private_append(path, f"--- {TOOL} python {sys.version.split()[0]} command={command or '-'} "
                               f"options={' '.join(options) or '-'}\n"
-                        + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+                        + "".join(_traceback(exc)))
         where = f" (details in {path})"
     except (OSError, AgentmsgError):
         where = ""
@@ -178,3 +177,10 @@ def _private_append(path: str, text: str) -> None:
 
 def run() -> None:
     raise SystemExit(main())
+
+
+def _traceback(exc: BaseException) -> list[str]:
+    """Imported only on a crash: every command would otherwise pay for ``traceback``."""
+    import traceback
+
+    return traceback.format_exception(type(exc), exc, exc.__traceback__)

@@ -32,7 +32,6 @@ from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from urllib.parse import unquote
 
 __all__ = ["RULES", "Finding", "Rule", "is_placeholder", "redact", "scan"]
 
@@ -441,6 +440,8 @@ def _jwt(m: re.Match[str]) -> bool:
 
 def _sas_signature(m: re.Match[str]) -> bool:
     """An Azure SAS ``sig=`` is an HMAC-SHA256: 32 bytes of base64, maybe URL-encoded."""
+    from urllib.parse import unquote  # only for a URL with credentials in it
+
     raw = unquote(m.group("body"))
     try:
         decoded = binascii.a2b_base64(raw + "=" * (-len(raw) % 4))
