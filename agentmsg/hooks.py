@@ -177,7 +177,7 @@ class Hook:
         token = self._idle_token(str(session)) if event in FAST_EVENTS else None
         self.busy = token is None
         self.store = FileStore(self.root, lock_timeout=self.lock_timeout)
-        binds = [(c, a, self.store.registry(c)) for c, a in self._locked_call(self.store.bindings, self.pin)]
+        binds = self._locked_call(self.store.bound, self.pin)
         if not binds:
             out, after = self.unbound(event), _nothing  # not joined: joining never happens implicitly
         else:

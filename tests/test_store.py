@@ -969,3 +969,15 @@ def test_a_replied_mark_without_its_reply_is_ignored(store, collab):
     (reply,) = store.send(collab.id, collab.reviewer, Draft(to="", kind="update", priority="normal",
                                                            subject="answer", body="yes", reply_to=f"reviewer/{m.id}"))
     assert store.state(collab.id, m).replied == [reply.message.id]
+
+
+def test_an_inboxs_first_message_is_appended_not_a_rerender(store, collab):
+    """A new inbox transcript starts with its header; nothing else is rewritten (a send costs the same
+    whatever the history)."""
+    send1(store, collab, collab.driver, "reviewer", "history")
+    md = collab.dir / "collaboration.md"
+    inode, before = md.stat().st_ino, md.read_bytes()
+    send1(store, collab, collab.driver, "carol", "first for carol")
+    assert md.stat().st_ino == inode and md.read_bytes().startswith(before)
+    carol = (collab.dir / "transcripts" / "carol.md").read_text()
+    assert carol.startswith("# Inbox of carol\n") and headers(carol) == 1

@@ -112,9 +112,6 @@ class MemoryStore(TxnReads):
                 out.append((collab, alias))
         return out
 
-    def problems(self, collab: str, alias: str) -> list[Record]:
-        return []
-
     def search(self, query: Query) -> Found:
         """A scan of every record: no index to keep."""
         msgs: list[Message] = []

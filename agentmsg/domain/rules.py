@@ -298,10 +298,5 @@ def printable(name: str) -> str:
 # ---- presentation ----------------------------------------------------------------------
 
 
-def presentation_key(msg: Message) -> tuple[bool, int]:
-    """High priority first, then oldest first."""
-    return (msg.priority != kinds.HIGH, msg.seq)
-
-
 def unresolved(pages: Mapping[str, list[str]]) -> dict[str, list[str]]:
     return {a: ids for a, ids in pages.items() if ids}

@@ -152,9 +152,6 @@ class Mailbox:
             return alias, tx.unacked(alias, limit=limit, skip=skip, requests_only=requests_only,
                                      priority_first=priority_first)
 
-    def pending(self, collab: str, alias: str, *, limit: int = rules.PAGE_DEFAULT) -> Page:
-        return self.store.unacked(collab, alias, limit=limit)
-
     def message(self, collab: str, message_id: str) -> Message:
         msg = self.store.message(collab, message_id)
         if msg is None:

@@ -117,6 +117,10 @@ class FileStore(TxnReads):
 
     def bindings(self, pin: str) -> list[tuple[str, str]]:
         """Active (collab, alias) bindings of a pin, confirmed against each registry."""
+        return [(collab, alias) for collab, alias, _reg in self.bound(pin)]
+
+    def bound(self, pin: str) -> list[tuple[str, str, Registry]]:
+        """The bindings with the registry each was confirmed against (the hooks need both, once)."""
         views.ensure_pins(self)
         try:
             entries = views.pin_entries(self.root, pin)
@@ -129,12 +133,8 @@ class FileStore(TxnReads):
                 continue  # a vanished collaboration names nothing; a damaged one is an error (hooks log it)
             reg = self.registry(collab)
             if not reg.closed and reg.holder(alias) == pin:
-                found.append((collab, alias))
+                found.append((collab, alias, reg))
         return found
-
-    def problems(self, collab: str, alias: str) -> list[dict[str, Any]]:
-        """Lines of an inbox skipped while reading its unacknowledged mail (torn or damaged)."""
-        return self.unacked(collab, alias, limit=1 << 20).problems
 
     def search(self, query: Query) -> Found:
         """Ranked matches from the derived FTS5 index, caught up from the journals first (:mod:`.searchindex`)."""

@@ -351,11 +351,6 @@ def rebuild_ids(tx: FileTxn) -> None:
 # ---- transcripts -------------------------------------------------------------------------------
 
 
-def _transcript_ok(tx: FileTxn, path: str) -> bool:
-    """A view that exists can be appended to; a missing one with history behind it is re-rendered whole."""
-    return fsio.file_size(path) > 0
-
-
 def transcribe_event(tx: FileTxn, rec: dict[str, Any]) -> None:
     from ...text import transcript as render
 
@@ -374,15 +369,19 @@ def transcribe_message(tx: FileTxn, msg: Message) -> None:
     section = render.message_section(msg).encode()
     inbox_md = os.path.join(fsio.ensure_dir(tx.base, "transcripts"), f"{msg.to}.md")
     fsio.refuse_link(inbox_md)
-    if not _transcript_ok(tx, inbox_md):
-        quietly(render_all, tx)
-        return
-    quietly(fsio.append, inbox_md, section, durable=False)
+    head = b""
+    if not fsio.file_size(inbox_md):
+        if msg.seq > 1:  # a view lost with history behind it: render every view whole, once
+            quietly(render_all, tx)
+            return
+        head = render.inbox_header(msg.collab, msg.to).encode()  # the inbox's first message
+    quietly(fsio.append, inbox_md, head + section, durable=False)
     quietly(_append_or_render, tx, os.path.join(tx.base, layout.TRANSCRIPT), section)
 
 
 def _append_or_render(tx: FileTxn, path: str, section: bytes) -> None:
-    if _transcript_ok(tx, path) or tx.next_cseq() <= 2:
+    """Append to a view that exists; a missing one with history behind it is re-rendered whole."""
+    if fsio.file_size(path) or tx.next_cseq() <= 2:
         fsio.append(path, section, durable=False)
     else:
         render_all(tx)
