@@ -104,6 +104,14 @@ def test_out_option_and_human_output(page: tuple[TestStore, str, Path, int], tmp
     assert out.read_text() == path.read_text()
 
 
+def test_out_into_a_missing_folder_is_bad_input(page: tuple[TestStore, str, Path, int], tmp_path: Path) -> None:
+    store, c, _path, _n = page
+    out = tmp_path / "no" / "such" / "page.html"
+    code, _stdout, err = run("log", "render", "--collab", c, "--out", str(out), root=store.root)
+    assert (code, err) == (2, f"usage: cannot write --out {out}: No such file or directory\n")
+    assert not out.parent.exists()
+
+
 @pytest.mark.skipif(shutil.which("chromium") is None,
                     reason="chromium is not installed (apt-get install -y chromium, or run scripts/bootstrap as root)")
 def test_in_a_real_browser(page: tuple[TestStore, str, Path, int], tmp_path: Path) -> None:

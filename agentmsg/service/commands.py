@@ -291,7 +291,10 @@ def _render_html(ctx: Ctx, cid: str, out: str | None) -> Payload:
     page = html.collaboration_html(*ctx.mailbox.everything(cid)).encode("utf-8")
     if out:
         path = os.path.abspath(os.path.expanduser(out))
-        fsio.atomic_write(path, page, durable=False)
+        try:
+            fsio.atomic_write(path, page, durable=False)
+        except OSError as exc:  # a path the user gave: bad input, not an internal error
+            raise UsageError(f"cannot write --out {path}: {exc.strerror or exc}") from None
         return {"collab": cid, "written": [path]}
     store = ctx.store
     if store.kind != "file":
