@@ -1,4 +1,4 @@
-"""End-to-end: the REAL agentmsg plugin on the real Claude Code and Codex CLIs.
+"""End-to-end: the REAL agentmsg plugin on the real Claude Code, Codex, Gemini CLI and Copilot CLI.
 
 Issue 3, "Done when", items 1-4.  Every host runs offline against a loopback
 stub model server (tests/hosts/), and the proof is what the stub recorded: the
@@ -10,7 +10,11 @@ The plugin is loaded every way a user can load it (tests/hosts/product.py):
   ``claude plugin install agentmsg@agentmsg``;
 * Codex: ``codex plugin marketplace add`` + ``codex plugin add
   agentmsg@agentmsg`` (Codex copies it into its cache and runs the copy), and
-  ``agentmsg install codex`` (user-level hooks running the repo's hooks/run).
+  ``agentmsg install codex`` (user-level hooks running the repo's hooks/run);
+* Gemini CLI: ``gemini extensions install <clone> --consent`` (Gemini copies it to
+  ``~/.gemini/extensions/agentmsg`` and runs the copy), started through ``agentmsg run gemini``;
+* Copilot CLI: ``--plugin-dir <repo>`` and ``copilot plugin marketplace add`` + ``copilot plugin
+  install agentmsg@agentmsg`` (loaded in place; ``.plugin/plugin.json`` names its hooks file).
 
 The marketplace installs are made from a copy of the repository's
 tracked/unignored files (what a clone holds): both hosts copy the WHOLE
@@ -86,6 +90,26 @@ def codex_plugin(base: Path, export: Path) -> product.Host:
 
 
 @pytest.fixture(scope="module")
+def gemini_ext(base: Path, export: Path) -> product.Host:
+    host = product.Host("gemini", "extension", base / "gemini-extension", export=export)
+    assert "Extension \"agentmsg\" installed successfully and enabled." in host.install_result.stderr
+    assert (host.plugin_root / "gemini-extension.json").is_file() and (host.plugin_root / "hooks" / "run").is_file()
+    return host
+
+
+@pytest.fixture(scope="module")
+def copilot_dir(base: Path) -> product.Host:
+    return product.Host("copilot", "plugin-dir", base / "copilot-plugin-dir")
+
+
+@pytest.fixture(scope="module")
+def copilot_market(base: Path, export: Path) -> product.Host:
+    host = product.Host("copilot", "marketplace", base / "copilot-marketplace", export=export)
+    assert "agentmsg" in host.install_result.stdout
+    return host
+
+
+@pytest.fixture(scope="module")
 def codex_user(base: Path) -> product.Host:
     host = product.Host("codex", "user-hooks", base / "codex-user-hooks")
     hooks = json.loads((host.codex_home / "hooks.json").read_text())["hooks"]
@@ -145,7 +169,7 @@ def log_lines(root: Path) -> list[str]:
 
 
 LOG_LINE = re.compile(
-    r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z) agentmsg/\S+ (?P<host>claude|codex) (?P<event>\S+) "
+    r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z) agentmsg/\S+ (?P<host>claude|codex|gemini|copilot) (?P<event>\S+) "
     r"(?P<pin>\S+): (?P<what>.+)"
 )
 
@@ -282,7 +306,7 @@ def assert_blocked(turn: product.Turn, *, collab: str, alias: str, expires: str,
     assert block.after == [ack_line(collab)]
 
 
-@pytest.mark.parametrize("host_fixture", ["claude_dir", "codex_user"])
+@pytest.mark.parametrize("host_fixture", ["claude_dir", "codex_user", "gemini_ext", "copilot_dir"])
 def test_stop_blocks_only_inside_an_enabled_envelope(request, tmp_path, host_fixture):
     """No envelope: no block.  Envelope with 2 slots: a pending request blocks
     Stop once per turn with the request listed (the next model request carries
@@ -421,7 +445,7 @@ def test_excerpt_promise_of_200_characters(unit):
     assert min(shown) >= boundary.EXCERPT, shown
 
 
-@pytest.mark.parametrize("host_fixture", ["claude_dir", "codex_plugin"])
+@pytest.mark.parametrize("host_fixture", ["claude_dir", "codex_plugin", "gemini_ext", "copilot_market"])
 def test_200_long_messages_inject_under_the_cap(request, tmp_path, host_fixture):
     """200 unread 2-4 KB messages: at each prompt the injected text stays under
     the configured cap (default 8,000; then AGENTMSG_HOOK_CAP=9500), measured
@@ -473,7 +497,7 @@ GARBAGE = {  # stdin -> what hooks.log says after "HookError: "
 
 
 @pytest.mark.parametrize("garbage", list(GARBAGE))
-@pytest.mark.parametrize("host", ["claude", "codex"])
+@pytest.mark.parametrize("host", ["claude", "codex", "gemini", "copilot"])
 def test_hook_command_fails_open_on_garbage_stdin(tmp_path, host, garbage):
     """The exact command of the plugin's hooks file, run through /bin/sh as the
     host runs it: exit 0, nothing on stdout or stderr, one diagnostic line."""
@@ -490,7 +514,7 @@ def test_hook_command_fails_open_on_garbage_stdin(tmp_path, host, garbage):
     assert m["what"].startswith(f"HookError: {why}"), line
 
 
-@pytest.mark.parametrize("host", ["claude", "codex"])
+@pytest.mark.parametrize("host", ["claude", "codex", "gemini", "copilot"])
 def test_hook_command_without_state_root_creates_nothing(tmp_path, host):
     root = tmp_path / "never-used"
     path = product.host_path(product.python_shim(tmp_path / "pybin"))
@@ -498,15 +522,16 @@ def test_hook_command_without_state_root_creates_nothing(tmp_path, host):
             uuid.uuid4()), "source": "startup"}).encode()):
         proc = product.run_hook_command(host, "SessionStart", stdin, root=root, base=tmp_path, path=path)
         assert (proc.returncode, proc.stderr) == (0, b"")
-        if host == "codex" and proc.stdout:  # Codex cannot find the CLI by name: SessionStart states it
-            text = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+        if host != "claude" and proc.stdout:  # these hosts cannot find the CLI by name: SessionStart states it
+            doc = json.loads(proc.stdout)
+            text = doc["additionalContext"] if host == "copilot" else doc["hookSpecificOutput"]["additionalContext"]
             assert text.startswith("agentmsg (peer messaging; this session has not joined a collaboration)")
         else:
             assert proc.stdout == b""
     assert not root.exists()
 
 
-@pytest.mark.parametrize("host_fixture", ["claude_installed", "codex_user"])
+@pytest.mark.parametrize("host_fixture", ["claude_installed", "codex_user", "gemini_ext", "copilot_dir"])
 def test_corrupt_state_fails_open_and_the_turn_completes(request, tmp_path, host_fixture):
     """A bound session whose state is corrupt: the host's turn completes (rc 0,
     the stub's final text), nothing from agentmsg reaches the model, and

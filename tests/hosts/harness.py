@@ -598,6 +598,7 @@ def run_copilot(
     copilot_home: str | os.PathLike,
     stub: ChatCompletionsStub,
     session_id: str | None = None,
+    resume: str | None = None,
     mcp_config: Mapping[str, Any] | None = None,
     env_extra: Mapping[str, str] | None = None,
     timeout: float = 90,
@@ -607,7 +608,7 @@ def run_copilot(
 
     * ``session_id``: ``--session-id`` (a new session with that id; a fresh
       UUID4 if omitted), also what Copilot gives MCP servers as
-      ``COPILOT_AGENT_SESSION_ID``.
+      ``COPILOT_AGENT_SESSION_ID``; ``resume``: ``--resume ID`` continues it.
     * ``mcp_config``: ``{"mcpServers": {...}}``, written next to ``copilot_home``
       and passed with ``--additional-mcp-config @FILE``.  Copilot names an MCP
       tool ``<server>-<tool>``.
@@ -617,8 +618,9 @@ def run_copilot(
     copilot_home = Path(copilot_home)
     copilot_home.mkdir(parents=True, exist_ok=True)
     Path(home).mkdir(parents=True, exist_ok=True)
-    sid = session_id or str(uuid.uuid4())
-    argv = [str(copilot_bin()), "-p", prompt, "--allow-all-tools", "--silent", "--session-id", sid]
+    sid = resume or session_id or str(uuid.uuid4())
+    argv = [str(copilot_bin()), "-p", prompt, "--allow-all-tools", "--silent", "--resume" if resume else "--session-id",
+            sid]
     if mcp_config is not None:
         cfg = copilot_home.parent / f"mcp-config-{sid}.json"
         cfg.write_text(json.dumps(mcp_config, indent=2))
@@ -683,24 +685,38 @@ def run_gemini(
     env_extra: Mapping[str, str] | None = None,
     timeout: float = 120,
     extra_args: Sequence[str] = (),
+    launcher: Sequence[str] = (),
 ) -> HostRun:
-    """One real ``gemini -p PROMPT --yolo --output-format json`` turn against ``stub``.
+    """One real ``gemini -p PROMPT --yolo --output-format stream-json`` turn against ``stub``.
+
+    ``launcher``: a command put in front, which finds ``gemini`` on PATH (``agentmsg run gemini --``).
 
     ``session_id``: ``--session-id`` (a fresh UUID4 if neither it nor ``resume`` is given); ``resume``:
-    ``--resume ID``.  ``run.result`` is the JSON output's ``response``.
+    ``--resume ID``.  ``run.events`` are the JSON lines; ``run.result`` is the last assistant message.
     """
     Path(home).mkdir(parents=True, exist_ok=True)
-    argv = [str(gemini_bin()), "-p", prompt, "-m", GEMINI_MODEL, "--yolo", "--output-format", "json"]
+    argv = [*launcher] if launcher else [str(gemini_bin())]
+    argv += ["-p", prompt, "-m", GEMINI_MODEL, "--yolo", "--output-format", "stream-json"]
     sid = resume or session_id or str(uuid.uuid4())
     argv += ["--resume", resume] if resume else ["--session-id", sid]
     argv += list(extra_args)
-    run = _run("gemini", argv, cwd=cwd, env=gemini_env(home, stub, env_extra), timeout=timeout)
-    result = None
-    try:
-        doc = json.loads(run.stdout[run.stdout.index("{"):])
-        result = doc.get("response")
-        sid = doc.get("session_id") or sid
-    except ValueError:
-        pass
+    env = gemini_env(home, stub, env_extra)
+    if launcher:  # the launcher finds the pinned gemini on PATH
+        env["PATH"] = f"{env['PATH']}:{NODE_BIN}"
+    run = _run("gemini", argv, cwd=cwd, env=env, timeout=timeout)
+    events = []
+    for line in run.stdout.splitlines():
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            continue
+    parts: list[str] = []
+    for ev in events:  # the last assistant message: its deltas, after the last event of any other kind
+        if ev.get("type") == "message" and ev.get("role") == "assistant":
+            parts.append(str(ev.get("content", "")))
+        elif ev.get("type") in ("message", "tool_use", "tool_result"):
+            parts = []
+        if ev.get("type") == "init":
+            sid = ev.get("session_id") or sid
     return HostRun(run.returncode, run.stdout, run.stderr, sid, argv=argv, duration=run.duration, host="gemini",
-                   events=[], result=result)
+                   events=events, result="".join(parts) if events else None)
