@@ -28,6 +28,9 @@ names it), with ``python3`` being the test venv's interpreter.
 3. test_200_long_messages_inject_under_the_cap
 4. test_hook_command_fails_open_on_garbage_stdin, test_hook_command_without_state_root_creates_nothing,
    test_corrupt_state_fails_open_and_the_turn_completes
+5. test_gemini_and_copilot_sessions_reach_and_ack_each_other (issue 9)
+
+Issue 9 runs 2-4 on Gemini CLI and Copilot CLI too.
 """
 
 from __future__ import annotations
@@ -571,3 +574,81 @@ def test_corrupt_state_fails_open_and_the_turn_completes(request, tmp_path, host
         assert [(p["host"], p["event"], p["pin"]) for p in parsed if p] == [
             (host.name, ev, s.pin) for ev in ("SessionStart", "UserPromptSubmit", "Stop")]
         assert all(p["what"].startswith("NotFound: ") and collab.id in p["what"] for p in parsed if p), lines
+
+
+# --------------------------------------------------------------------------
+# 5. Gemini CLI <-> Copilot CLI: the agents send and acknowledge as their own sessions
+# --------------------------------------------------------------------------
+
+
+def _cli_json(host: product.Host, out: str) -> dict:
+    """``command -v agentmsg && agentmsg ... --json`` output: the launcher's path, then one JSON envelope."""
+    where, doc = out.strip("\n").split("\n", 1)
+    assert where == str(host.plugin_root / "bin" / "agentmsg")  # the plugin's own launcher, found on PATH
+    return json.loads(doc)
+
+
+def test_gemini_and_copilot_sessions_reach_and_ack_each_other(tmp_path, gemini_ext, copilot_dir):
+    """Gemini's agent (started by `agentmsg run gemini`, so its shell has GEMINI_SESSION_ID) sends a request
+    with no --self; Copilot's next prompt quotes it inside the boundary, attributed to gem (runtime gemini);
+    Copilot's agent acknowledges it and replies (identity from COPILOT_AGENT_SESSION_ID); Gemini's next
+    prompt quotes the reply and its agent acknowledges that.  Presented is never acknowledged by a hook."""
+    gem, cop = gemini_ext, copilot_dir
+    root = tmp_path / "state"
+    with gem.stub() as gstub, cop.stub() as cstub:
+        gs, cs = gem.begin(gstub, root=root), cop.begin(cstub, root=root)
+        collab = product.open_collab(root, tmp_path / "cli-home")
+        c = collab.id
+        collab.join(gs.pin, "gem")
+        collab.join(cs.pin, "cop")
+
+        subj_g, body_g = "Review the parser", "Action: review parser.py.\nWhy: the tokenizer drops tabs."
+        t1 = gs.turn(gstub, "gemini: ask copilot", [
+            stubs.shell(f"command -v agentmsg && agentmsg send --collab {c} --to cop --kind request "
+                        f"--subject {shlex.quote(subj_g)} --body {shlex.quote(body_g)} --json"),
+            stubs.text("gemini sent it")], root=root)
+        assert list(t1.contexts(0)) == ["SessionStart"]
+        assert t1.contexts(0)["SessionStart"].startswith(identity_prefix(gs.pin, "gem", c))
+        (out,) = gem.shell_outputs(t1.requests[1])
+        doc = _cli_json(gem, out)
+        (res,) = doc["result"]["results"]
+        assert (doc["ok"], res["to"], res["state"]) == (True, "cop", "stored+notified")
+        mid_g = res["id"]
+
+        subj_c, body_c = "Done: tabs kept", "The tokenizer keeps tabs now."
+        t2 = cs.turn(cstub, "copilot: read, ack and answer", [
+            stubs.shell(f"command -v agentmsg && agentmsg ack --collab {c} --message {mid_g} --json"),
+            stubs.shell(f"command -v agentmsg && agentmsg send --collab {c} --reply-to cop/{mid_g} --kind update "
+                        f"--subject {shlex.quote(subj_c)} --body {shlex.quote(body_c)} --json"),
+            stubs.text("copilot answered")], root=root)
+        ctx = t2.contexts(0)
+        assert sorted(ctx) == ["SessionStart", "UserPromptSubmit"]
+        assert ctx["SessionStart"].startswith(identity_prefix(cs.pin, "cop", c))
+        block = product.parse_block(ctx["UserPromptSubmit"])
+        assert_untrusted(block)
+        (m,) = block.messages
+        assert (m.id, m.sender, m.runtime, m.kind, m.subject, m.body) == (
+            mid_g, "gem", "gemini", "request", subj_g, body_g)
+        acked, sent = (_cli_json(cop, o) for o in cop.shell_outputs(t2.requests[2]))
+        assert acked["ok"] and sent["ok"]
+        (res,) = sent["result"]["results"]
+        mid_c = res["id"]
+
+        t3 = gs.turn(gstub, "gemini: anything new?", [
+            stubs.shell(f"command -v agentmsg && agentmsg ack --collab {c} --message {mid_c} --json"),
+            stubs.text("gemini read it")], root=root)
+        block = product.parse_block(t3.contexts(0)["UserPromptSubmit"])
+        (m,) = block.messages
+        assert (m.id, m.sender, m.runtime, m.reply_to, m.body) == (mid_c, "cop", "copilot", f"cop/{mid_g}", body_c)
+        assert _cli_json(gem, gem.shell_outputs(t3.requests[1])[-1])["ok"]
+
+    (rec_g,) = collab.journal("inbox/cop.jsonl")
+    (rec_c,) = collab.journal("inbox/gem.jsonl")
+    assert (rec_g["id"], rec_g["sender_pin"]) == (mid_g, gs.pin)
+    assert (rec_c["id"], rec_c["sender_pin"]) == (mid_c, cs.pin)
+    assert list(collab.presented("cop").values()) == [[mid_g]]
+    assert list(collab.presented("gem").values()) == [[mid_c]]
+    acks = [(name, r["message"], r["by"]) for name in ("cop", "gem")
+            for r in collab.journal(f"receipts/{name}.jsonl") if r["type"] == "ack"]
+    assert acks == [("cop", mid_g, cs.pin), ("gem", mid_c, gs.pin)], acks
+    assert log_lines(root) == []
