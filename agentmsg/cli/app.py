@@ -399,6 +399,16 @@ def install_codex(codex_home: CodexHome = None, json_: Json = False) -> int:
     return _done("install codex", _admin().install_codex(_ctx(None), codex_home), json_)
 
 
+def install_gemini(json_: Json = False) -> int:
+    """Link this copy as a Gemini CLI extension (gemini extensions link); start Gemini with `agentmsg run gemini`."""
+    return _done("install gemini", _admin().install_host(_ctx(None), "gemini"), json_)
+
+
+def install_copilot(json_: Json = False) -> int:
+    """Install this copy as a Copilot CLI plugin (copilot plugin marketplace add + install); idempotent."""
+    return _done("install copilot", _admin().install_host(_ctx(None), "copilot"), json_)
+
+
 KeepPlugin = Annotated[bool, typer.Option("--keep-plugin", help="Remove only what `agentmsg install` wrote; keep "
                                                                "the host's plugin install.")]
 Purge = Annotated[bool, typer.Option("--purge", help="Also delete the state root: every message.")]
@@ -419,6 +429,18 @@ def uninstall_claude(keep_plugin: KeepPlugin = False, purge: Purge = False, root
                      json_: Json = False) -> int:
     """Remove agentmsg from Claude Code: the plugin install, its data, and (if no copy is left) the caches."""
     return _uninstall("claude", None, keep_plugin, purge, root, json_)
+
+
+def uninstall_gemini(keep_plugin: KeepPlugin = False, purge: Purge = False, root: Root = None,
+                     json_: Json = False) -> int:
+    """Remove agentmsg from Gemini CLI (gemini extensions uninstall), and the caches if no copy is left."""
+    return _uninstall("gemini", None, keep_plugin, purge, root, json_)
+
+
+def uninstall_copilot(keep_plugin: KeepPlugin = False, purge: Purge = False, root: Root = None,
+                      json_: Json = False) -> int:
+    """Remove agentmsg from Copilot CLI (plugin and marketplace), and the caches if no copy is left."""
+    return _uninstall("copilot", None, keep_plugin, purge, root, json_)
 
 
 def uninstall_all(codex_home: CodexHome = None, keep_plugin: KeepPlugin = False, purge: Purge = False,
@@ -472,9 +494,10 @@ GROUPS: dict[str, dict[str, Callable[..., int]]] = {
     "log": {"append": log_append, "render": log_render, "show": log_show},
     "delivery": {"enable": delivery_enable, "disable": delivery_disable, "inspect": delivery_inspect,
                  "retry": delivery_retry},
-    "install": {"codex": install_codex},
+    "install": {"codex": install_codex, "gemini": install_gemini, "copilot": install_copilot},
     "run": {"gemini": run_gemini},
-    "uninstall": {"codex": uninstall_codex, "claude": uninstall_claude, "all": uninstall_all},
+    "uninstall": {"codex": uninstall_codex, "claude": uninstall_claude, "gemini": uninstall_gemini,
+                  "copilot": uninstall_copilot, "all": uninstall_all},
 }
 
 
