@@ -136,3 +136,28 @@ def test_a_wheel_install_sets_up_codex_gemini_and_copilot(tmp_path):
     settings = json.loads((home / ".copilot" / "settings.json").read_text())
     assert (settings.get("enabledPlugins") or {}).get("agentmsg@agentmsg") is not True  # Copilot keeps it, false
     assert "agentmsg" not in (settings.get("extraKnownMarketplaces") or {})
+
+
+def test_readme_install_steps_for_gemini_and_copilot_run_as_written(tmp_path):
+    """Every `gemini ...` and `copilot ...` line of README's "In Gemini CLI and GitHub Copilot CLI" block, run
+    with the real host CLIs against a fresh HOME and a clone-like copy: validate, install, marketplace add."""
+    text = (product.REPO / "README.md").read_text()
+    section = text.split("## In Gemini CLI and GitHub Copilot CLI", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
+    lines = [ln.split("  #", 1)[0].strip() for ln in block.splitlines() if ln.startswith(("gemini ", "copilot "))]
+    assert [ln.split()[:3] for ln in lines] == [
+        ["gemini", "extensions", "validate"], ["gemini", "extensions", "install"],
+        ["copilot", "plugin", "marketplace"], ["copilot", "plugin", "install"]]
+    clone = product.export_plugin(tmp_path / "clone")
+    home = tmp_path / "home"
+    harness._gemini_settings(home)
+    env = harness.scrubbed_env(home, env_extra={**OFFLINE, "PATH": product.host_path(harness.NODE_BIN)})
+    for line in lines:
+        argv = [a.replace("/path/to/agentmsg", str(clone)) for a in line.split()]
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                              stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, (line, done.stdout, done.stderr)
+    assert (home / ".gemini" / "extensions" / "agentmsg" / "hooks" / "run").is_file()
+    settings = json.loads((home / ".copilot" / "settings.json").read_text())
+    assert settings["enabledPlugins"]["agentmsg@agentmsg"] is True
+    assert settings["extraKnownMarketplaces"]["agentmsg"]["source"] == {"source": "directory", "path": str(clone)}
