@@ -610,6 +610,10 @@ def test_gemini_and_copilot_sessions_reach_and_ack_each_other(tmp_path, gemini_e
             stubs.text("gemini sent it")], root=root)
         assert list(t1.contexts(0)) == ["SessionStart"]
         assert t1.contexts(0)["SessionStart"].startswith(identity_prefix(gs.pin, "gem", c))
+        # The extension's skill and GEMINI.md reach the model too.
+        body = t1.requests[0].body
+        assert "Durable, addressed messages between coding-agent sessions" in json.dumps(body["systemInstruction"])
+        assert "Context from: " + str(gem.plugin_root / "GEMINI.md") in product.body_text(t1.requests[0])
         (out,) = gem.shell_outputs(t1.requests[1])
         doc = _cli_json(gem, out)
         (res,) = doc["result"]["results"]
@@ -625,6 +629,7 @@ def test_gemini_and_copilot_sessions_reach_and_ack_each_other(tmp_path, gemini_e
         ctx = t2.contexts(0)
         assert sorted(ctx) == ["SessionStart", "UserPromptSubmit"]
         assert ctx["SessionStart"].startswith(identity_prefix(cs.pin, "cop", c))
+        assert "Durable, addressed messages between coding-agent sessions" in product.body_text(t2.requests[0])
         block = product.parse_block(ctx["UserPromptSubmit"])
         assert_untrusted(block)
         (m,) = block.messages
