@@ -106,6 +106,7 @@ def test_a_wheel_install_sets_up_codex_gemini_and_copilot(tmp_path):
     for host in ("codex", "gemini", "copilot"):
         assert copies[host]["runs_hooks"] and copies[host]["hook"]["ok"], copies[host]
         assert copies[host]["hook"]["package"] == str(site), copies[host]
+    assert (doc["ok"], report["verdict"], report["errors"]) == (True, "ok", []), (report, done.stderr)
     adapters = report["adapters"]
     assert adapters["gemini"]["installed"] and adapters["copilot"]["installed"]
 
