@@ -13,7 +13,8 @@ from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHIPPED = ("hooks/run", "hooks/agentmsg_hook.py", "hooks/hooks.json", "hooks/codex-hooks.json", "bin/agentmsg",
-           "skills/agentmsg/SKILL.md")
+           "skills/agentmsg/SKILL.md",
+           "opencode/agentmsg.js", "opencode/package.json")
 
 
 class BuildWithPlugin(build_py):

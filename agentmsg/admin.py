@@ -49,6 +49,18 @@ def install_codex(ctx: Ctx, codex_home: str | None) -> Payload:
                                    home=ctx.env.get("HOME"), cli=cli)
 
 
+def install_opencode(ctx: Ctx, project: str | None) -> Payload:
+    """The OpenCode plugin and skill, naming this copy's hooks/run (a wheel: its console script for the CLI)."""
+    from . import installer, opencode
+
+    root = installer.plugin_root()
+    if root is None or not (root / opencode.TEMPLATE).is_file():
+        raise UsageError("this agentmsg has no OpenCode plugin file (neither a plugin checkout nor a wheel with "
+                         "agentmsg/_plugin/opencode); reinstall it")
+    cli = installer.cli_path() if root.name == "_plugin" else None
+    return opencode.install(ctx.env, root, cli=cli, project=project)
+
+
 def uninstall(ctx: Ctx, host: str, codex_home: str | None, keep_plugin: bool, purge: bool) -> Payload:
     """Remove what agentmsg put outside the state root for ``host`` (the messages stay unless ``purge``)."""
     from . import installer

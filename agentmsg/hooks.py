@@ -60,7 +60,7 @@ if TYPE_CHECKING:
 
     Binding = tuple[str, str, Registry]
 
-HOSTS = {"claude": "claude-code", "codex": "codex"}
+HOSTS = {"claude": "claude-code", "codex": "codex", "opencode": "opencode"}  # opencode: its plugin runs them
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop")
 #: Events ``hooks/run <host> fast`` may answer from the idle marker alone (never SessionStart).
 FAST_EVENTS = ("UserPromptSubmit", "Stop")
@@ -548,7 +548,7 @@ def parse_stdin(raw: bytes) -> dict[str, Any]:
 
 
 _SESSION_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
-_SESSION_REST = _SESSION_FIRST | frozenset("._@-")
+_SESSION_REST = _SESSION_FIRST | frozenset("_.@-")
 
 
 def is_session(value: object) -> bool:

@@ -16,7 +16,9 @@ from .errors import IdentityError
 
 HOST_VARS = (("CLAUDE_CODE_SESSION_ID", "claude-code"), ("CODEX_THREAD_ID", "codex"),
              # Copilot CLI gives its shell tool and its MCP servers the session id (docs/MCP.md).
-             ("COPILOT_AGENT_SESSION_ID", "copilot"))
+             ("COPILOT_AGENT_SESSION_ID", "copilot"),
+             # OpenCode sets no session variable itself; agentmsg's plugin sets this one (shell.env).
+             ("OPENCODE_SESSION_ID", "opencode"))
 
 
 def host_pins(env: Mapping[str, str]) -> list[Pin]:

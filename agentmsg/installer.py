@@ -264,7 +264,19 @@ def detect(*, home: str | os.PathLike[str] | None = None,
             "checked": [str(chome / "hooks.json"), str(chome / "config.toml"), str(skill_file)],
             "note": "hook trust (Codex /hooks) is not visible from these files",
         },
+        "opencode": _opencode().detect(_host_env(h)),
     }
+
+
+def _opencode() -> Any:
+    from . import opencode
+
+    return opencode
+
+
+def _host_env(home: Path) -> dict[str, str]:
+    """This environment with ``home`` as HOME (OpenCode's folders follow XDG_CONFIG_HOME, else HOME)."""
+    return dict(os.environ, HOME=str(home))
 
 
 def default_codex_home(home: str | os.PathLike[str] | None = None) -> Path:
@@ -383,6 +395,7 @@ def copies(*, home: str | os.PathLike[str] | None = None,
         found.append({"host": "codex", "kind": "user hooks", "id": "agentmsg install codex",
                       "root": str(hook_root) if hook_root else None, "data": None, "enabled": True, "cache": None,
                       "hooks_file": str(chome / "hooks.json"), "command": command, "env": {}})
+    found += _opencode().copies(_host_env(h))
     return found
 
 
@@ -456,7 +469,7 @@ def uninstall(host: str, env: Mapping[str, str], *, codex_home: str | os.PathLik
     """
     home = Path(env.get("HOME") or os.path.expanduser("~"))
     chome = Path(codex_home) if codex_home is not None else default_codex_home(home)
-    hosts = ("claude", "codex") if host == "all" else (host,)
+    hosts = ("claude", "codex", "opencode") if host == "all" else (host,)
     removed: list[str] = []
     ran: list[str] = []
     left: list[str] = []
@@ -466,6 +479,9 @@ def uninstall(host: str, env: Mapping[str, str], *, codex_home: str | os.PathLik
             removed.append(f"{out['hooks_file']} ({out['removed_hooks']} agentmsg hooks)")
         if out["skill"] == "removed":
             removed.append(out["skill_file"])
+    if "opencode" in hosts:
+        done = _opencode().uninstall(env)
+        removed += [done[f"{k}_file"] for k in ("plugin", "skill") if done[k] == "removed"]
     found = copies(home=home, codex_home=chome)
     if not keep_plugin:
         for copy in [c for c in found if c["host"] in hosts and c["kind"] == "plugin"]:

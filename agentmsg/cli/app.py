@@ -398,6 +398,15 @@ def install_codex(codex_home: CodexHome = None, json_: Json = False) -> int:
     return _done("install codex", _admin().install_codex(_ctx(None), codex_home), json_)
 
 
+def install_opencode(
+    project: Annotated[str | None, typer.Option(help="Install into this project's .opencode/plugins and "
+                                                     ".agents/skills instead of ~/.config/opencode.")] = None,
+    json_: Json = False,
+) -> int:
+    """Write agentmsg's OpenCode plugin and skill (user config, or --project); idempotent."""
+    return _done("install opencode", _admin().install_opencode(_ctx(None), project), json_)
+
+
 KeepPlugin = Annotated[bool, typer.Option("--keep-plugin", help="Remove only what `agentmsg install` wrote; keep "
                                                                "the host's plugin install.")]
 Purge = Annotated[bool, typer.Option("--purge", help="Also delete the state root: every message.")]
@@ -418,6 +427,11 @@ def uninstall_claude(keep_plugin: KeepPlugin = False, purge: Purge = False, root
                      json_: Json = False) -> int:
     """Remove agentmsg from Claude Code: the plugin install, its data, and (if no copy is left) the caches."""
     return _uninstall("claude", None, keep_plugin, purge, root, json_)
+
+
+def uninstall_opencode(purge: Purge = False, root: Root = None, json_: Json = False) -> int:
+    """Remove agentmsg from OpenCode: the plugin and skill files `agentmsg install opencode` wrote."""
+    return _uninstall("opencode", None, False, purge, root, json_)
 
 
 def uninstall_all(codex_home: CodexHome = None, keep_plugin: KeepPlugin = False, purge: Purge = False,
@@ -460,8 +474,9 @@ GROUPS: dict[str, dict[str, Callable[..., int]]] = {
     "log": {"append": log_append, "render": log_render, "show": log_show},
     "delivery": {"enable": delivery_enable, "disable": delivery_disable, "inspect": delivery_inspect,
                  "retry": delivery_retry},
-    "install": {"codex": install_codex},
-    "uninstall": {"codex": uninstall_codex, "claude": uninstall_claude, "all": uninstall_all},
+    "install": {"codex": install_codex, "opencode": install_opencode},
+    "uninstall": {"codex": uninstall_codex, "claude": uninstall_claude, "all": uninstall_all,
+                  "opencode": uninstall_opencode},
 }
 
 
