@@ -718,6 +718,7 @@ class OpencodeServer:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
+        self.known: set[str] = set()
         Path(cwd).mkdir(parents=True, exist_ok=True)
         self.log = Path(home) / f"opencode-serve-{self.port}.log"
         Path(home).mkdir(parents=True, exist_ok=True)
@@ -737,6 +738,28 @@ class OpencodeServer:
                 time.sleep(0.2)
         self.close()
         raise HostTimeout(f"opencode serve did not listen within {timeout}s", self.log.read_text(), "")
+
+    def sessions(self) -> list[dict[str, Any]]:
+        """The server's sessions (``GET /session``)."""
+        import urllib.request
+
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with opener.open(f"{self.url}/session", timeout=10) as resp:
+            return list(json.loads(resp.read()))
+
+    def run(self, prompt: str, *, cwd: str | os.PathLike, home: str | os.PathLike, stub: ChatCompletionsStub,
+            session: str | None = None, env_extra: Mapping[str, str] | None = None, timeout: float = 90) -> HostRun:
+        """One ``opencode run --attach`` turn in this server.  Attached runs print no events, so a new
+        session's id is the one ``GET /session`` lists that no earlier run of this helper saw (asking before
+        the first run blocks until the server has set up its project)."""
+        run = run_opencode(prompt, cwd=cwd, home=home, stub=stub, session=session, attach=self.url,
+                           env_extra=env_extra, timeout=timeout)
+        listed = self.sessions()
+        new = sorted((s for s in listed if s["id"] not in self.known), key=lambda s: s["time"]["created"])
+        self.known.update(s["id"] for s in listed)
+        if session is None and new:  # the newest: sessions of earlier one-shot runs in this HOME are listed too
+            run = HostRun(*run[:3], new[-1]["id"], **run.__dict__)
+        return run
 
     def close(self) -> None:
         _killpg(self.proc.pid)

@@ -108,7 +108,8 @@ def host_path(*dirs: str | Path) -> str:
 def cli(*args: str, root: Path | None, home: Path, ok: bool = True) -> dict[str, Any]:
     """``agentmsg <args> --json [--root ROOT]`` from the test process; the parsed envelope."""
     argv = [str(CLI), *args, "--json", *(["--root", str(root)] if root is not None else [])]
-    proc = subprocess.run(argv, env=harness.scrubbed_env(home), capture_output=True, text=True, timeout=60)
+    env = harness.scrubbed_env(home, env_extra={"PYTHONPATH": str(REPO)})  # this checkout's code, not the venv's
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
     try:
         doc = json.loads(proc.stdout)
     except ValueError:
