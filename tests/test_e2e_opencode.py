@@ -299,7 +299,7 @@ def test_a_misbehaving_hook_adds_nothing_and_the_turn_completes(setup, script):
         run, reqs = host.turn(stub, "hello", [stubs.text("fine")])
         assert run.result == "fine" and len(reqs) == 1
         assert injected(reqs[0]) == []
-    assert events(calls)[:2] == ["SessionStart", "UserPromptSubmit"] if script != "exec sleep 60" else True
+    assert events(calls) == ["SessionStart", "UserPromptSubmit"]  # asked (each once), its answer dropped
 
 
 # --------------------------------------------------------------------------

@@ -1,0 +1,136 @@
+"""OpenCode without running OpenCode: the installer, doctor, delivery inspect, identity, the manifest and the
+plugin file itself.  tests/test_e2e_opencode.py runs the real host."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from cli_helpers import REPO_ROOT, run_json
+
+from agentmsg import hooks, identity
+from agentmsg import opencode as oc
+from agentmsg.domain import validate as model
+from agentmsg.errors import IdentityError
+
+PLUGIN = REPO_ROOT / "opencode" / "agentmsg.js"
+
+
+def env_for(home: Path) -> dict[str, str | None]:
+    return {"HOME": str(home), "XDG_CONFIG_HOME": None}
+
+
+def test_install_is_idempotent_and_uninstall_removes_exactly_ours(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    code, doc, _ = run_json("install", "opencode", env=env_for(home))
+    res = doc["result"]
+    conf = home / ".config" / "opencode"
+    assert code == 0 and (res["plugin"], res["skill"]) == ("written", "written")
+    assert (res["plugin_file"], res["skill_file"]) == (str(conf / "plugins" / "agentmsg.js"),
+                                                      str(conf / "skills" / "agentmsg" / "SKILL.md"))
+    text = Path(res["plugin_file"]).read_text()
+    assert f"const HOOK = {json.dumps(str(REPO_ROOT / 'hooks' / 'run'))};" in text
+    assert f"const CLI = {json.dumps(str(REPO_ROOT / 'bin' / 'agentmsg'))};" in text
+    changed = [(a, b) for a, b in zip(PLUGIN.read_text().splitlines(), text.splitlines(), strict=True) if a != b]
+    assert [a for a, _ in changed] == ['const HOOK = ""; // absolute path of hooks/run (written by `agentmsg '
+                                       'install opencode`)', 'const CLI = ""; // the agentmsg command the hook text '
+                                       'names (written by `agentmsg install opencode`)']
+    skill = Path(res["skill_file"]).read_text()
+    assert skill.startswith((REPO_ROOT / "skills" / "agentmsg" / "SKILL.md").read_text().rstrip("\n"))
+    assert skill.endswith(oc.SKILL_MARK + "\n")
+
+    _, again, _ = run_json("install", "opencode", env=env_for(home))
+    assert (again["result"]["plugin"], again["result"]["skill"]) == ("unchanged", "unchanged")
+
+    mine = conf / "plugins" / "mine.js"
+    mine.write_text("export const Mine = async () => ({})\n")
+    _, gone, _ = run_json("uninstall", "opencode", env=env_for(home))
+    assert sorted(gone["result"]["removed"]) == sorted([res["plugin_file"], res["skill_file"]])
+    assert mine.exists() and not (conf / "skills").exists()
+
+
+def test_a_file_that_is_not_ours_is_left_alone(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    theirs = home / ".config" / "opencode" / "plugins" / "agentmsg.js"
+    theirs.parent.mkdir(parents=True)
+    theirs.write_text("// the user's own plugin\n")
+    _, doc, _ = run_json("install", "opencode", env=env_for(home))
+    assert doc["result"]["plugin"] == "left alone (not ours)" and doc["result"]["skill"] == "written"
+    _, gone, _ = run_json("uninstall", "opencode", env=env_for(home))
+    assert theirs.read_text() == "// the user's own plugin\n"
+    assert gone["result"]["removed"] == [doc["result"]["skill_file"]]
+
+
+def test_project_install_goes_where_opencode_looks_in_a_project(tmp_path: Path) -> None:
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    _, doc, _ = run_json("install", "opencode", "--project", str(proj), env=env_for(tmp_path / "home"))
+    assert doc["result"]["plugin_file"] == str(proj / ".opencode" / "plugins" / "agentmsg.js")
+    assert doc["result"]["skill_file"] == str(proj / ".agents" / "skills" / "agentmsg" / "SKILL.md")
+    assert not (tmp_path / "home" / ".config").exists()
+
+
+def test_xdg_config_home_is_followed(tmp_path: Path) -> None:
+    xdg = tmp_path / "xdg"
+    _, doc, _ = run_json("install", "opencode", env={"HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": str(xdg)})
+    assert doc["result"]["plugin_file"] == str(xdg / "opencode" / "plugins" / "agentmsg.js")
+
+
+def test_doctor_and_delivery_inspect_know_opencode(tmp_path: Path) -> None:
+    home, root = tmp_path / "home", tmp_path / "state"
+    env = env_for(home)
+    run_json("install", "opencode", env=env)
+    code, doc, _ = run_json("doctor", env=env, root=root)
+    assert code == 0, doc["result"]["errors"]
+    copies = [c for c in doc["result"]["copies"] if c["host"] == "opencode"]
+    assert [(c["kind"], c["root"], c["enabled"]) for c in copies] == [("plugin file", str(REPO_ROOT), True)]
+    assert copies[0]["hook"]["ok"] is True and copies[0]["hook"]["root"] == str(root)
+    assert doc["result"]["adapters"]["opencode"]["installed"] is True
+
+    pin = "opencode:ses_0123abcDEF"
+    opened = run_json("open", "--self", pin, "--alias", "oc", "--label", "l", "--task", "t", env=env, root=root)
+    collab = opened.doc["result"]["collab"]
+    _, insp, _ = run_json("delivery", "inspect", "--collab", collab, "--self", pin, env=env, root=root)
+    adapters = insp["result"]["adapters"]["opencode"]
+    assert adapters["installed"] is True and adapters["hook"] == str(REPO_ROOT / "hooks" / "run")
+    assert adapters["skill"] == "ours"
+
+
+def test_opencode_session_variable_is_the_pin() -> None:
+    env = {"OPENCODE_SESSION_ID": "ses_dcfccc393ffemHbMBI9qnko7Dz"}
+    assert str(identity.resolve(None, env)) == "opencode:ses_dcfccc393ffemHbMBI9qnko7Dz"
+    with pytest.raises(IdentityError):
+        identity.resolve("opencode:ses_other", env)
+    with pytest.raises(IdentityError):
+        identity.resolve(None, dict(env, CLAUDE_CODE_SESSION_ID="4b5c"))
+
+
+@pytest.mark.parametrize("session", ["ses_dcfccc393ffemHbMBI9qnko7Dz", "a_b", "_x", "a b", "a/b"])
+def test_underscore_is_a_session_character_everywhere(session: str) -> None:
+    ok = bool(model.SESSION_RE.fullmatch(session))
+    assert hooks.is_session(session) is ok
+    assert ok is (session in ("ses_dcfccc393ffemHbMBI9qnko7Dz", "a_b"))
+    js = re.search(r"const SESSION = /(.+)/;", PLUGIN.read_text())
+    assert js is not None and bool(re.fullmatch(js.group(1).strip("^$"), session)) is ok
+
+
+def test_the_manifest_agrees_with_plugin_json() -> None:
+    top = json.loads((REPO_ROOT / "plugin.json").read_text())
+    mine = json.loads((REPO_ROOT / "opencode" / "package.json").read_text())
+    assert {k: mine[k] for k in ("name", "version", "description")} == top
+    assert (mine["type"], mine["main"]) == ("module", "agentmsg.js")
+
+
+def test_the_plugin_uses_node_builtins_only_and_parses() -> None:
+    text = PLUGIN.read_text()
+    imports = re.findall(r'^import .* from "([^"]+)";$', text, re.M)
+    assert imports and all(name.startswith("node:") for name in imports), imports
+    assert "eval(" not in text and "new Function" not in text and "exec(" not in text
+    node = shutil.which("node")
+    assert node, "node is needed to check the plugin's syntax"
+    done = subprocess.run([node, "--check", str(PLUGIN)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
