@@ -17,6 +17,8 @@ from .errors import IdentityError
 HOST_VARS = (("CLAUDE_CODE_SESSION_ID", "claude-code"), ("CODEX_THREAD_ID", "codex"),
              # Copilot CLI gives its shell tool and its MCP servers the session id (docs/MCP.md).
              ("COPILOT_AGENT_SESSION_ID", "copilot"),
+             # Gemini CLI sets it only for hooks; `agentmsg run gemini` exports it to the shell (agentmsg.launch).
+             ("GEMINI_SESSION_ID", "gemini"),
              # OpenCode sets no session variable itself; agentmsg's plugin sets this one (shell.env).
              ("OPENCODE_SESSION_ID", "opencode"))
 
@@ -40,6 +42,7 @@ def resolve(self_flag: str | None, env: Mapping[str, str] | None = None) -> Pin:
         both = " and ".join(v for v, _ in HOST_VARS if env.get(v))
         raise IdentityError(f"both {both} are set; pass --self to choose")
     raise IdentityError(
-        "no identity: pass --self RUNTIME:SESSION_ID (or run inside Claude Code / Codex, "
-        "which set CLAUDE_CODE_SESSION_ID / CODEX_THREAD_ID)"
+        "no identity: pass --self RUNTIME:SESSION_ID (or run inside Claude Code / Codex / Copilot CLI, "
+        "which set CLAUDE_CODE_SESSION_ID / CODEX_THREAD_ID / COPILOT_AGENT_SESSION_ID, or a Gemini CLI started "
+        "with `agentmsg run gemini`)"
     )

@@ -31,6 +31,7 @@ GROUP_HELP = {
     "delivery": "Stop continuations for one binding, inside a finite, immutable envelope.",
     "install": "Install host adapters that are not installed as a plugin.",
     "uninstall": "Remove agentmsg from a host (what it wrote, the host's plugin, caches).",
+    "run": "Start a host with the session identity its shell lacks.",
 }
 #: Settings of every Typer built here (the full tree's root, and a single command).
 _SETTINGS: dict[str, Any] = {"add_completion": False, "pretty_exceptions_enable": False, "rich_markup_mode": None}
@@ -440,6 +441,17 @@ def uninstall_all(codex_home: CodexHome = None, keep_plugin: KeepPlugin = False,
     return _uninstall("all", codex_home, keep_plugin, purge, root, json_)
 
 
+GeminiArgs = Annotated[list[str] | None, typer.Argument(help="Gemini CLI's own arguments, after `--`.")]
+
+
+def run_gemini(args: GeminiArgs = None) -> int:
+    """Start Gemini CLI (`agentmsg run gemini -- ARGS`) with a fixed --session-id, exported as GEMINI_SESSION_ID
+    so that agentmsg in its shell acts as gemini:<id>."""
+    from ..launch import run_gemini as launch
+
+    return launch(args or [])
+
+
 def mcp(self_: Self = None, root: Root = None) -> int:
     """Serve the messaging tools over MCP on stdio (needs agentmsg[mcp]); the pin is fixed at start."""
     try:
@@ -475,6 +487,7 @@ GROUPS: dict[str, dict[str, Callable[..., int]]] = {
     "delivery": {"enable": delivery_enable, "disable": delivery_disable, "inspect": delivery_inspect,
                  "retry": delivery_retry},
     "install": {"codex": install_codex, "opencode": install_opencode},
+    "run": {"gemini": run_gemini},
     "uninstall": {"codex": uninstall_codex, "claude": uninstall_claude, "all": uninstall_all,
                   "opencode": uninstall_opencode},
 }

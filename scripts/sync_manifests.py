@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""Copy name, version and description from the top-level ``plugin.json`` (the one source of truth) into every
+host's manifest, keeping each manifest's own keys.  ``--check`` only reports what differs (exit 1).
+
+tests/test_manifests.py is what guards the agreement; this script is how to restore it after an edit.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = ("name", "version", "description")
+#: Every host manifest that carries the shared fields (written only where it exists, except the ones we own).
+MANIFESTS = (".claude-plugin/plugin.json", ".codex-plugin/plugin.json", ".plugin/plugin.json",
+             "gemini-extension.json", "opencode/package.json", "opencode/plugin.json", "package.opencode.json")
+
+
+def source() -> dict[str, str]:
+    doc = json.loads((REPO / "plugin.json").read_text(encoding="utf-8"))
+    return {key: doc[key] for key in SHARED}
+
+
+def present() -> list[Path]:
+    return [REPO / rel for rel in MANIFESTS if (REPO / rel).is_file()]
+
+
+def main(argv: list[str]) -> int:
+    want = source()
+    stale = []
+    for path in present():
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        if all(doc.get(k) == v for k, v in want.items()):
+            continue
+        stale.append(path.relative_to(REPO))
+        if "--check" not in argv:
+            doc.update(want)
+            path.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    for rel in stale:
+        print(f"{'differs' if '--check' in argv else 'updated'}: {rel}")
+    return 1 if stale and "--check" in argv else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
