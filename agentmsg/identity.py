@@ -44,5 +44,5 @@ def resolve(self_flag: str | None, env: Mapping[str, str] | None = None) -> Pin:
     raise IdentityError(
         "no identity: pass --self RUNTIME:SESSION_ID (or run inside Claude Code / Codex / Copilot CLI, "
         "which set CLAUDE_CODE_SESSION_ID / CODEX_THREAD_ID / COPILOT_AGENT_SESSION_ID, or a Gemini CLI started "
-        "with `agentmsg run gemini`)"
+        "with `agentmsg run gemini`, or OpenCode with agentmsg's plugin, which sets OPENCODE_SESSION_ID)"
     )

@@ -134,3 +134,25 @@ def test_the_plugin_uses_node_builtins_only_and_parses() -> None:
     assert node, "node is needed to check the plugin's syntax"
     done = subprocess.run([node, "--check", str(PLUGIN)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+def readme_commands() -> list[list[str]]:
+    """The `agentmsg ...` lines of README's "In OpenCode" code block, comments dropped."""
+    text = (REPO_ROOT / "README.md").read_text()
+    section = text.split("## In OpenCode", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
+    return [line.split("#", 1)[0].split() for line in block.splitlines() if line.strip()]
+
+
+def test_readme_install_steps_run_as_written(tmp_path: Path) -> None:
+    """Each command of README's OpenCode block, run from a project folder, does what its comment says."""
+    home, proj = tmp_path / "home", tmp_path / "proj"
+    proj.mkdir()
+    cmds = readme_commands()
+    assert [c[:3] for c in cmds] == [["agentmsg", "install", "opencode"]] * 2 + [["agentmsg", "uninstall", "opencode"]]
+    results = [run_json(*c[1:], env=env_for(home), cwd=proj).doc["result"] for c in cmds]
+    conf = home / ".config" / "opencode"
+    assert results[0]["plugin_file"] == str(conf / "plugins" / "agentmsg.js")
+    assert results[1]["plugin_file"] == str(proj / ".opencode" / "plugins" / "agentmsg.js")
+    assert results[1]["skill_file"] == str(proj / ".agents" / "skills" / "agentmsg" / "SKILL.md")
+    assert sorted(results[2]["removed"]) == sorted([results[0]["plugin_file"], results[0]["skill_file"]])
