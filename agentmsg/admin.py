@@ -61,6 +61,18 @@ def install_opencode(ctx: Ctx, project: str | None) -> Payload:
     return opencode.install(ctx.env, root, cli=cli, project=project)
 
 
+def uninstall_opencode_project(project: str) -> Payload:
+    """The two files ``agentmsg install opencode --project`` wrote, and nothing else."""
+    import os
+
+    from . import opencode
+
+    done = opencode.uninstall(os.environ, project)
+    return {"hosts": ["opencode"], "removed": [done[f"{k}_file"] for k in ("plugin", "skill") if done[k] == "removed"],
+            "ran": [], "left": [f"{done[f'{k}_file']}: {done[k]}" for k in ("plugin", "skill")
+                                if done[k] not in ("removed", "absent")], "state_root": None, "messages": "kept"}
+
+
 def uninstall(ctx: Ctx, host: str, codex_home: str | None, keep_plugin: bool, purge: bool) -> Payload:
     """Remove what agentmsg put outside the state root for ``host`` (the messages stay unless ``purge``)."""
     from . import installer

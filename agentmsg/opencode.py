@@ -106,7 +106,7 @@ def uninstall(env: Mapping[str, str], project: str | os.PathLike[str] | None = N
             out[key] = "absent"
         elif mark.encode() in path.read_bytes():
             path.unlink()
-            for folder in (path.parent, path.parent.parent) if key == "skill" else (path.parent,):
+            for folder in path.parents[: 3 if key == "skill" else 2]:  # each only if that left it empty
                 try:
                     folder.rmdir()
                 except OSError:

@@ -149,10 +149,13 @@ def test_readme_install_steps_run_as_written(tmp_path: Path) -> None:
     home, proj = tmp_path / "home", tmp_path / "proj"
     proj.mkdir()
     cmds = readme_commands()
-    assert [c[:3] for c in cmds] == [["agentmsg", "install", "opencode"]] * 2 + [["agentmsg", "uninstall", "opencode"]]
+    assert [c[:3] for c in cmds] == [["agentmsg", "install", "opencode"]] * 2 + [["agentmsg", "uninstall",
+                                                                                   "opencode"]] * 2
     results = [run_json(*c[1:], env=env_for(home), cwd=proj).doc["result"] for c in cmds]
     conf = home / ".config" / "opencode"
     assert results[0]["plugin_file"] == str(conf / "plugins" / "agentmsg.js")
     assert results[1]["plugin_file"] == str(proj / ".opencode" / "plugins" / "agentmsg.js")
     assert results[1]["skill_file"] == str(proj / ".agents" / "skills" / "agentmsg" / "SKILL.md")
     assert sorted(results[2]["removed"]) == sorted([results[0]["plugin_file"], results[0]["skill_file"]])
+    assert sorted(results[3]["removed"]) == sorted([results[1]["plugin_file"], results[1]["skill_file"]])
+    assert not (proj / ".opencode").exists() and not (proj / ".agents").exists()

@@ -399,11 +399,11 @@ def install_codex(codex_home: CodexHome = None, json_: Json = False) -> int:
     return _done("install codex", _admin().install_codex(_ctx(None), codex_home), json_)
 
 
-def install_opencode(
-    project: Annotated[str | None, typer.Option(help="Install into this project's .opencode/plugins and "
-                                                     ".agents/skills instead of ~/.config/opencode.")] = None,
-    json_: Json = False,
-) -> int:
+OpencodeProject = Annotated[str | None, typer.Option(help="This project's .opencode/plugins and .agents/skills "
+                                                           "instead of ~/.config/opencode.")]
+
+
+def install_opencode(project: OpencodeProject = None, json_: Json = False) -> int:
     """Write agentmsg's OpenCode plugin and skill (user config, or --project); idempotent."""
     return _done("install opencode", _admin().install_opencode(_ctx(None), project), json_)
 
@@ -430,8 +430,11 @@ def uninstall_claude(keep_plugin: KeepPlugin = False, purge: Purge = False, root
     return _uninstall("claude", None, keep_plugin, purge, root, json_)
 
 
-def uninstall_opencode(purge: Purge = False, root: Root = None, json_: Json = False) -> int:
+def uninstall_opencode(project: OpencodeProject = None, purge: Purge = False, root: Root = None,
+                       json_: Json = False) -> int:
     """Remove agentmsg from OpenCode: the plugin and skill files `agentmsg install opencode` wrote."""
+    if project is not None:  # only that project's two files: the user-level install and the caches stay
+        return _done("uninstall", _admin().uninstall_opencode_project(project), json_)
     return _uninstall("opencode", None, False, purge, root, json_)
 
 
