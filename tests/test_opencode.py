@@ -159,3 +159,30 @@ def test_readme_install_steps_run_as_written(tmp_path: Path) -> None:
     assert sorted(results[2]["removed"]) == sorted([results[0]["plugin_file"], results[0]["skill_file"]])
     assert sorted(results[3]["removed"]) == sorted([results[1]["plugin_file"], results[1]["skill_file"]])
     assert not (proj / ".opencode").exists() and not (proj / ".agents").exists()
+
+
+def test_a_wheel_install_writes_a_plugin_naming_its_own_hook(tmp_path: Path) -> None:
+    """setup.py ships the plugin template; from a wheel layout the plugin names that copy's hooks/run and the
+    console script, and that hook answers as opencode."""
+    import ast
+    import sys
+
+    tree = ast.parse((REPO_ROOT / "setup.py").read_text())
+    shipped = next(ast.literal_eval(n.value) for n in ast.walk(tree)
+                   if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "SHIPPED")
+    assert {"opencode/agentmsg.js", "opencode/package.json"} <= set(shipped)
+    plugin = tmp_path / "site-packages" / "agentmsg" / "_plugin"
+    shutil.copytree(REPO_ROOT / "agentmsg", plugin.parent, ignore=shutil.ignore_patterns("__pycache__"))
+    for rel in shipped:
+        (plugin / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO_ROOT / rel, plugin / rel)
+    out = oc.install({"HOME": str(tmp_path / "home")}, plugin, cli="/opt/pipx/bin/agentmsg")
+    text = Path(out["plugin_file"]).read_text()
+    assert f"const HOOK = {json.dumps(str(plugin / 'hooks' / 'run'))};" in text
+    assert 'const CLI = "/opt/pipx/bin/agentmsg";' in text
+    assert oc.installed_hook(Path(out["plugin_file"])) == plugin / "hooks" / "run"
+    probe = subprocess.run(["/bin/sh", "-c", out["hook"]], input=b'{"hook_event_name": "AgentmsgProbe"}',
+                           capture_output=True, timeout=60,
+                           env={"HOME": str(tmp_path), "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"})
+    doc = json.loads(probe.stdout)
+    assert (doc["host"], doc["package"]) == ("opencode", str(plugin.parent))
