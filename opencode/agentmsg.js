@@ -92,6 +92,7 @@ export const AgentmsgPlugin = async ({ client, directory }) => {
   // slot and then be lost, so only a long-lived server (serve, the TUI) continues idle sessions.
   const oneShot = process.argv.includes("run") && !process.argv.includes("serve");
   const started = new Set(); // sessions given the SessionStart identity block by this process
+  const compacted = new Set(); // sessions whose context OpenCode compacted since their last prompt
   const continuing = new Map(); // session -> the continuation text this plugin sent last
   const streak = new Map(); // session -> continuations since the last user prompt
   const busy = new Set(); // sessions whose idle hook is running
@@ -109,7 +110,9 @@ export const AgentmsgPlugin = async ({ client, directory }) => {
     const texts = [];
     if (!started.has(sid)) {
       started.add(sid);
-      texts.push(await runHook({ hook_event_name: "SessionStart", session_id: sid, source: "startup", cwd: directory }, PROMPT_TIMEOUT));
+      // After a compaction the quoted messages are gone from the context: "compact" shows them again.
+      const source = compacted.delete(sid) ? "compact" : "startup";
+      texts.push(await runHook({ hook_event_name: "SessionStart", session_id: sid, source, cwd: directory }, PROMPT_TIMEOUT));
     }
     if (!ours) {
       texts.push(await runHook({ hook_event_name: "UserPromptSubmit", session_id: sid, prompt, cwd: directory }, PROMPT_TIMEOUT));
@@ -158,7 +161,12 @@ export const AgentmsgPlugin = async ({ client, directory }) => {
     },
     event: async ({ event }) => {
       try {
-        if (event?.type === "session.idle") await onIdle(event.properties?.sessionID);
+        const sid = event?.properties?.sessionID;
+        if (event?.type === "session.idle") await onIdle(sid);
+        if (event?.type === "session.compacted" && SESSION.test(String(sid))) {
+          started.delete(sid);
+          compacted.add(sid);
+        }
       } catch {}
     },
   };

@@ -186,3 +186,75 @@ def test_a_wheel_install_writes_a_plugin_naming_its_own_hook(tmp_path: Path) -> 
                            env={"HOME": str(tmp_path), "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"})
     doc = json.loads(probe.stdout)
     assert (doc["host"], doc["package"]) == ("opencode", str(plugin.parent))
+
+
+PLUGIN_DRIVER = r"""
+const [plugin] = process.argv.slice(1);
+const { AgentmsgPlugin } = await import(plugin);
+const prompts = [];
+const client = { session: { prompt: async (req) => { prompts.push(req); return {}; } } };
+const hooks = await AgentmsgPlugin({ client, directory: "/nowhere" });
+const said = async (sid, text) => {
+  const output = { message: { id: "msg_1" }, parts: [{ id: "prt_1", type: "text", text }] };
+  await hooks["chat.message"]({ sessionID: sid }, output);
+  return output.parts.slice(1).map((p) => [p.id, p.synthetic, p.text]);
+};
+const env = async (sid) => {
+  const output = { env: {} };
+  await hooks["shell.env"]({ sessionID: sid }, output);
+  return output.env;
+};
+const out = {};
+out.first = await said("ses_a1", "hello");
+out.second = await said("ses_a1", "again");
+await hooks.event({ event: { type: "session.compacted", properties: { sessionID: "ses_a1" } } });
+out.compacted = await said("ses_a1", "after compaction");
+out.bad = await said("../etc", "x");
+out.env = [await env("ses_a1"), await env("../etc"), await env(undefined)];
+for (let i = 0; i < 4; i++) await hooks.event({ event: { type: "session.idle", properties: { sessionID: "ses_a1" } } });
+out.prompts = prompts.map((p) => [p.path.id, p.body.parts[0].text]);
+console.log(JSON.stringify(out));
+"""
+
+FAKE_HOOK = """#!/bin/sh
+in=$(cat)
+printf '%s\\n' "$in" >> "$CALLS"
+case $in in
+  *'"SessionStart"'*) printf '{"hookSpecificOutput": {"additionalContext": "ID"}}' ;;
+  *'"UserPromptSubmit"'*) printf '{"hookSpecificOutput": {"additionalContext": "MAIL"}}' ;;
+  *'"Stop"'*) printf '{"decision": "block", "reason": "MORE %s"}' "$(wc -l < "$CALLS")" ;;
+esac
+"""
+
+
+def test_the_plugin_logic_against_a_stand_in_hook(tmp_path: Path) -> None:
+    """The plugin alone, in node: SessionStart once per session (again, as "compact", after a compaction),
+    the prompt hook at every user prompt, the shell's variable only for a valid session id, and idle
+    continuations that tell the hook they follow one and stop at AGENTMSG_OPENCODE_MAX_CONTINUATIONS."""
+    hook = tmp_path / "hooks" / "run"
+    hook.parent.mkdir()
+    hook.write_text(FAKE_HOOK)
+    calls = tmp_path / "calls.jsonl"
+    installed = tmp_path / "agentmsg.js"
+    installed.write_text(oc.render(REPO_ROOT).replace(json.dumps(str(REPO_ROOT / "hooks" / "run")),
+                                                      json.dumps(str(hook))))
+    node = shutil.which("node")
+    assert node
+    done = subprocess.run([node, "--input-type=module", "-e", PLUGIN_DRIVER, "--", str(installed)],
+                          capture_output=True, text=True, timeout=60,
+                          env={"PATH": "/usr/bin:/bin", "CALLS": str(calls),
+                               "AGENTMSG_OPENCODE_MAX_CONTINUATIONS": "2"})
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["first"] == [["prt_1am0", True, "ID"], ["prt_1am1", True, "MAIL"]]
+    assert out["second"] == [["prt_1am0", True, "MAIL"]]
+    assert out["compacted"] == [["prt_1am0", True, "ID"], ["prt_1am1", True, "MAIL"]]
+    assert out["bad"] == []
+    assert out["env"] == [{"OPENCODE_SESSION_ID": "ses_a1"}, {}, {}]
+    seen = [json.loads(x) for x in calls.read_text().splitlines()]
+    assert [(c["hook_event_name"], c.get("source"), c.get("stop_hook_active")) for c in seen] == [
+        ("SessionStart", "startup", None), ("UserPromptSubmit", None, None), ("UserPromptSubmit", None, None),
+        ("SessionStart", "compact", None), ("UserPromptSubmit", None, None),
+        ("Stop", None, False), ("Stop", None, True)]  # the third and fourth idle: the plugin's bound
+    assert all(c["session_id"] == "ses_a1" for c in seen)
+    assert out["prompts"] == [["ses_a1", "MORE 6"], ["ses_a1", "MORE 7"]]
