@@ -402,12 +402,13 @@ def copies(*, home: str | os.PathLike[str] | None = None,
 def duplicates(found: list[dict[str, Any]]) -> list[str]:
     """One line per host whose enabled copies would each run every hook."""
     lines = []
-    for host in ("claude", "codex"):
+    for host in ("claude", "codex", "opencode"):
         running = [c for c in found if c["host"] == host and c["enabled"]]
         if len(running) > 1:
             what = "; ".join(f"{c['kind']} {c['id']} ({c['root']})" for c in running)
-            fix = ("`agentmsg uninstall codex --keep-plugin` removes the user hooks and keeps the plugin"
-                   if host == "codex" else "`claude plugin uninstall` all but one")
+            fix = {"codex": "`agentmsg uninstall codex --keep-plugin` removes the user hooks and keeps the plugin",
+                   "opencode": "`agentmsg uninstall opencode` or `agentmsg uninstall opencode --project DIR` "
+                               "removes one"}.get(host, "`claude plugin uninstall` all but one")
             lines.append(f"{host}: agentmsg is installed {len(running)} times and every hook runs "
                          f"{len(running)} times: {what}; {fix}")
     return lines

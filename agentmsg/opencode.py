@@ -154,13 +154,18 @@ def detect(env: Mapping[str, str]) -> dict[str, Any]:
             "note": "a project's .opencode/plugins/ is not visible from here"}
 
 
-def copies(env: Mapping[str, str]) -> list[dict[str, Any]]:
-    """The user-level plugin as a copy for doctor (``installer.copies`` shape)."""
-    plugin_file = targets(env)[0]
-    hook = installed_hook(plugin_file)
-    if hook is None:
-        return []
-    root = hook.parent.parent if hook.is_file() else None
-    return [{"host": "opencode", "kind": "plugin file", "id": "agentmsg install opencode",
-             "root": str(root) if root else None, "data": None, "enabled": True, "cache": None,
-             "hooks_file": str(plugin_file), "command": hook_command(root) if root else None, "env": {}}]
+def copies(env: Mapping[str, str], project: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
+    """The user-level plugin, and ``project``'s (default: the current folder), as copies for doctor
+    (``installer.copies`` shape).  OpenCode loads both, so both would run every hook."""
+    found: list[dict[str, Any]] = []
+    for kind, how, plugin_file in (
+            ("plugin file", "agentmsg install opencode", targets(env)[0]),
+            ("project plugin file", "agentmsg install opencode --project", targets(env, project or os.getcwd())[0])):
+        hook = installed_hook(plugin_file)
+        if hook is None:
+            continue
+        root = hook.parent.parent if hook.is_file() else None
+        found.append({"host": "opencode", "kind": kind, "id": how, "root": str(root) if root else None,
+                      "data": None, "enabled": True, "cache": None, "hooks_file": str(plugin_file),
+                      "command": hook_command(root) if root else None, "env": {}})
+    return found

@@ -258,3 +258,17 @@ def test_the_plugin_logic_against_a_stand_in_hook(tmp_path: Path) -> None:
         ("Stop", None, False), ("Stop", None, True)]  # the third and fourth idle: the plugin's bound
     assert all(c["session_id"] == "ses_a1" for c in seen)
     assert out["prompts"] == [["ses_a1", "MORE 6"], ["ses_a1", "MORE 7"]]
+
+
+def test_doctor_reports_a_user_and_a_project_plugin_as_running_twice(tmp_path: Path) -> None:
+    home, proj, root = tmp_path / "home", tmp_path / "proj", tmp_path / "state"
+    proj.mkdir()
+    run_json("install", "opencode", env=env_for(home))
+    run_json("install", "opencode", "--project", str(proj), env=env_for(home))
+    code, doc, err = run_json("doctor", env=env_for(home), root=root, cwd=proj)
+    kinds = sorted(c["kind"] for c in doc["result"]["copies"] if c["host"] == "opencode")
+    assert kinds == ["plugin file", "project plugin file"]
+    assert code == 16 and "opencode: agentmsg is installed 2 times and every hook runs 2 times" in err
+    run_json("uninstall", "opencode", "--project", str(proj), env=env_for(home))
+    code, doc, _ = run_json("doctor", env=env_for(home), root=root, cwd=proj)
+    assert code == 0, doc["result"]["errors"]
