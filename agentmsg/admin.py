@@ -49,6 +49,17 @@ def install_codex(ctx: Ctx, codex_home: str | None) -> Payload:
                                    home=ctx.env.get("HOME"), cli=cli)
 
 
+def install_host(ctx: Ctx, host: str) -> Payload:
+    """``install gemini|copilot``: the host's own CLI installs this copy's plugin files, run in place."""
+    from . import hostinstall, installer
+
+    root = installer.plugin_root()
+    if root is None:
+        raise UsageError("this agentmsg has no hook files (neither a plugin checkout nor a wheel with "
+                         "agentmsg/_plugin); reinstall it")
+    return (hostinstall.install_gemini if host == "gemini" else hostinstall.install_copilot)(root, ctx.env)
+
+
 def install_opencode(ctx: Ctx, project: str | None) -> Payload:
     """The OpenCode plugin and skill, naming this copy's hooks/run (a wheel: its console script for the CLI)."""
     from . import installer, opencode

@@ -18,6 +18,10 @@ MANIFESTS = (".claude-plugin/plugin.json", ".codex-plugin/plugin.json", ".plugin
              "gemini-extension.json", "opencode/package.json", "opencode/plugin.json", "package.opencode.json")
 
 
+#: Marketplace files: their agentmsg entry carries the description too.
+MARKETPLACES = (".claude-plugin/marketplace.json", ".agents/plugins/marketplace.json")
+
+
 def source() -> dict[str, str]:
     doc = json.loads((REPO / "plugin.json").read_text(encoding="utf-8"))
     return {key: doc[key] for key in SHARED}
@@ -37,6 +41,19 @@ def main(argv: list[str]) -> int:
         stale.append(path.relative_to(REPO))
         if "--check" not in argv:
             doc.update(want)
+            path.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    for rel in MARKETPLACES:
+        path = REPO / rel
+        if not path.is_file():
+            continue
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        entries = [e for e in doc.get("plugins", []) if isinstance(e, dict) and e.get("name") == want["name"]]
+        if all(e.get("description") == want["description"] for e in entries):
+            continue
+        stale.append(path.relative_to(REPO))
+        if "--check" not in argv:
+            for e in entries:
+                e["description"] = want["description"]
             path.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     for rel in stale:
         print(f"{'differs' if '--check' in argv else 'updated'}: {rel}")

@@ -28,7 +28,8 @@ names it), with ``python3`` being the test venv's interpreter.
 3. test_200_long_messages_inject_under_the_cap
 4. test_hook_command_fails_open_on_garbage_stdin, test_hook_command_without_state_root_creates_nothing,
    test_corrupt_state_fails_open_and_the_turn_completes
-5. test_gemini_and_copilot_sessions_reach_and_ack_each_other (issue 9)
+5. test_gemini_and_copilot_sessions_reach_and_ack_each_other,
+   test_four_host_ring_each_agent_acks_and_passes_it_on (issue 9; OpenCode is another branch's)
 
 Issue 9 runs 2-4 on Gemini CLI and Copilot CLI too.
 """
@@ -610,6 +611,10 @@ def test_gemini_and_copilot_sessions_reach_and_ack_each_other(tmp_path, gemini_e
             stubs.text("gemini sent it")], root=root)
         assert list(t1.contexts(0)) == ["SessionStart"]
         assert t1.contexts(0)["SessionStart"].startswith(identity_prefix(gs.pin, "gem", c))
+        # The extension's skill and GEMINI.md reach the model too.
+        body = t1.requests[0].body
+        assert "Durable, addressed messages between coding-agent sessions" in json.dumps(body["systemInstruction"])
+        assert "Context from: " + str(gem.plugin_root / "GEMINI.md") in product.body_text(t1.requests[0])
         (out,) = gem.shell_outputs(t1.requests[1])
         doc = _cli_json(gem, out)
         (res,) = doc["result"]["results"]
@@ -625,6 +630,7 @@ def test_gemini_and_copilot_sessions_reach_and_ack_each_other(tmp_path, gemini_e
         ctx = t2.contexts(0)
         assert sorted(ctx) == ["SessionStart", "UserPromptSubmit"]
         assert ctx["SessionStart"].startswith(identity_prefix(cs.pin, "cop", c))
+        assert "Durable, addressed messages between coding-agent sessions" in product.body_text(t2.requests[0])
         block = product.parse_block(ctx["UserPromptSubmit"])
         assert_untrusted(block)
         (m,) = block.messages
@@ -652,4 +658,60 @@ def test_gemini_and_copilot_sessions_reach_and_ack_each_other(tmp_path, gemini_e
     acks = [(name, r["message"], r["by"]) for name in ("cop", "gem")
             for r in collab.journal(f"receipts/{name}.jsonl") if r["type"] == "ack"]
     assert acks == [("cop", mid_g, cs.pin), ("gem", mid_c, gs.pin)], acks
+    assert log_lines(root) == []
+
+
+def test_four_host_ring_each_agent_acks_and_passes_it_on(tmp_path, codex_plugin, claude_installed, gemini_ext,
+                                                         copilot_dir):
+    """Codex -> Claude Code -> Gemini -> Copilot -> Codex (the issue's ring without OpenCode, which another
+    branch builds): each message reaches the next host's model request inside the boundary, and that host's
+    agent acknowledges it with `agentmsg ack` and sends the next one, both as its own session (no --self)."""
+    ring = [("codex", codex_plugin), ("claude", claude_installed), ("gemini", gemini_ext), ("copilot", copilot_dir)]
+    root = tmp_path / "state"
+    stubs_ = {name: host.stub() for name, host in ring}
+    try:
+        sessions = {name: host.begin(stubs_[name], root=root) for name, host in ring}
+        collab = product.open_collab(root, tmp_path / "cli-home")
+        c = collab.id
+        for name, _host in ring:
+            collab.join(sessions[name].pin, name)
+        incoming: str | None = None
+        sent: list[tuple[str, str, str]] = []  # (from, to, message id)
+        for i, (name, host) in enumerate([*ring, ring[0]]):
+            nxt = ring[(i + 1) % len(ring)][0]
+            steps = []
+            if incoming is not None:
+                steps.append(stubs.shell(f"command -v agentmsg && agentmsg ack --collab {c} --message {incoming} "
+                                         "--json"))
+            last = i == len(ring)
+            if not last:
+                steps.append(stubs.shell(f"command -v agentmsg && agentmsg send --collab {c} --to {nxt} --kind request "
+                                         f"--subject 'ring {i}' --body 'hop {i}: {name} to {nxt}' --json"))
+            t = sessions[name].turn(stubs_[name], f"ring turn {i} on {name}", [*steps, stubs.text(f"{name} done")],
+                                    root=root)
+            if incoming is not None:
+                block = product.parse_block(t.contexts(0)["UserPromptSubmit"])
+                assert_untrusted(block)
+                (m,) = block.messages
+                prev = ring[i - 1][0]
+                assert (m.id, m.sender, m.runtime, m.body) == (
+                    incoming, prev, product.RUNTIME[prev], f"hop {i - 1}: {prev} to {name}")
+            outs = [o for r in t.requests for o in host.shell_outputs(r)]
+            outs = list(dict.fromkeys(outs))  # each request carries the history: every output once
+            docs = [_cli_json(host, o) for o in outs]
+            assert all(d["ok"] for d in docs), docs
+            if not last:
+                (res,) = docs[-1]["result"]["results"]
+                sent.append((name, nxt, res["id"]))
+                incoming = res["id"]
+    finally:
+        for st in stubs_.values():
+            st.close()
+    assert [(f, t) for f, t, _ in sent] == [("codex", "claude"), ("claude", "gemini"), ("gemini", "copilot"),
+                                            ("copilot", "codex")]
+    for frm, to, mid in sent:
+        (rec,) = collab.journal(f"inbox/{to}.jsonl")
+        assert (rec["id"], rec["sender_pin"]) == (mid, sessions[frm].pin)
+        acks = [r for r in collab.journal(f"receipts/{to}.jsonl") if r["type"] == "ack"]
+        assert [(r["message"], r["by"]) for r in acks] == [(mid, sessions[to].pin)]
     assert log_lines(root) == []

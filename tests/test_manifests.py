@@ -60,6 +60,13 @@ def test_every_host_manifest_agrees_with_plugin_json():
             assert doc.get(key) == top[key], f"{path.relative_to(REPO)}: {key} differs from plugin.json"
 
 
+def test_marketplace_entries_carry_the_same_description():
+    top = json.loads((REPO / "plugin.json").read_text())
+    for rel in (".claude-plugin/marketplace.json", ".agents/plugins/marketplace.json"):
+        (entry,) = json.loads((REPO / rel).read_text())["plugins"]
+        assert (entry["name"], entry["description"]) == (top["name"], top["description"]), rel
+
+
 def test_sync_script_reports_a_drifted_manifest(tmp_path):
     """The generator finds a manifest that drifted (run on a copy: the repository is never written)."""
     for rel in ("plugin.json", "scripts/sync_manifests.py", ".claude-plugin/plugin.json", "gemini-extension.json"):

@@ -399,6 +399,16 @@ def install_codex(codex_home: CodexHome = None, json_: Json = False) -> int:
     return _done("install codex", _admin().install_codex(_ctx(None), codex_home), json_)
 
 
+def install_gemini(json_: Json = False) -> int:
+    """Link this copy as a Gemini CLI extension (gemini extensions link); start Gemini with `agentmsg run gemini`."""
+    return _done("install gemini", _admin().install_host(_ctx(None), "gemini"), json_)
+
+
+def install_copilot(json_: Json = False) -> int:
+    """Install this copy as a Copilot CLI plugin (copilot plugin marketplace add + install); idempotent."""
+    return _done("install copilot", _admin().install_host(_ctx(None), "copilot"), json_)
+
+
 OpencodeProject = Annotated[str | None, typer.Option(help="This project's .opencode/plugins and .agents/skills "
                                                            "instead of ~/.config/opencode.")]
 
@@ -428,6 +438,18 @@ def uninstall_claude(keep_plugin: KeepPlugin = False, purge: Purge = False, root
                      json_: Json = False) -> int:
     """Remove agentmsg from Claude Code: the plugin install, its data, and (if no copy is left) the caches."""
     return _uninstall("claude", None, keep_plugin, purge, root, json_)
+
+
+def uninstall_gemini(keep_plugin: KeepPlugin = False, purge: Purge = False, root: Root = None,
+                     json_: Json = False) -> int:
+    """Remove agentmsg from Gemini CLI (gemini extensions uninstall), and the caches if no copy is left."""
+    return _uninstall("gemini", None, keep_plugin, purge, root, json_)
+
+
+def uninstall_copilot(keep_plugin: KeepPlugin = False, purge: Purge = False, root: Root = None,
+                      json_: Json = False) -> int:
+    """Remove agentmsg from Copilot CLI (plugin and marketplace), and the caches if no copy is left."""
+    return _uninstall("copilot", None, keep_plugin, purge, root, json_)
 
 
 def uninstall_opencode(project: OpencodeProject = None, purge: Purge = False, root: Root = None,
@@ -489,10 +511,11 @@ GROUPS: dict[str, dict[str, Callable[..., int]]] = {
     "log": {"append": log_append, "render": log_render, "show": log_show},
     "delivery": {"enable": delivery_enable, "disable": delivery_disable, "inspect": delivery_inspect,
                  "retry": delivery_retry},
-    "install": {"codex": install_codex, "opencode": install_opencode},
+    "install": {"codex": install_codex, "gemini": install_gemini, "copilot": install_copilot,
+                "opencode": install_opencode},
     "run": {"gemini": run_gemini},
-    "uninstall": {"codex": uninstall_codex, "claude": uninstall_claude, "all": uninstall_all,
-                  "opencode": uninstall_opencode},
+    "uninstall": {"codex": uninstall_codex, "claude": uninstall_claude, "gemini": uninstall_gemini,
+                  "copilot": uninstall_copilot, "opencode": uninstall_opencode, "all": uninstall_all},
 }
 
 
