@@ -60,7 +60,8 @@ if TYPE_CHECKING:
 
     Binding = tuple[str, str, Registry]
 
-HOSTS = {"claude": "claude-code", "codex": "codex", "copilot": "copilot", "gemini": "gemini"}
+HOSTS = {"claude": "claude-code", "codex": "codex", "copilot": "copilot", "gemini": "gemini",
+         "opencode": "opencode"}  # opencode: its plugin (opencode/agentmsg.js) runs them
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop")
 #: Other hosts' names for the same three events: Gemini CLI's, and Copilot CLI's camelCase hooks.
 EVENT_ALIASES = {"BeforeAgent": "UserPromptSubmit", "AfterAgent": "Stop", "sessionStart": "SessionStart",
@@ -575,7 +576,7 @@ def parse_stdin(raw: bytes) -> dict[str, Any]:
 
 
 _SESSION_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
-_SESSION_REST = _SESSION_FIRST | frozenset("._@-")
+_SESSION_REST = _SESSION_FIRST | frozenset("_.@-")
 
 
 def is_session(value: object) -> bool:

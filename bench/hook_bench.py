@@ -474,6 +474,163 @@ def hosts_markdown(res: dict, info: dict[str, str], command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+# ---- OpenCode: the same hook, run by the plugin ------------------------------------------------------
+
+OPENCODE_SESSION = "ses_0bench0opencode0session"
+#: Imports the plugin and answers one ``chat.message`` per stdin line with "<ms> <chars added>" (timed inside
+#: node: the spawn of hooks/run, the hook, and the parse, as OpenCode's own process pays them).
+NODE_DRIVER = r"""
+import { createInterface } from "node:readline";
+const [plugin, sid, dir] = process.argv.slice(1);
+const { AgentmsgPlugin } = await import(plugin);
+const hooks = await AgentmsgPlugin({ client: null, directory: dir });
+for await (const _ of createInterface({ input: process.stdin })) {
+  const output = { message: { id: "msg_bench" }, parts: [{ id: "prt_bench", type: "text", text: "carry on" }] };
+  const t0 = performance.now();
+  await hooks["chat.message"]({ sessionID: sid }, output);
+  const ms = performance.now() - t0;
+  console.log(`${ms} ${output.parts.slice(1).reduce((n, p) => n + p.text.length, 0)}`);
+}
+"""
+
+
+def opencode_env(root: Path) -> dict[str, str]:
+    return {"HOME": os.environ.get("HOME", str(root)), "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "LANG": os.environ.get("LANG", "C.UTF-8"), "AGENTMSG_HOME": str(root), "OPENCODE": "1",
+            "AGENTMSG_CLI": str(REPO / "bin" / "agentmsg")}
+
+
+def opencode_stdin(project: Path) -> bytes:
+    return json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": OPENCODE_SESSION,
+                       "prompt": "carry on with the review", "cwd": str(project)}).encode()
+
+
+class NodePlugin:
+    """One node process holding the plugin (its SessionStart already done), timing one prompt per call."""
+
+    def __init__(self, root: Path, project: Path) -> None:
+        node = shutil.which("node")
+        if node is None:
+            raise SystemExit("node is not on PATH")
+        self.proc = subprocess.Popen(
+            [node, "--input-type=module", "-e", NODE_DRIVER, "--", str(REPO / "opencode" / "agentmsg.js"),
+             OPENCODE_SESSION, str(project)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            env=opencode_env(root))
+
+    def call(self) -> tuple[float, int]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write("\n")
+        self.proc.stdin.flush()
+        ms, chars = self.proc.stdout.readline().split()
+        return float(ms) / 1e3, int(chars)
+
+    def close(self) -> None:
+        if self.proc.stdin:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def opencode_run(args: argparse.Namespace) -> dict:
+    """Claude Code's hook command vs OpenCode's (``hooks/run opencode``, as the plugin spawns it) vs the whole
+    plugin path in node, on the same inbox (the binding handed over to an OpenCode pin in a copy)."""
+    from agentmsg import opencode as oc
+    from agentmsg.backends.file.store import FileStore
+    from agentmsg.domain import validate
+    from agentmsg.service.messaging import Mailbox
+
+    tmp = Path(tempfile.mkdtemp(prefix="hook-opencode-"))
+    try:
+        project = tmp / "project"
+        project.mkdir()
+        data = tmp / "plugin-data"
+        new_collab(tmp / "probe")
+        python, _cold = resolve_interpreter(data, project, tmp / "probe")
+        command = oc.hook_command(REPO)
+        scen = []
+        for unread in args.unread:
+            root = tmp / f"u{unread}"
+            _box, collab, base, _t = build_unread(root, unread)
+            oroot = tmp / f"oc-u{unread}"
+            shutil.copytree(root, oroot, symlinks=True)
+            obox = Mailbox(FileStore(oroot))
+            opin = validate.pin(f"opencode:{OPENCODE_SESSION}")
+            obox.handover(collab, REVIEWER, opin, alias="reviewer")
+            obox.join(collab, opin, "reviewer", succeeds=REVIEWER, reason="bench: the same inbox in OpenCode")
+            obase = Path(obox.store.base(collab))  # type: ignore[attr-defined]
+            sc: dict = {"unread": unread, "claude": [], "opencode": [], "plugin": []}
+            cenv, oenv = claude_env(root, data, project), opencode_env(oroot)
+
+            def claude(cenv: dict = cenv) -> tuple[float, int]:
+                t, proc = timed(["/bin/sh", "-c", hook_command()], input=stdin_json(project), env=cenv)
+                return t, len(json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"])
+
+            def opencode(oenv: dict = oenv) -> tuple[float, int]:
+                t, proc = timed(["/bin/sh", "-c", command], input=opencode_stdin(project), env=oenv)
+                return t, len(json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"])
+
+            plugin = NodePlugin(oroot, project)
+            sc["snap_c"] = Snapshot(base, tmp / f"pristine-c-{unread}")
+            sc["snap_o"] = Snapshot(obase, tmp / f"pristine-o-{unread}")
+            sc["shown"] = sc["snap_c"].record(claude)[1]
+            sc["snap_o"].record(lambda plugin=plugin: (opencode(), plugin.call()))  # its first call: SessionStart too
+            sc.update(claude=claude, opencode=opencode, plugin=plugin, runs={"claude": [], "opencode": [],
+                                                                             "plugin": []})
+            scen.append(sc)
+            print(f"built {unread:,} unread", flush=True)
+        floor: list[float] = []
+        for i in range(args.repeats + args.warmup):
+            f, _ = timed([python, "-S", "-c", "pass"])
+            for sc in scen:
+                for name, snap in (("claude", "snap_c"), ("opencode", "snap_o"), ("plugin", "snap_o")):
+                    sc[snap].restore()
+                    t, chars = sc[name]() if name != "plugin" else sc["plugin"].call()
+                    sc[snap].restore()
+                    if not chars:
+                        raise SystemExit(f"{name} showed nothing at unread {sc['unread']}")
+                    if i >= args.warmup:
+                        sc["runs"][name].append(t)
+            if i >= args.warmup:
+                floor.append(f)
+        fm = stats(floor)[0]
+        rows = []
+        for sc in scen:
+            sc["plugin"].close()
+            med = {k: stats(v)[0] for k, v in sc["runs"].items()}
+            c, o, p = med["claude"], med["opencode"], med["plugin"]
+            rows.append({"unread": sc["unread"], "floor_ms": fm * 1e3, **{f"{k}_ms": v * 1e3 for k, v in med.items()},
+                         "opencode_vs_claude": o / c, "opencode_vs_floor": o / fm, "plugin_vs_claude": p / c})
+            print(f"unread {sc['unread']:>7,}: claude {c * 1e3:6.2f} ms  opencode {o * 1e3:6.2f} ms ({o / c:.2f}x "
+                  f"claude, {o / fm:.2f}x floor)  plugin in node {p * 1e3:6.2f} ms ({p / c:.2f}x claude)", flush=True)
+        return {"rows": rows, "repeats": args.repeats, "command": command,
+                "load_after": " ".join(f"{x:.2f}" for x in os.getloadavg())}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def opencode_markdown(res: dict, info: dict[str, str], command: str) -> str:
+    lines = ["## Hook in OpenCode", "", f"Reproduce: `{command}`", ""]
+    lines += [f"- {k}: {v}" for k, v in info.items()]
+    lines += ["", "UserPromptSubmit on the same inbox three ways, interleaved in each round with the floor (the",
+              "real interpreter started bare, `-S -c pass`): Claude Code's hook command (`hooks/hooks.json`);",
+              f"OpenCode's, as the plugin spawns it (`{res['command'].replace(str(REPO), '<repo>')}`, OpenCode's "
+              "environment and stdin;",
+              "the binding handed over to an `opencode:` pin in a copy of the inbox); and the whole plugin path,",
+              "the `chat.message` handler of `opencode/agentmsg.js` in node, timed inside node (spawn, hook,",
+              "parse). Every run presents the same 20 messages for the first time (changed files put back).",
+              f"Median of {res['repeats']} runs; load after: {res['load_after']}.", "",
+              "| unread | Claude hook | OpenCode hook | OpenCode vs Claude | OpenCode vs floor | plugin in node | "
+              "plugin vs Claude hook |", "|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in res["rows"]:
+        lines.append(f"| {r['unread']:,} | {r['claude_ms']:.2f} ms | {r['opencode_ms']:.2f} ms | "
+                     f"**{r['opencode_vs_claude']:.2f}x** | {r['opencode_vs_floor']:.2f}x | {r['plugin_ms']:.2f} ms | "
+                     f"{r['plugin_vs_claude']:.2f}x |")
+    worst = max(r["opencode_vs_claude"] for r in res["rows"])
+    lines += ["", f"Target: the same hook speed as Claude Code's (at most 1.1x). Worst: {worst:.2f}x "
+              f"({'met' if worst <= 1.1 else 'MISSED'}). The plugin column adds node's spawn of `/bin/sh`, which",
+              "OpenCode pays in its own process (Bun) instead of a host's hook runner."]
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--unread", default="10,10000,100000", help="unread counts in the inbox")
@@ -484,9 +641,18 @@ def main() -> None:
     ap.add_argument("--fastpath", action="store_true", help="time the launcher's fast path instead "
                     "(## Hook fast path)")
     ap.add_argument("--hosts", action="store_true", help="time each host's hook command (## Hook per host)")
+    ap.add_argument("--opencode", action="store_true", help="time OpenCode's hook command and plugin against "
+                    "Claude Code's (## Hook in OpenCode)")
     args = ap.parse_args()
     args.unread = [int(x) for x in args.unread.split(",")]
     info = machine()
+    if args.opencode:
+        res = opencode_run(args)
+        if args.write_md:
+            command = (f"python3 bench/hook_bench.py --opencode --repeats {args.repeats} "
+                       f"--unread {','.join(map(str, args.unread))} --write-md")
+            write_section(REPO / "docs" / "BENCHMARKS.md", "Hook in OpenCode", opencode_markdown(res, info, command))
+        return
     if args.hosts:
         res = hosts_run(args)
         if args.write_md:

@@ -45,7 +45,7 @@ def pin_key(pin: str) -> str:
 
 
 _SESSION_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
-_SESSION_REST = _SESSION_FIRST | frozenset("._@-")
+_SESSION_REST = _SESSION_FIRST | frozenset("_.@-")
 _RUNTIME = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
 
 
@@ -53,7 +53,7 @@ def idle_files(root: str, pin: str) -> tuple[str, str] | None:
     """The fast path's two files for a pin, ``(generation, idle)``; None for a pin no hook launcher can name.
 
     ``hooks/run`` builds the same names in sh, without hashing: the runtime
-    and the session id (``[A-Za-z0-9][A-Za-z0-9._@-]{0,127}``) are safe file
+    and the session id (``[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}``) are safe file
     names, and the two suffixes cannot collide across sessions.
     """
     runtime, sep, session = pin.partition(":")
