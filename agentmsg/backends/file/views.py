@@ -520,10 +520,11 @@ def wake(root: str, pins: Iterable[str]) -> None:
 
 
 def _invalidate(files: tuple[str, str]) -> None:
-    try:
-        os.unlink(files[1])
-    except FileNotFoundError:
-        pass
+    for path in (files[1], files[0][: -len(".gen")] + ".mid"):
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
 
 
 def wake_aliases(tx: FileTxn, aliases: Iterable[str]) -> None:
@@ -559,3 +560,26 @@ def clear_idle(root: str, pin: str) -> None:
     files = layout.idle_files(root, pin)
     if files is not None:
         quietly(_invalidate, files)
+
+
+# The mid-turn marker, ``<session>.mid``: the same generation scheme as ``.idle``, for PostToolUse
+# (``hooks/run claude midturn``).  A PostToolUse hook that finds nothing due between tool calls copies
+# the generation it read first into it.  Every writer's :func:`wake` voids it with ``.gen``; a full
+# prompt or SessionStart run that may change what is due (a prompt counted, a cleared context) drops it.
+
+
+def mark_midturn_quiet(root: str, pin: str, token: str) -> None:
+    """Record that nothing was due mid-turn for the pin as of generation ``token``."""
+    path = layout.midturn_file(root, pin)
+    if path is not None:
+        fsio.atomic_write(path, (token + "\n").encode(), durable=False)
+
+
+def clear_midturn(root: str, pin: str) -> None:
+    """Drop the pin's mid-turn marker: the next PostToolUse hook runs in full."""
+    path = layout.midturn_file(root, pin)
+    if path is not None:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
