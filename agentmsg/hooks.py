@@ -52,7 +52,7 @@ import time
 from . import TOOL, __version__, fsio, hostcmd, records
 from .backends.file import layout, views
 from .backends.file.store import FileStore, FileTxn
-from .domain import envelope, kinds, midturn, rules
+from .domain import envelope, kinds, rules
 from .paths import resolve_root_str
 from .text import boundary
 
@@ -463,6 +463,8 @@ class Hook:
 
     def post_tool(self, data: Mapping[str, Any], binds: list[Binding]) -> tuple[bytes, Callable[[], None]]:
         """Between tool calls: the due messages the binding opted to be interrupted by, gap permitting."""
+        from .domain import midturn  # PostToolUse only
+
         now = time.time()
         work = []
         due_all: list[Message] = []
