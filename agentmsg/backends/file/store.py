@@ -337,9 +337,8 @@ class FileTxn:
     def append_receipts(self, alias: str, items: list[dict[str, Any]], *, durable: bool = True,
                         head: bool = True) -> list[dict[str, Any]]:
         """Append receipts (acks, presented attempts, notify results, replied marks) in one write."""
-        for fields in items:  # a planted link in ids/ is refused before anything is written
-            if fields.get("message"):
-                views.refuse_index_link(self, fields["message"])
+        # a planted link in ids/ is refused before anything is written
+        views.refuse_index_links(self, [f["message"] for f in items if isinstance(f.get("message"), str)])
         path = layout.receipts(self.base, alias)  # a bad alias is refused before anything is created
         fsio.ensure_dir(self.base, "receipts")
         journal = Journal(path)

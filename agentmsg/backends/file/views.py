@@ -197,9 +197,15 @@ def ensure_pins(store: FileStore, *, force: bool = False) -> None:
 # ---- ids/: message id -> where it is, and its receipts ------------------------------------------
 
 
-def refuse_index_link(tx: FileTxn, message: str) -> None:
-    if layout.is_uuid(message):
-        fsio.existing_dir(tx.base, "ids", message[:2])
+def refuse_index_links(tx: FileTxn, messages: Iterable[str]) -> None:
+    """Refuse a planted link at these messages' ids/ entries (each shard directory checked once)."""
+    shards: set[str] = set()
+    for message in messages:
+        if not layout.is_uuid(message):
+            continue
+        if message[:2] not in shards:
+            fsio.existing_dir(tx.base, "ids", message[:2])
+            shards.add(message[:2])
         fsio.refuse_link(layout.index(tx.base, message))
 
 
