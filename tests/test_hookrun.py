@@ -511,13 +511,16 @@ def test_launcher_without_python_fails_open(tmp_path, collab):
 def test_hooks_files_name_the_launcher_for_each_host():
     for name, host in (("hooks.json", "claude"), ("codex-hooks.json", "codex")):
         doc = json.loads((REPO / "hooks" / name).read_text())
-        assert set(doc["hooks"]) == {"SessionStart", "UserPromptSubmit", "Stop"}
+        # Claude Code also runs PostToolUse: mid-turn delivery (docs/DELIVERY.md, "Mid-turn delivery")
+        assert set(doc["hooks"]) == {"SessionStart", "UserPromptSubmit", "Stop"} | (
+            {"PostToolUse"} if host == "claude" else set())
         for event, groups in doc["hooks"].items():
             (group,) = groups
             assert set(group) == {"hooks"}
             (hook,) = group["hooks"]
             # Claude's prompt and Stop hooks may skip the interpreter (docs/DELIVERY.md, "Fast path")
             fast = " fast" if host == "claude" and event != "SessionStart" else ""
+            fast = " midturn" if event == "PostToolUse" else fast
             assert hook["command"].startswith('/bin/sh "${') and hook["command"].endswith(f'/hooks/run" {host}{fast}')
             assert set(hook) == {"type", "command", "timeout"}
 
