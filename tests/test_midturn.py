@@ -264,3 +264,24 @@ def test_cli_midturn_bad_input_is_one_line_exit_2(tmp_path, store, collab, args)
     code, out, err = run("delivery", "midturn", *args, "--collab", collab.id, "--self", str(collab.reviewer),
                          root=collab.root)
     assert code == 2 and out == "" and err.count("\n") == 1
+
+
+# ---- the setting through the port (every backend) -------------------------------------------------------
+
+
+def test_setting_round_trips_through_every_backend(port, box):
+    from agentmsg.errors import IdentityError, UsageError
+
+    driver, reviewer = model.pin("codex:d-1"), model.pin("claude-code:r-1")
+    cid = box.open(driver, "driver", "x", "t", {"adapter": "hook"}).collab
+    box.join(cid, reviewer, "reviewer")
+    assert delivery.inspect(port, cid, reviewer, adapters={})["midturn"] is None
+    out = delivery.set_midturn(port, cid, reviewer, on=True, priority="all", min_gap=5)
+    assert (out["alias"], out["on"], out["priority"], out["min_gap_seconds"]) == ("reviewer", True, "all", 5.0)
+    assert delivery.inspect(port, cid, reviewer, adapters={})["midturn"]["on"] is True
+    delivery.set_midturn(port, cid, reviewer, on=False)
+    assert delivery.inspect(port, cid, reviewer, adapters={})["midturn"]["on"] is False
+    with pytest.raises(UsageError):
+        delivery.set_midturn(port, cid, reviewer, on=True, priority="urgent")
+    with pytest.raises(IdentityError):
+        delivery.set_midturn(port, cid, model.pin("claude-code:stranger"), on=True)
