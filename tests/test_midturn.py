@@ -157,6 +157,13 @@ def test_turning_it_on_or_off_wakes_the_session(tmp_path, store, collab, shim):
     assert tool(tmp_path, collab.root, shim) == ("", False)
 
 
+def test_no_state_root_starts_no_interpreter_and_creates_nothing(tmp_path, shim):
+    root = tmp_path / "never-used"
+    for _ in range(2):
+        assert tool(tmp_path, root, shim) == ("", False)
+    assert not root.exists()
+
+
 def test_a_takeover_does_not_inherit_the_setting(tmp_path, store, collab, shim):
     on(store, collab, min_gap=0)
     store.join(collab.id, model.pin(f"claude-code:{NEW_SESSION}"), "reviewer", succeeds=collab.reviewer,
