@@ -499,6 +499,7 @@ class Hook:
         rendered = boundary.render(due_all, alias=aliases, cap=self.cap, unit=self.unit, lead=lead)
         included = set(rendered.included)
         if not included:
+            self.mid_busy = True  # nothing fit: still due, so no marker
             return b"", _nothing
         completers = []
         for collab, alias, st, wanted in work:
