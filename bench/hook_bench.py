@@ -260,6 +260,7 @@ WATCHER = "7a7c0de0-1111-4222-8333-944455556666"  # a third, Claude Code partici
 
 def fastpath_run(args: argparse.Namespace) -> dict:
     """The launcher's fast path: UserPromptSubmit and Stop with nothing pending, no interpreter started."""
+    from agentmsg.backends.file import views
     from agentmsg.domain import validate
 
     tmp = Path(tempfile.mkdtemp(prefix="hook-fast-"))
@@ -277,6 +278,8 @@ def fastpath_run(args: argparse.Namespace) -> dict:
             box, collab, _base, _t = build_unread(root, history or unread)
             session = SESSION
             if history:  # acknowledge it all: history, nothing pending
+                with box.store.transaction(collab) as tx:  # the bulk-written records have no ids/ entries yet
+                    views.rebuild_ids(tx)
                 ids = [m.id for m in box.store.since(collab, "reviewer", 0)]
                 for i in range(0, len(ids), 20_000):
                     box.ack(collab, REVIEWER, ids[i:i + 20_000])
