@@ -361,12 +361,17 @@ class FileTxn:
         by ``verify``.
         """
         last = journal.last()
-        m = self.map(alias)
-        n = last["ackn"] if last is not None and type(last.get("ackn")) is int else m.count(ACKED_VALUES)
+        # The map only when an ack may change the count or the journal does not state it: a presented or
+        # completion receipt after a stated count loads no map (the hooks append two of them per prompt).
+        stated = last["ackn"] if last is not None and type(last.get("ackn")) is int else None
+        m = None
+        if stated is None or any(fields.get("type") == kinds.ACK for fields in items):
+            m = self.map(alias)
+        n = stated if stated is not None else m.count(ACKED_VALUES) if m is not None else 0
         seen: set[int] = set()
         out = []
         for fields in items:
-            if fields.get("type") == kinds.ACK:
+            if m is not None and fields.get("type") == kinds.ACK:
                 seq = fields.get("mseq")
                 if type(seq) is not int:
                     seq = views.seq_of(self, fields.get("message"))
