@@ -271,6 +271,7 @@ WATCHER = "7a7c0de0-1111-4222-8333-944455556666"  # a third, Claude Code partici
 
 def fastpath_run(args: argparse.Namespace) -> dict:
     """The launcher's fast path: UserPromptSubmit and Stop with nothing pending, no interpreter started."""
+    from agentmsg.backends.file import views
     from agentmsg.domain import validate
 
     tmp = Path(tempfile.mkdtemp(prefix="hook-fast-"))
@@ -288,6 +289,8 @@ def fastpath_run(args: argparse.Namespace) -> dict:
             box, collab, _base, _t = build_unread(root, history or unread)
             session = SESSION
             if history:  # acknowledge it all: history, nothing pending
+                with box.store.transaction(collab) as tx:  # the bulk-written records have no ids/ entries yet
+                    views.rebuild_ids(tx)
                 ids = [m.id for m in box.store.since(collab, "reviewer", 0)]
                 for i in range(0, len(ids), 20_000):
                     box.ack(collab, REVIEWER, ids[i:i + 20_000])
@@ -631,6 +634,165 @@ def opencode_markdown(res: dict, info: dict[str, str], command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+# ---- issue 15: every hook case side by side ----------------------------------------------------------
+
+TOOL_FIELDS = {"tool_name": "Bash", "tool_input": {"command": "sleep 1"}, "tool_use_id": "toolu_bench",
+               "tool_response": {"stdout": "", "stderr": "", "interrupted": False}}
+PENDING = 20
+
+
+def event_command(event: str) -> str:
+    (group,) = json.loads((REPO / "hooks" / "hooks.json").read_text())["hooks"][event]
+    return group["hooks"][0]["command"]
+
+
+def child_run(argv: list[str], stdin: bytes | None, env: dict[str, str] | None = None) -> tuple[float, float, bytes]:
+    """(wall, CPU, stdout) of one whole process; CPU is its user + system time, which load inflates less."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run(argv, input=stdin, capture_output=True, env=env)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode or proc.stderr:
+        raise SystemExit(f"{argv}: rc={proc.returncode} {proc.stderr[-400:]!r}")
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), proc.stdout
+
+
+def issue15_run(args: argparse.Namespace) -> dict:
+    """Prompt hook with nothing pending, PostToolUse with nothing due, prompt hook with 20 pending: one run."""
+    from agentmsg.backends.file import views
+    from agentmsg.backends.file.store import FileStore
+    from agentmsg.domain import validate
+    from agentmsg.domain.values import Draft
+    from agentmsg.service import delivery
+    from agentmsg.service.messaging import Mailbox
+
+    tmp = Path(tempfile.mkdtemp(prefix="hook-15-"))
+    try:
+        project = tmp / "project"
+        project.mkdir()
+        data = tmp / "plugin-data"
+        new_collab(tmp / "probe")
+        python, _cold = resolve_interpreter(data, project, tmp / "probe")
+        sh = ["/bin/sh", "-c"]
+        scen = []
+        for label, history, unread in (("1,000 history", 1000, 0), ("100,000 history", 100_000, 0),
+                                       ("10,000 unread (another participant's)", 0, 10_000)):
+            t0 = time.perf_counter()
+            root = tmp / f"h{history}-u{unread}"
+            box, collab, base, _t = build_unread(root, history or unread)
+            session, pin, alias = SESSION, REVIEWER, "reviewer"
+            if history:  # acknowledge it all: history, nothing pending
+                with box.store.transaction(collab) as tx:  # the bulk-written records have no ids/ entries yet
+                    views.rebuild_ids(tx)
+                ids = [m.id for m in box.store.since(collab, "reviewer", 0)]
+                for i in range(0, len(ids), 20_000):
+                    box.ack(collab, REVIEWER, ids[i:i + 20_000])
+            else:  # reviewer's 10,000 stay unread; the hooks run for a watcher
+                session, alias = WATCHER, "watcher"
+                pin = validate.pin(f"claude-code:{WATCHER}")
+                box.join(collab, pin, alias)
+            delivery.set_midturn(box.store, collab, pin, on=True)  # opted in; nothing high-priority is due
+            env = dict(claude_env(root, data, project), CLAUDE_CODE_SESSION_ID=session)
+            prompt_in = stdin_json(project).replace(SESSION.encode(), session.encode())
+            tool_in = json.dumps(json.loads(prompt_in) | {"hook_event_name": "PostToolUse"} | TOOL_FIELDS).encode()
+            for command, stdin, marker in ((event_command("UserPromptSubmit"), prompt_in, "idle"),
+                                           (event_command("PostToolUse"), tool_in, "mid")):
+                out = child_run([*sh, command], stdin, env)[2]  # the full run that leaves the marker
+                if out or not (root / "idle" / "claude-code" / f"{session}.{marker}").is_file():
+                    raise SystemExit(f"{label}: no .{marker} marker after a run with nothing to show ({out[:200]!r})")
+            # The same session with PENDING new messages: a copy of the state, restored before every run.
+            busy_root = tmp / f"busy-h{history}-u{unread}"
+            shutil.copytree(root, busy_root, symlinks=True)
+            busy = Mailbox(FileStore(busy_root))
+            for i in range(PENDING):
+                busy.send(collab, DRIVER, Draft(to=alias, kind="update", priority="normal", subject=f"pending {i}",
+                                body=f"pending message {i}\nsecond line"))
+            busy.inbox(collab, pin)  # the map folds the new messages once, untimed
+            busy_env = dict(env, AGENTMSG_HOME=str(busy_root))
+            busy_base = busy_root / base.relative_to(root)
+            snap = Snapshot(busy_base, tmp / f"pristine-busy-h{history}-u{unread}")
+            shown = snap.record(lambda e=busy_env, i=prompt_in: child_run([*sh, event_command("UserPromptSubmit")],
+                                                                        i, e)[2])
+            text = json.loads(shown)["hookSpecificOutput"]["additionalContext"]
+            if f"{PENDING} quoted below" not in text:
+                raise SystemExit(f"{label}: the busy prompt did not show {PENDING} messages")
+            scen.append({"label": label, "env": env, "busy_env": busy_env, "prompt_in": prompt_in,
+                         "tool_in": tool_in, "snap": snap, "shown": len(shown),
+                         "samples": {k: ([], []) for k in ("prompt", "tool", "busy")}})
+            print(f"built {label} in {time.perf_counter() - t0:.1f}s", flush=True)
+        floor_w: list[float] = []
+        floor_c: list[float] = []
+        for i in range(args.repeats + args.warmup):
+            fw, fc, _ = child_run([python, "-S", "-c", "pass"], None)
+            for sc in scen:
+                runs = {
+                    "prompt": child_run([*sh, event_command("UserPromptSubmit")], sc["prompt_in"], sc["env"]),
+                    "tool": child_run([*sh, event_command("PostToolUse")], sc["tool_in"], sc["env"]),
+                }
+                sc["snap"].restore()
+                runs["busy"] = child_run([*sh, event_command("UserPromptSubmit")], sc["prompt_in"], sc["busy_env"])
+                sc["snap"].restore()
+                if runs["prompt"][2] or runs["tool"][2] or len(runs["busy"][2]) != sc["shown"]:
+                    raise SystemExit(f"{sc['label']}: round {i} showed something else")
+                if i >= args.warmup:
+                    for k, (w, c, _o) in runs.items():
+                        sc["samples"][k][0].append(w)
+                        sc["samples"][k][1].append(c)
+            if i >= args.warmup:
+                floor_w.append(fw)
+                floor_c.append(fc)
+        fw, fc = statistics.median(floor_w), statistics.median(floor_c)
+        rows = []
+        for sc in scen:
+            row = {"label": sc["label"], "floor_ms": fw * 1e3, "floor_cpu_ms": fc * 1e3}
+            for k, (walls, cpus) in sc["samples"].items():
+                w, c = statistics.median(walls), statistics.median(cpus)
+                row[k] = {"ms": w * 1e3, "ratio": w / fw, "cpu_ms": c * 1e3, "cpu_ratio": c / fc if fc else 0.0}
+            rows.append(row)
+            print(f"{sc['label']:>40}: " + "  ".join(f"{k} {row[k]['ms']:6.2f} ms = {row[k]['ratio']:.2f}x "
+                                                       f"(cpu {row[k]['cpu_ratio']:.2f}x)"
+                                                       for k in ("prompt", "tool", "busy"))
+                  + f"  floor {fw * 1e3:.2f} ms", flush=True)
+        return {"rows": rows, "repeats": args.repeats, "python": python,
+                "load_after": " ".join(f"{x:.2f}" for x in os.getloadavg())}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def issue15_markdown(res: dict, info: dict[str, str], command: str) -> str:
+    lines = ["## Issue 15: every hook case side by side", "", f"Reproduce: `{command}`", ""]
+    lines += [f"- {k}: {v}" for k, v in info.items()]
+    lines += ["", "Whole processes as Claude Code runs them (`sh -c` with the command from `hooks/hooks.json`,",
+              "Claude's hook environment and stdin), interleaved in one run: each round runs the floor (the real",
+              "interpreter started bare, `-S -c pass`), then at every size the prompt hook with nothing pending",
+              f"(`{event_command('UserPromptSubmit')}`: the idle marker, no interpreter), the PostToolUse hook",
+              f"with nothing due (`{event_command('PostToolUse')}`: the `.mid` marker, no interpreter; mid-turn",
+              f"delivery is on for the binding) and the prompt hook with {PENDING} new messages pending (the full",
+              f"path: {PENDING} presented receipts appended and fsynced, boundary rendering, completion receipt;",
+              "the files it changes are put back before every run). History: messages in the session's own",
+              "inbox, all acknowledged. 10,000 unread: another participant's inbox; the hooks run for a watcher.",
+              f"Median of {res['repeats']} runs each; CPU is the child's user + system time (`getrusage`), which",
+              f"the machine's load inflates less than wall time. Load after: {res['load_after']}.", "",
+              "| case | prompt, nothing pending | PostToolUse, nothing due | prompt, 20 pending | floor |",
+              "|---|---:|---:|---:|---:|"]
+    for r in res["rows"]:
+        cells = [f"{r[k]['ms']:.2f} ms = **{r[k]['ratio']:.2f}x** (CPU {r[k]['cpu_ratio']:.2f}x)"
+                 for k in ("prompt", "tool", "busy")]
+        lines.append(f"| {r['label']} | " + " | ".join(cells) + f" | {r['floor_ms']:.2f} ms |")
+
+    def verdict(key: str, target: float) -> str:
+        worst = max(r[key]["ratio"] for r in res["rows"])
+        return f"worst {worst:.2f}x ({'met' if worst <= target else 'MISSED'})"
+
+    lines += ["", f"Targets (wall time, vs the floor): prompt with nothing pending at most 0.5x: "
+                  f"{verdict('prompt', 0.5)}; PostToolUse with nothing due at most 0.5x: {verdict('tool', 0.5)}; "
+                  f"prompt with {PENDING} pending at most 1.5x: {verdict('busy', 1.5)}."]
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--unread", default="10,10000,100000", help="unread counts in the inbox")
@@ -643,9 +805,20 @@ def main() -> None:
     ap.add_argument("--hosts", action="store_true", help="time each host's hook command (## Hook per host)")
     ap.add_argument("--opencode", action="store_true", help="time OpenCode's hook command and plugin against "
                     "Claude Code's (## Hook in OpenCode)")
+    ap.add_argument("--issue15", action="store_true", help="every hook case of issue 15 side by side instead "
+                    "(## Issue 15: every hook case side by side)")
     args = ap.parse_args()
     args.unread = [int(x) for x in args.unread.split(",")]
     info = machine()
+    if args.issue15:
+        res = issue15_run(args)
+        if args.write_md:
+            command = "python3 bench/hook_bench.py --issue15 --write-md"
+            if args.repeats != 40:
+                command = f"python3 bench/hook_bench.py --issue15 --repeats {args.repeats} --write-md"
+            write_section(REPO / "docs" / "BENCHMARKS.md", "Issue 15: every hook case side by side",
+                          issue15_markdown(res, info, command))
+        return
     if args.opencode:
         res = opencode_run(args)
         if args.write_md:

@@ -378,6 +378,21 @@ def delivery_inspect(collab: Collab = None, self_: Self = None, root: Root = Non
     return _done("delivery inspect", _delivery().inspect(_ctx(root), collab=collab, self_flag=self_), json_)
 
 
+def delivery_midturn(
+    state: Annotated[str, typer.Argument(help="on or off.")],
+    priority: Annotated[str, typer.Option(help="Which messages may interrupt a turn: high or all.")] = "high",
+    min_gap: Annotated[str, typer.Option(help="Least time between two mid-turn injections.")] = "60s",
+    collab: Collab = None,
+    self_: Self = None,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Show due messages between tool calls (PostToolUse), not only at the next prompt; opt-in, bounded."""
+    payload = _delivery().midturn(_ctx(root), state=state, priority=priority, min_gap=min_gap, collab=collab,
+                                  self_flag=self_)
+    return _done("delivery midturn", payload, json_)
+
+
 def delivery_retry(
     attempt: Annotated[str, typer.Option(help="The interrupted attempt id (from delivery inspect).")],
     message: Annotated[str, typer.Option(help="The message id to present again.")],
@@ -510,7 +525,7 @@ COMMANDS: dict[str, Callable[..., int]] = {
 GROUPS: dict[str, dict[str, Callable[..., int]]] = {
     "log": {"append": log_append, "render": log_render, "show": log_show},
     "delivery": {"enable": delivery_enable, "disable": delivery_disable, "inspect": delivery_inspect,
-                 "retry": delivery_retry},
+                 "retry": delivery_retry, "midturn": delivery_midturn},
     "install": {"codex": install_codex, "gemini": install_gemini, "copilot": install_copilot,
                 "opencode": install_opencode},
     "run": {"gemini": run_gemini},

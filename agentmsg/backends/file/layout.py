@@ -13,7 +13,7 @@ from ...domain import rules
 COLLABS = "collabs"
 PINS = "pins"
 HOOKS_LOG = "hooks.log"
-#: The hook fast path's markers (docs/DELIVERY.md, "Fast path"): ``idle/<runtime>/<session>.{gen,idle}``.
+#: The hook fast path's markers (docs/DELIVERY.md, "Fast path"): ``idle/<runtime>/<session>.{gen,idle,mid}``.
 IDLE = "idle"
 #: Subdirectories of a collaboration; each is checked for a symlink on every access.
 COLLAB_SUBDIRS = ("inbox", "receipts", "state", "ids", "transcripts")
@@ -62,6 +62,12 @@ def idle_files(root: str, pin: str) -> tuple[str, str] | None:
         return None
     base = os.path.join(root, IDLE, runtime, session)
     return base + ".gen", base + ".idle"
+
+
+def midturn_file(root: str, pin: str) -> str | None:
+    """The mid-turn marker beside :func:`idle_files`: ``<session>.mid``, "nothing due between tool calls"."""
+    files = idle_files(root, pin)
+    return files[0][: -len(".gen")] + ".mid" if files is not None else None
 
 
 def collab(root: str, cid: str) -> str:
