@@ -96,6 +96,20 @@ def ensure_dir(root: P, *parts: str) -> P:
     return path
 
 
+def subdir(parent: P, name: str) -> P:
+    """``parent/name`` created 0700 if missing, refusing a symlink; ``parent`` itself is not checked again."""
+    found = existing_dir(parent, name)
+    if found is None:
+        try:
+            os.mkdir(join(parent, name), 0o700)
+        except FileExistsError:
+            pass
+        found = existing_dir(parent, name)
+        if found is None:
+            raise FileNotFoundError(errno.ENOENT, "vanished after mkdir", os.fspath(join(parent, name)))
+    return found
+
+
 def existing_dir(root: P, *parts: str) -> P | None:
     """Like ensure_dir but never creates: None when absent."""
     path = root

@@ -166,6 +166,7 @@ class FileTxn:
         self._lock = fsio.locked(os.path.join(base, layout.LOCK), store.lock_timeout)
         self._registry: Registry | None = None
         self._maps: dict[str, InboxMap] = {}
+        self._dirs: dict[tuple[str, ...], str] = {}
 
     def __enter__(self) -> FileTxn:
         self._lock.__enter__()
@@ -194,6 +195,33 @@ class FileTxn:
     @property
     def root(self) -> str:
         return self.store.root
+
+    def dir(self, *parts: str) -> str:
+        """``base/parts...``, created 0700 if missing; checked (a directory, no link) once per transaction.
+
+        Once is enough under the lock: nothing of ours removes a directory,
+        and a hostile swap after the check could as well come between any
+        check and its use. Each repeated check cost a system call per send.
+        """
+        found = self.existing(*parts, create=True)
+        assert found is not None
+        return found
+
+    def existing(self, *parts: str, create: bool = False) -> str | None:
+        """``base/parts...`` when it is a directory (checked once per transaction), else None."""
+        found = self._dirs.get(parts)
+        if found is not None:
+            return found
+        if not parts:
+            found = fsio.ensure_dir(self.base) if create else self.base
+        else:
+            parent = self.existing(*parts[:-1], create=create)
+            if parent is None:
+                return None
+            found = fsio.subdir(parent, parts[-1]) if create else fsio.existing_dir(parent, parts[-1])
+        if found is not None:
+            self._dirs[parts] = found
+        return found
 
     # ---- membership ---------------------------------------------------------------------
 
@@ -244,14 +272,14 @@ class FileTxn:
         # A planted link, FIFO or hard link at a transcript is refused before anything is stored
         # (for a broadcast, every recipient's transcript before its first copy).
         fsio.refuse_link(os.path.join(self.base, layout.TRANSCRIPT))
-        transcripts = fsio.existing_dir(self.base, "transcripts")
+        transcripts = self.existing("transcripts")
         if transcripts is not None:
             for to in dict.fromkeys([alias, *(broadcast_of or ())]):
                 fsio.refuse_link(layout.transcript(self.base, to))
         if broadcast_of is not None:
             views.write_broadcast(self, fields["broadcast"], broadcast_of)
         fields = dict(fields, cseq=self.next_cseq())
-        fsio.ensure_dir(self.base, "inbox")
+        self.dir("inbox")
         journal = Journal(layout.inbox(self.base, alias))
         # The id index entry first, as a reservation: a crash in between leaves
         # an entry naming no record (read as absent), never a record with no entry.
@@ -333,7 +361,7 @@ class FileTxn:
             if fields.get("message"):
                 views.refuse_index_link(self, fields["message"])
         path = layout.receipts(self.base, alias)  # a bad alias is refused before anything is created
-        fsio.ensure_dir(self.base, "receipts")
+        self.dir("receipts")
         journal = Journal(path)
         placed = journal.append_many(self._count_acks(alias, journal, items), durable=durable, head=head)
         for offset, rec in placed:
@@ -421,14 +449,14 @@ class FileTxn:
     def next_cseq(self) -> int:
         """One collaboration-wide order (transcripts, and ``verify``'s gap check), from the journal tails."""
         files = [os.path.join(self.base, layout.EVENTS), os.path.join(self.base, layout.LOG)]
-        inbox = fsio.existing_dir(self.base, "inbox")
+        inbox = self.existing("inbox")
         if inbox is not None:
             files += [os.path.join(inbox, n) for n in sorted(os.listdir(inbox)) if n.endswith(".jsonl")]
         tails = (Journal(f).last() for f in files)
         return 1 + max((int(t.get("cseq", 0)) for t in tails if t), default=0)
 
     def aliases_with_inbox(self) -> list[str]:
-        inbox = fsio.existing_dir(self.base, "inbox")
+        inbox = self.existing("inbox")
         if inbox is None:
             return []
         return sorted(n[:-6] for n in os.listdir(inbox) if n.endswith(".jsonl") and rules.is_alias(n[:-6]))

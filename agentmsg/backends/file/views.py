@@ -199,12 +199,12 @@ def ensure_pins(store: FileStore, *, force: bool = False) -> None:
 
 def refuse_index_link(tx: FileTxn, message: str) -> None:
     if layout.is_uuid(message):
-        fsio.existing_dir(tx.base, "ids", message[:2])
+        tx.existing("ids", message[:2])
         fsio.refuse_link(layout.index(tx.base, message))
 
 
 def _read_index(tx: FileTxn, message: str) -> tuple[dict[str, Any], list[int]] | None:
-    if not layout.is_uuid(message) or fsio.existing_dir(tx.base, "ids", message[:2]) is None:
+    if not layout.is_uuid(message) or tx.existing("ids", message[:2]) is None:
         return None
     raw = fsio.read_bytes(layout.index(tx.base, message))
     if raw is None:
@@ -220,7 +220,7 @@ def _read_index(tx: FileTxn, message: str) -> tuple[dict[str, Any], list[int]] |
 
 
 def _write_index(tx: FileTxn, message: str, doc: dict[str, Any], offsets: list[int] | None = None) -> None:
-    fsio.ensure_dir(tx.base, "ids", message[:2])
+    tx.dir("ids", message[:2])
     tail = "".join(f"{o}\n" for o in offsets or [])
     fsio.atomic_write(layout.index(tx.base, message), (records.dumps_plain(doc) + "\n" + tail).encode(),
                       durable=False)
@@ -263,7 +263,7 @@ def lookup(tx: FileTxn, message: str) -> dict[str, Any] | None:
     """
     if not layout.is_uuid(message):
         return None
-    if fsio.existing_dir(tx.base, "ids") is None and tx.aliases_with_inbox():
+    if tx.existing("ids") is None and tx.aliases_with_inbox():
         rebuild_ids(tx)
     found = _read_index(tx, message)
     if found is None:
@@ -367,21 +367,29 @@ def transcribe_message(tx: FileTxn, msg: Message) -> None:
     from ...text import transcript as render
 
     section = render.message_section(msg).encode()
-    inbox_md = os.path.join(fsio.ensure_dir(tx.base, "transcripts"), f"{msg.to}.md")
-    fsio.refuse_link(inbox_md)
-    head = b""
-    if not fsio.file_size(inbox_md):
+    inbox_md = os.path.join(tx.dir("transcripts"), f"{msg.to}.md")
+    appended = True
+    try:  # one open: it refuses a link, a FIFO or a hard link, and says whether the view is there
+        appended = fsio.append(inbox_md, section, durable=False, create=False) is not None
+    except OSError:
+        pass
+    except Exception as exc:
+        if type(exc).__name__ != "UnsafePath":
+            raise
+    if not appended:
         if msg.seq > 1:  # a view lost with history behind it: render every view whole, once
             quietly(render_all, tx)
             return
         head = render.inbox_header(msg.collab, msg.to).encode()  # the inbox's first message
-    quietly(fsio.append, inbox_md, head + section, durable=False)
+        quietly(fsio.append, inbox_md, head + section, durable=False)
     quietly(_append_or_render, tx, os.path.join(tx.base, layout.TRANSCRIPT), section)
 
 
 def _append_or_render(tx: FileTxn, path: str, section: bytes) -> None:
     """Append to a view that exists; a missing one with history behind it is re-rendered whole."""
-    if fsio.file_size(path) or tx.next_cseq() <= 2:
+    if fsio.append(path, section, durable=False, create=False) is not None:
+        return
+    if tx.next_cseq() <= 2:
         fsio.append(path, section, durable=False)
     else:
         render_all(tx)
@@ -400,7 +408,7 @@ def render_all(tx: FileTxn) -> list[str]:
     fsio.atomic_write(written[0], render.collaboration_md(reg, tx.events(), by_alias, tx.notes()).encode(),
                       durable=False)
     for alias, msgs in by_alias.items():
-        path = os.path.join(fsio.ensure_dir(tx.base, "transcripts"), f"{alias}.md")
+        path = os.path.join(tx.dir("transcripts"), f"{alias}.md")
         fsio.atomic_write(path, render.inbox_md(reg, alias, msgs).encode(), durable=False)
         written.append(path)
     return written
@@ -467,7 +475,7 @@ def clean_temp(root: str, older_than: float) -> int:
 def index_entries(tx: FileTxn) -> dict[str, dict[str, Any]]:
     """Every readable ids/ entry (for ``verify``)."""
     out: dict[str, dict[str, Any]] = {}
-    ids = fsio.existing_dir(tx.base, "ids")
+    ids = tx.existing("ids")
     if ids is None:
         return out
     for shard in sorted(os.listdir(ids)):
