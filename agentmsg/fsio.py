@@ -442,3 +442,13 @@ def overwrite(path: StrPath, data: bytes) -> None:
             os.ftruncate(fd, len(data))
     finally:
         os.close(fd)
+
+
+def overwrite_or_replace(path: StrPath, data: bytes) -> None:
+    """`overwrite` (cheap); something planted there (a link, a FIFO) is replaced, never followed."""
+    try:
+        overwrite(path, data)
+    except Exception as exc:  # UnsafePath: replace it by a file of ours
+        if not isinstance(exc, OSError) and type(exc).__name__ != "UnsafePath":
+            raise
+        atomic_write(path, data, durable=False)

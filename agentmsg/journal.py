@@ -135,7 +135,7 @@ class Journal:
         if head:
             try:
                 assert tail is not None  # items is not empty
-                _write_head(self.head_path, records.canonical({"seq": tail["seq"], "sum": tail["sum"]}))
+                fsio.overwrite_or_replace(self.head_path, records.canonical({"seq": tail["seq"], "sum": tail["sum"]}))
             except OSError:
                 pass  # the records are stored; verify accepts a sidecar that lags, and the next append fixes it
         placed = []
@@ -187,13 +187,3 @@ class Journal:
 
     def size(self) -> int:
         return fsio.file_size(self.path)
-
-
-def _write_head(path: StrPath, data: bytes) -> None:
-    """The sidecar in place (cheap); something planted there (a link) is replaced, never followed."""
-    try:
-        fsio.overwrite(path, data)
-    except Exception as exc:  # UnsafePath (a planted link or FIFO): replace it by a file of ours
-        if not isinstance(exc, OSError) and type(exc).__name__ != "UnsafePath":
-            raise
-        fsio.atomic_write(path, data, durable=False)

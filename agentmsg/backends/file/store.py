@@ -38,6 +38,8 @@ class FileStore(TxnReads):
         # The root itself may be a link (onto a shared disk, say); links *inside* it are refused.
         self.root: str = os.path.realpath(os.fspath(root))
         self.lock_timeout = lock_timeout
+        # collab -> (collab.jsonl's dev, inode, size, mtime; its registry): see views.registry
+        self.registries: dict[str, tuple[tuple[int, int, int, int], Registry]] = {}
 
     def describe(self) -> dict[str, Any]:
         return {"store": "file", "location": self.root, "reachable": os.path.isdir(self.root)}

@@ -77,19 +77,42 @@ def registry_document(base: str) -> dict[str, Any] | None:
 
 
 def registry(tx: FileTxn) -> Registry:
+    """The registry, from ``registry.yaml`` when it names the newest event, else replayed (and rewritten).
+
+    The store remembers the last one per collaboration, keyed by
+    ``collab.jsonl``'s identity, size and modification time: a long-lived
+    process (the MCP server) then reads neither file while membership stays
+    the same. Any event changes the key.
+    """
     from ...errors import NotFound
 
+    key = _events_key(tx.base)
+    cached = tx.store.registries.get(tx.collab)
+    if key is not None and cached is not None and cached[0] == key:
+        return cached[1]
+    reg = None
     doc = registry_document(tx.base)
     if doc is not None:
         try:
-            return rules.registry_from_document(doc)
+            reg = rules.registry_from_document(doc)
         except (ValueError, KeyError, TypeError, AttributeError):
             pass
-    reg = rules.replay(tx.events())
     if reg is None:
-        raise NotFound(f"collaboration {tx.collab} has no opening record")
-    quietly(write_registry, tx, reg)
+        reg = rules.replay(tx.events())
+        if reg is None:
+            raise NotFound(f"collaboration {tx.collab} has no opening record")
+        quietly(write_registry, tx, reg)
+    if key is not None:
+        tx.store.registries[tx.collab] = (key, reg)
     return reg
+
+
+def _events_key(base: str) -> tuple[int, int, int, int] | None:
+    try:
+        st = os.lstat(os.path.join(base, layout.EVENTS))
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def write_registry(tx: FileTxn, reg: Registry) -> None:
@@ -222,8 +245,8 @@ def _read_index(tx: FileTxn, message: str) -> tuple[dict[str, Any], list[int]] |
 def _write_index(tx: FileTxn, message: str, doc: dict[str, Any], offsets: list[int] | None = None) -> None:
     tx.dir("ids", message[:2])
     tail = "".join(f"{o}\n" for o in offsets or [])
-    fsio.atomic_write(layout.index(tx.base, message), (records.dumps_plain(doc) + "\n" + tail).encode(),
-                      durable=False)
+    # In place, not by rename: a torn entry reads as damaged and the journals decide (lookup).
+    fsio.overwrite_or_replace(layout.index(tx.base, message), (records.dumps_plain(doc) + "\n" + tail).encode())
 
 
 def index_message(tx: FileTxn, rec: dict[str, Any], offset: int) -> None:
