@@ -347,6 +347,21 @@ def last_lines(path: StrPath) -> Iterator[bytes]:
         os.close(fd)
 
 
+class _Descriptor:
+    """A lock file's descriptor, with the two methods `locked` and `_flock_nb` use."""
+
+    __slots__ = ("fd",)
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
 class locked:  # lower case: used like the function it replaced, ``with fsio.locked(path, timeout):``
     """Exclusive lock on a lock file that is never deleted, waiting at most ``timeout`` seconds.
 
@@ -360,8 +375,10 @@ class locked:  # lower case: used like the function it replaced, ``with fsio.loc
         self._fh: IO[Any] | None = None
 
     def __enter__(self) -> None:
-        # Unbuffered: a buffered file object costs an ioctl and three lseeks per lock, for nothing read.
-        fh = os.fdopen(_open(self.path, os.O_RDWR | os.O_CREAT), "r+b", buffering=0)
+        fd = _open(self.path, os.O_RDWR | os.O_CREAT)
+        # flock needs only the descriptor; a file object (which portalocker wants) costs an fstat,
+        # and a buffered one an ioctl and three lseeks more, on every transaction.
+        fh: Any = _Descriptor(fd) if lock_nonblocking is _flock_nb else os.fdopen(fd, "r+b", buffering=0)
         try:
             deadline = time.monotonic() + self.timeout
             told = False

@@ -46,10 +46,10 @@ class FileStore(TxnReads):
 
     # ---- collaborations ---------------------------------------------------------------
 
-    def base(self, collab: str) -> str:
+    def base(self, collab: str, *, subdirs: bool = True) -> str:
         from ...errors import NotFound
 
-        found = views.collab_dir(self.root, collab)
+        found = views.collab_dir(self.root, collab, subdirs=subdirs)
         if found is None:
             raise NotFound(f"no collaboration {collab} under {self.root}")
         return found
@@ -62,7 +62,7 @@ class FileStore(TxnReads):
 
     def transaction(self, collab: str) -> FileTxn:
         """The collaboration's lock, and the only way to write (``with store.transaction(c) as tx:``)."""
-        return FileTxn(self, collab, self.base(collab))
+        return FileTxn(self, collab, self.base(collab, subdirs=False))  # checked under the lock
 
     def create(self, collab: str) -> FileTxn:
         """A transaction on a new, empty collaboration."""
@@ -172,6 +172,12 @@ class FileTxn:
 
     def __enter__(self) -> FileTxn:
         self._lock.__enter__()
+        try:
+            for sub in layout.COLLAB_SUBDIRS:  # a symlinked subdirectory is refused before any use
+                self.existing(sub)
+        except BaseException:
+            self._lock.__exit__(None, None, None)
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -44,15 +44,20 @@ def quietly(update: Callable[..., object], *args: Any, **kwargs: Any) -> None:
             raise
 
 
-def collab_dir(root: str, collab: str) -> str | None:
-    """The collaboration's directory, or None; a symlinked directory or subdirectory raises UnsafePath."""
+def collab_dir(root: str, collab: str, *, subdirs: bool = True) -> str | None:
+    """The collaboration's directory, or None; a symlinked directory or subdirectory raises UnsafePath.
+
+    ``subdirs=False`` leaves the subdirectories to the caller (a transaction
+    checks them once it holds the lock: `FileTxn.__enter__`).
+    """
     if not layout.is_uuid(collab):
         return None
     base = fsio.existing_dir(root, layout.COLLABS, collab)
     if base is None or not os.path.exists(os.path.join(base, layout.EVENTS)):
         return None
-    for sub in layout.COLLAB_SUBDIRS:
-        fsio.existing_dir(base, sub)
+    if subdirs:
+        for sub in layout.COLLAB_SUBDIRS:
+            fsio.existing_dir(base, sub)
     return base
 
 
