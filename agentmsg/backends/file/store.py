@@ -223,7 +223,7 @@ class FileTxn:
         if not parts:
             found = fsio.ensure_dir(self.base) if create else self.base
         else:
-            parent = self.existing(*parts[:-1], create=create)
+            parent = self.existing(*parts[:-1], create=create) if len(parts) > 1 or create else self.base
             if parent is None:
                 return None
             found = fsio.subdir(parent, parts[-1]) if create else fsio.existing_dir(parent, parts[-1])
