@@ -169,6 +169,7 @@ class FileTxn:
         self._registry: Registry | None = None
         self._maps: dict[str, InboxMap] = {}
         self._dirs: dict[tuple[str, ...], str] = {}
+        self._cseq: int | None = None  # the highest cseq stored, once read: the lock keeps it current
 
     def __enter__(self) -> FileTxn:
         self._lock.__enter__()
@@ -250,6 +251,7 @@ class FileTxn:
             pins |= {p.pin for p in self.registry().participants.values()}
         views.refuse_pin_links(self.root, pins)
         rec = Journal(os.path.join(self.base, layout.EVENTS)).append(dict(fields, cseq=self.next_cseq()))[1]
+        self._cseq = rec["cseq"]
         self._registry = None
         after = self.registry()
         views.write_registry(self, after)
@@ -292,6 +294,7 @@ class FileTxn:
         # The id index entry first, as a reservation: a crash in between leaves
         # an entry naming no record (read as absent), never a record with no entry.
         _pos, rec = journal.append(fields, before=lambda at, sealed: views.index_message(self, sealed, at))
+        self._cseq = rec["cseq"]
         msg = Message.from_record(rec)
         views.wake_aliases(self, (alias,))  # after the record is stored: the launcher must not skip it
         views.transcribe_message(self, msg)  # the inbox map folds it in at the next read
@@ -441,6 +444,7 @@ class FileTxn:
     def append_note(self, fields: dict[str, Any]) -> dict[str, Any]:
         fsio.refuse_link(os.path.join(self.base, layout.TRANSCRIPT))
         rec = Journal(os.path.join(self.base, layout.LOG)).append(dict(fields, cseq=self.next_cseq()))[1]
+        self._cseq = rec["cseq"]
         views.transcribe_note(self, rec)
         return rec
 
@@ -455,13 +459,20 @@ class FileTxn:
         return rec
 
     def next_cseq(self) -> int:
-        """One collaboration-wide order (transcripts, and ``verify``'s gap check), from the journal tails."""
-        files = [os.path.join(self.base, layout.EVENTS), os.path.join(self.base, layout.LOG)]
-        inbox = self.existing("inbox")
-        if inbox is not None:
-            files += [os.path.join(inbox, n) for n in sorted(os.listdir(inbox)) if n.endswith(".jsonl")]
-        tails = (Journal(f).last() for f in files)
-        return 1 + max((int(t.get("cseq", 0)) for t in tails if t), default=0)
+        """One collaboration-wide order (transcripts, and ``verify``'s gap check), from the journal tails.
+
+        Read once per transaction, then kept: only this transaction appends
+        while it holds the lock (a broadcast to n recipients lists and reads
+        the tails once, not n times).
+        """
+        if self._cseq is None:
+            files = [os.path.join(self.base, layout.EVENTS), os.path.join(self.base, layout.LOG)]
+            inbox = self.existing("inbox")
+            if inbox is not None:
+                files += [os.path.join(inbox, n) for n in sorted(os.listdir(inbox)) if n.endswith(".jsonl")]
+            tails = (Journal(f).last() for f in files)
+            self._cseq = max((int(t.get("cseq", 0)) for t in tails if t), default=0)
+        return self._cseq + 1
 
     def aliases_with_inbox(self) -> list[str]:
         inbox = self.existing("inbox")
