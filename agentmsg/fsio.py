@@ -225,7 +225,12 @@ def append(path: StrPath, data: bytes, *, durable: bool = True, create: bool = T
             _cut_back(fd, before)
             raise
         if written is not None:
-            written(os.fstat(fd))
+            try:
+                st = os.fstat(fd)
+            except OSError:
+                pass  # the data is stored: a cache that is not primed is only slower
+            else:
+                written(st)
     finally:
         os.close(fd)
     if created and durable:
