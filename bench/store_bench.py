@@ -315,7 +315,7 @@ def markdown(info: dict[str, str], send: dict[str, Any], reads: list[dict[str, A
               "The send's steady state includes all 256 id-index shards (`ids/<2 hex>/`): the warm-up sends "
               "until they exist.", "",
               *([f"Load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores: other jobs' fsyncs slow the bare "
-                 "append+fsync most, which flatters both ratios. Quiet-disk figures and where a send's time goes: "
+                 "append+fsync most, which flatters the median ratio. Quiet-disk figures and where a send's time goes: "
                  "\"What would get further\", item 3.", ""] if os.getloadavg()[0] > 1.5 else []),
               f"Sends per second in-process: {send['send_rate']:,.0f}.", "",
               "### fsyncs per send (target: at most 2)", "",
