@@ -49,6 +49,12 @@ class Problem:
 _TAILS: dict[tuple[str, int, int, int], Record | None] = {}
 
 
+def _remember(path: str, st: os.stat_result, tail: Record | None) -> None:
+    if len(_TAILS) >= 256:
+        _TAILS.clear()
+    _TAILS[(path, st.st_ino, st.st_size, st.st_mtime_ns)] = tail
+
+
 class Journal:
     def __init__(self, path: StrPath) -> None:
         self.path = path
@@ -74,9 +80,7 @@ class Journal:
             if rec is not None:
                 found = rec
                 break
-        if len(_TAILS) >= 256:
-            _TAILS.clear()
-        _TAILS[key] = found
+        _remember(key[0], st, found)
         return found
 
     def append(self, fields: Record, before: Callable[[int, Record], None] | None = None) -> tuple[int, Record]:
@@ -110,22 +114,28 @@ class Journal:
                                 prev_ts=tail.get("ts") if tail else None)
             sealed.append(tail)
             lines.append(records.encode(tail))
-        if before is not None:
-            at = fsio.next_offset(self.path)
+        def reserve(at: int) -> None:
+            assert before is not None
             for rec, line in zip(sealed, lines, strict=True):
                 before(at, rec)
                 at += len(line)
+
+        def remember(st: os.stat_result) -> None:  # our record is the tail now: the next last() reads nothing
+            _remember(os.fspath(self.path), st, dict(tail) if tail is not None else None)
+
         try:
-            at = fsio.append(self.path, b"".join(lines), durable=durable)
+            at = fsio.append(self.path, b"".join(lines), durable=durable, first=reserve if before else None,
+                             written=remember)
         except OSError as exc:  # fsio cut the file back: no part of these records is on disk
             from .errors import StoreFailed
 
             raise StoreFailed(f"cannot append to {os.fspath(self.path)}: {exc.strerror or exc}; "
                               "nothing was stored") from None
+        assert at is not None  # append creates the file
         if head:
             try:
                 assert tail is not None  # items is not empty
-                _write_head(self.head_path, records.canonical({"seq": tail["seq"], "sum": tail["sum"]}))
+                fsio.overwrite_or_replace(self.head_path, records.canonical({"seq": tail["seq"], "sum": tail["sum"]}))
             except OSError:
                 pass  # the records are stored; verify accepts a sidecar that lags, and the next append fixes it
         placed = []
@@ -177,13 +187,3 @@ class Journal:
 
     def size(self) -> int:
         return fsio.file_size(self.path)
-
-
-def _write_head(path: StrPath, data: bytes) -> None:
-    """The sidecar in place (cheap); something planted there (a link) is replaced, never followed."""
-    try:
-        fsio.overwrite(path, data)
-    except Exception as exc:  # UnsafePath (a planted link or FIFO): replace it by a file of ours
-        if not isinstance(exc, OSError) and type(exc).__name__ != "UnsafePath":
-            raise
-        fsio.atomic_write(path, data, durable=False)

@@ -190,9 +190,13 @@ class Snapshot:
 def bench_send(tmp: Path, n: int) -> dict[str, Any]:
     """Mailbox.send vs bare append+fsync of the same bytes, interleaved; fsyncs per send."""
     box, collab = new_collab(tmp / "send")
-    for i in range(5):  # steady state: every file and folder exists
-        box.send(collab, DRIVER, draft(-1 - i))
     base = box.store.base(collab)  # type: ignore[attr-defined]
+    # Steady state: every file and folder exists, including all 256 id-index shards (ids/<2 hex>/),
+    # which a collaboration has after about 1,500 messages; creating one costs more than an fsync here.
+    for i in range(5000):
+        box.send(collab, DRIVER, draft(-1 - i))
+        if i >= 5 and i % 50 == 0 and len(os.listdir(os.path.join(base, "ids"))) >= 256:
+            break
     inbox = layout.inbox(base, "reviewer")
     raw_path = tmp / "bare.jsonl"
     send_s, bare_s = [], []
@@ -211,7 +215,11 @@ def bench_send(tmp: Path, n: int) -> dict[str, Any]:
         bare_s.append(time.perf_counter() - t0)
     syncs = count_fsyncs(lambda: box.send(collab, DRIVER, draft(n)))
     sm, bm = statistics.median(send_s), statistics.median(bare_s)
+    # The fastest decile: on a shared machine other jobs' fsyncs make the median's fsync (and so the
+    # median ratio) swing several-fold; the p10 pair is closer to what each costs on a quiet disk.
+    sp, bp = statistics.quantiles(send_s, n=10)[0], statistics.quantiles(bare_s, n=10)[0]
     return {"sends": n, "send_median_ms": sm * 1e3, "bare_median_ms": bm * 1e3, "ratio": sm / bm,
+            "send_p10_ms": sp * 1e3, "bare_p10_ms": bp * 1e3, "ratio_p10": sp / bp,
             "send_rate": n / sum(send_s), "fsyncs": syncs, "record_bytes": len(line)}
 
 
@@ -294,16 +302,21 @@ def markdown(info: dict[str, str], send: dict[str, Any], reads: list[dict[str, A
              repeats: int) -> str:
     lines = ["## Store", "", f"Reproduce: `{command}`", ""]
     lines += [f"- {k}: {v}" for k, v in info.items()]
-    ok = "met" if send["ratio"] <= 2 else "MISSED"
+    ok = "met" if send["ratio"] <= 2 and send["ratio_p10"] <= 2 else "MISSED"
     lines += ["", "### Durable send vs a bare append+fsync (target: at most 2x)", "",
               f"Interleaved in one run, {send['sends']} of each: `Mailbox.send` over `FileStore` to one recipient",
               "(lock, registry, id index reservation, the record appended and fsynced, inbox map, transcripts) vs",
               f"`os.open` + `os.write` + `os.fsync` + `os.close` of the same record bytes ({send['record_bytes']} B)",
               "to a file of its own.", "",
-              "| what | median |", "|---|---:|",
-              f"| `Mailbox.send` | {send['send_median_ms']:.3f} ms |",
-              f"| bare append + fsync | {send['bare_median_ms']:.3f} ms |",
-              f"| **ratio** | **{send['ratio']:.2f}x** ({ok}) |", "",
+              "| what | median | fastest decile (p10) |", "|---|---:|---:|",
+              f"| `Mailbox.send` | {send['send_median_ms']:.3f} ms | {send['send_p10_ms']:.3f} ms |",
+              f"| bare append + fsync | {send['bare_median_ms']:.3f} ms | {send['bare_p10_ms']:.3f} ms |",
+              f"| **ratio** | **{send['ratio']:.2f}x** ({ok}) | {send['ratio_p10']:.2f}x |", "",
+              "The send's steady state includes all 256 id-index shards (`ids/<2 hex>/`): the warm-up sends "
+              "until they exist.", "",
+              *([f"Load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores: other jobs' fsyncs slow the bare "
+                 "append+fsync most, which flatters the median ratio. Quiet-disk figures and where a send's time goes: "
+                 "\"What would get further\", item 3.", ""] if os.getloadavg()[0] > 1.5 else []),
               f"Sends per second in-process: {send['send_rate']:,.0f}.", "",
               "### fsyncs per send (target: at most 2)", "",
               f"One steady-state send to one recipient called `os.fsync`/`os.fdatasync` **{len(send['fsyncs'])}**"
@@ -350,7 +363,8 @@ def main() -> None:
     try:
         send = bench_send(tmp, args.sends)
         print(f"send {send['send_median_ms']:.3f} ms vs bare append+fsync {send['bare_median_ms']:.3f} ms: "
-              f"{send['ratio']:.2f}x; fsyncs per send: {len(send['fsyncs'])}", flush=True)
+              f"{send['ratio']:.2f}x (p10: {send['send_p10_ms']:.3f} vs {send['bare_p10_ms']:.3f} ms, "
+              f"{send['ratio_p10']:.2f}x); fsyncs per send: {len(send['fsyncs'])}", flush=True)
         reads = bench_reads(tmp, sizes, args.repeats)
         command = ".venv/bin/python bench/store_bench.py" + (
             "" if args.unread == "10,10000,100000" else f" --unread {args.unread}") + " --write-md"

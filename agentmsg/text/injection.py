@@ -37,19 +37,32 @@ you-are-now         "you are now a/an/the/my ...", "you are now DAN"
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from ..domain.values import Value
 from . import escape as visible
+from .gate import Gated, Lazy, fold
 
 __all__ = ["RULES", "Rule", "detect"]
 
 
-@dataclass(frozen=True)
-class Rule:
-    """A named pattern; the name is what readers see in the flag."""
+class Rule(Value):
+    """A named pattern; the name is what readers see in the flag.
 
+    `gated` compiles the pattern only for a text holding its literal gate
+    (`gate.Gated`): most messages never compile most rules. A slotted
+    `Value`, not a dataclass, to keep `dataclasses` off the send path.
+    """
+
+    __slots__ = ("gated", "name")
     name: str
-    pattern: re.Pattern[str]
+    gated: Gated
+
+    def __init__(self, name: str, gated: Gated) -> None:
+        self.name, self.gated = name, gated
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        return self.gated.pattern
 
 
 # Between words: spaces, punctuation, markdown, newlines. Written as [\W_]
@@ -57,7 +70,7 @@ class Rule:
 _W = r"[\W_]{1,6}"
 # Every character that draws nothing (visible.INVISIBLE_RANGES, the one table the renderers escape).
 _HIDDEN = "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in (*visible.INVISIBLE_RANGES, visible.PLANE14_IGNORABLE))
-_HIDDEN_RE = re.compile(f"[{_HIDDEN}]")
+_HIDDEN_RE = Lazy(f"[{_HIDDEN}]")
 # Dropped before matching, with the invisible ones: controls a model reads through ("ig\x00nore").
 _CONTROLS_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
@@ -84,8 +97,19 @@ _ROLE_TAGS = (
 _WHO = r"(?:user|human|operator|owner|admin(?:istrator)?|developer|maintainer)s?"
 
 
-def _rule(name: str, *alternatives: str) -> Rule:
-    return Rule(name, re.compile("|".join(alternatives), re.IGNORECASE | re.MULTILINE))
+def _rule(name: str, *alternatives: str, gate: tuple[tuple[str, ...], ...], nonascii: bool = False) -> Rule:
+    """`gate`: per alternative, the lower-case literal clauses every match holds (`gate.Gated`)."""
+    flags = re.IGNORECASE | re.MULTILINE
+    return Rule(name, Gated("|".join(alternatives), flags, gate=gate, folded=True, nonascii=nonascii))
+
+
+# Gate clauses: the words an alternative cannot match without.
+_WHO_GATE = "user|human|operator|owner|admin|developer|maintainer"
+_NOUN_GATE = "instruction|message|rule|prompt|direction|directive|guideline|guidance|command|context|constraint"
+_TAG_GATE = (
+    "system|developer|instruction|assistant|im_start|im_end|function|tool|command|user|untrusted|agentmsg|peer"
+    "|hook|environment|local|bash|task|antml|anthropic|invoke|thinking|human|turn"
+)
 
 
 RULES: tuple[Rule, ...] = (
@@ -101,8 +125,15 @@ RULES: tuple[Rule, ...] = (
         rf"|rules|guidelines|restrictions|guardrails|polic(?:y|ies)|system{_W}prompt|programming)\b",
         rf"\b(?:this|the){_W}(?:message|request|instruction)s?{_W}(?:is|comes|came){_W}"
         rf"(?:directly{_W})?from{_W}(?:the|your){_W}(?:user|human|operator|admin(?:istrator)?|developer|system)\b",
+        gate=(
+            ("approved|authori|permitted|allowed|consented|granted|signed|okayed", _WHO_GATE),
+            ("you", "permission|authori|clearance|consent"),
+            ("you", "authori|cleared|approved"),
+            ("override", "safety|security|instruction|rules|guidelines|restrictions|guardrails|polic|system|program"),
+            ("message|request|instruction", "from", "user|human|operator|admin|developer|system"),
+        ),
     ),
-    _rule("hidden-text", f"[{_HIDDEN}]"),
+    _rule("hidden-text", f"[{_HIDDEN}]", gate=(), nonascii=True),
     _rule(
         "hide-from-user",
         rf"\b(?:do{_W}not|don['’]?t|never){_W}(?:tell|inform|notify|alert|show|ask"
@@ -110,17 +141,25 @@ RULES: tuple[Rule, ...] = (
         rf"\bwithout{_W}(?:asking|telling|informing|notifying|alerting|confirming{_W}with)"
         rf"{_W}(?:the|your){_W}(?:user|human|operator)\b",
         rf"\b(?:keep|hide){_W}(?:this|it){_W}(?:secret{_W})?from{_W}(?:the|your){_W}(?:user|human)\b",
+        gate=(("tell|inform|notify|alert|show|ask|mention|reveal|without|from", "user|human|operator"),),
     ),
     _rule(
         "ignore-previous",
         rf"{_VERB}(?:{_W}{_FILL}){{0,3}}{_W}{_STRONG}(?:{_W}(?:{_FILL}|{_STRONG}|other|system)){{0,3}}{_W}{_NOUN}",
         rf"{_VERB}(?:{_W}(?:the|of)){{0,2}}{_W}(?:all|any|every)(?:{_W}{_FILL}){{0,2}}{_W}{_INSTR}",
         rf"\bforget{_W}everything{_W}(?:above|before|you{_W}(?:were|have{_W}been){_W}told)\b",
+        gate=(
+            ("ignore|disregard|forget|overlook", "previous|prior|above|earlier|preceding|former|foregoing|original"
+             "|initial|your", _NOUN_GATE),
+            ("ignore|disregard|forget|overlook", "all|any|every", "instruction|prompt|directive|guideline|guardrail"),
+            ("forget", "everything"),
+        ),
     ),
     _rule(
         "new-instructions",
         rf"\b(?:new|updated|revised|real|actual|true|secret|hidden|override){_W}"
         r"(?:instructions?|directives?|orders)(?:[^\w\n]|_){0,3}:",
+        gate=(("new|updated|revised|real|actual|true|secret|hidden|override", "instruction|directive|orders", ":"),),
     ),
     _rule(
         "role-markup",
@@ -134,13 +173,25 @@ RULES: tuple[Rule, ...] = (
         r"(?:[.!?;)\]}>\"'](?:[ \t]|\\n){1,4}|[ \t]{2,}|\\n)(?:human|assistant)[ \t*_]{0,4}:",
         r"^[ \t]{0,3}#{1,6}[ \t]*(?:instructions?|user)[ \t*_]{0,4}:",
         rf"[⟦⟧]|\bagentmsg{_W}peer{_W}data\b",  # agentmsg's own boundary lines (boundary.py)
+        gate=(
+            ("<", _TAG_GATE, ">"),
+            ("<", ">"),  # <|im_start|>
+            ("inst]",),
+            ("sys>>",),
+            ("[", "sys|developer|assistant|human|admin|operator", "]"),
+            ("system|developer|assistant|human", ":"),
+            ("#", "instruction|user", ":"),
+            ("⟦|⟧",),
+            ("agentmsg", "peer", "data"),
+        ),
     ),
-    _rule("system-prompt", r"\bsystem[\W_]{0,3}(?:prompts?|instructions?)\b"),
+    _rule("system-prompt", r"\bsystem[\W_]{0,3}(?:prompts?|instructions?)\b", gate=(("system", "prompt|instruction"),)),
     _rule(
         "you-are-now",
         rf"\byou(?:{_W}are|['’]re){_W}now{_W}(?:an?|the|my|no{_W}longer|acting|playing|unrestricted"
         rf"|unfiltered|uncensored|jailbroken|freed?{_W}(?:from|of)|dan|developer{_W}mode"
         rf"|in{_W}(?:developer|god|admin|jailbreak|dan|unrestricted){_W}mode)\b",
+        gate=(("you", "now"),),
     ),
 )
 
@@ -157,5 +208,7 @@ def _folded(text: str) -> str:
 def detect(text: str) -> tuple[str, ...]:
     """Sorted unique names of the rules that match `text` (empty if none)."""
     folded = _folded(text)
-    views = (text,) if folded == text else (text, folded)
-    return tuple(sorted({r.name for r in RULES if any(r.pattern.search(v) for v in views)}))
+    views = [(v, fold(v)) for v in ((text,) if folded == text else (text, folded))]
+    return tuple(
+        sorted({r.name for r in RULES if any(r.gated.may_match(v, f) and r.pattern.search(v) for v, f in views)})
+    )

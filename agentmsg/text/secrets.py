@@ -31,29 +31,56 @@ import re
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+
+from ..domain.values import Value
+from .gate import Gated, Lazy, fold
 
 __all__ = ["RULES", "Finding", "Rule", "is_placeholder", "redact", "scan"]
 
 
-@dataclass(frozen=True)
-class Rule:
-    """One detector: `validator` vets a regex match; `groups` pick the span."""
+class Rule(Value):
+    """One detector: `validator` vets a regex match; `groups` pick the span.
 
+    `gated` holds the pattern, compiled only for a text that holds its
+    literal gate (`gate.Gated`), so most sends compile few of them.
+    A slotted `Value`, not a dataclass: importing and applying
+    `dataclasses` cost about 2 ms of every send's start-up.
+    """
+
+    __slots__ = ("gated", "groups", "kind", "validator")
     kind: str
-    pattern: re.Pattern[str]
-    validator: Callable[[re.Match[str]], bool] | None = None
-    groups: tuple[str, ...] = ()
+    gated: Gated
+    validator: Callable[[re.Match[str]], bool] | None
+    groups: tuple[str, ...]
+
+    def __init__(
+        self,
+        kind: str,
+        gated: Gated,
+        validator: Callable[[re.Match[str]], bool] | None = None,
+        groups: tuple[str, ...] = (),
+    ) -> None:
+        self.kind, self.gated, self.validator, self.groups = kind, gated, validator, groups
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        return self.gated.pattern
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(Value):
     """A secret at text[start:end]; `line` is 1-based."""
 
+    __slots__ = ("end", "kind", "line", "start")
     kind: str
     line: int
     start: int
     end: int
+
+    def __init__(self, kind: str, line: int, start: int, end: int) -> None:
+        self.kind, self.line, self.start, self.end = kind, line, start, end
+
+    def __repr__(self) -> str:
+        return f"Finding(kind={self.kind!r}, line={self.line!r}, start={self.start!r}, end={self.end!r})"
 
 
 # Token boundaries. "]" before and "[" after count as token characters so
@@ -101,7 +128,7 @@ def _atomic(name: str, body: str) -> str:
 
 # Values wrapped as a template, variable or marker: <x>, [x], {x}, {{ x }},
 # ${X}, $(cmd), `cmd`, %X%, %s, %(x)s, __X__, @X@, #{x}; and bare $X.
-_WRAPPED = re.compile(
+_WRAPPED = Lazy(
     r"<.*>|\[.*\]|\{.*\}|\$\{.*\}|\$\(.*\)|`.*`|%\w+%|%\(?\w*\)?[sdr]|__\w+__|@\w+@|#\{.*\}"
     r"|\$[A-Za-z_][A-Za-z0-9_]*(?:[.:][A-Za-z_][A-Za-z0-9_]*)*",
     re.DOTALL,
@@ -116,18 +143,18 @@ _PLACEHOLDER_WORDS = frozenset(
 )
 # Local-development defaults that carry no secrecy.
 _DEV_PASSWORDS = frozenset({"postgres", "root", "admin", "guest", "mysql", "letmein", "qwerty", "hunter2"})
-_ALNUM_RUN = re.compile(r"[A-Za-z0-9]{8,}")
+_ALNUM_RUN = Lazy(r"[A-Za-z0-9]{8,}")
 _MASK = frozenset(".*•…")
-_SEPARATORS = re.compile(r"[-_.:/= \t]+")
-_WORD_PART = re.compile(r"([a-z]+)([0-9]{0,3})|([0-9]{1,4})")
+_SEPARATORS = Lazy(r"[-_.:/= \t]+")
+_WORD_PART = Lazy(r"([a-z]+)([0-9]{0,3})|([0-9]{1,4})")
 # Known token prefixes: "ghp_" + filler is as much a stand-in as filler.
-_TOKEN_PREFIX = re.compile(
+_TOKEN_PREFIX = Lazy(
     r"(?:sk-(?:ant-|proj-)?|[sr]k_(?:live|test)_|whsec_|gh[pousr]_|github_pat_|glpat-|xox[a-z]-|xapp-"
     r"|AKIA|ASIA|AIza|npm_|pypi-|hf_|SG\.|ya29\.|GOCSPX-|do[opr]_v1_|shp(?:at|ca|pa|ss)_)"
 )
 # Filler inside a prefixed token ("AKIAXXXXXXXX...", docs' EXAMPLE keys).
 # Case-sensitive and short so real random tokens almost never trip it.
-_DUMMY = re.compile(r"([A-Za-z0-9])\1{5}|EXAMPLE|example|XXXX|xxxx|your|dummy|fake|placeholder|REDACTED")
+_DUMMY = Lazy(r"([A-Za-z0-9])\1{5}|EXAMPLE|example|XXXX|xxxx|your|dummy|fake|placeholder|REDACTED")
 # The two values AWS publishes in its documentation, split so that no
 # scanner reads this file as holding them.
 _PUBLISHED_EXAMPLES = frozenset({"AKIA" + "IOSFODNN7" + "EXAMPLE", "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY"})
@@ -203,9 +230,9 @@ def is_placeholder(value: str) -> bool:
 # ---- what a credential looks like in context -------------------------------------------------------
 
 # Words of a key name: DB_PASSWORD, clientSecret, x-api-key, APIKey.
-_KEY_PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_KEY_PARTS = Lazy(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 # A key word that names a credential by itself (dbpassword, csrftoken, apikey).
-_CRED_WORD = re.compile(
+_CRED_WORD = Lazy(
     r"[a-z]*(?:passwords?|passwd|passphrase|passcode|secrets?|token|apikey|accesskey|privatekey|secretkey"
     r"|authkey|credentials?)|pass|pwd|pw|creds|auth|authorization"
 )
@@ -251,13 +278,13 @@ def _credential_key(key: str) -> tuple[bool, bool]:
 
 # Identifier paths and calls: request.token, self._password, os.environ,
 # settings.SECRET_KEY, getpass, hashlib.sha256, None, api_key_v2.
-_REFERENCE = re.compile(r"[$@&*!~]?[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::|->|:|/|-)[A-Za-z_][A-Za-z0-9_]*)*[?!]?")
-_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_REFERENCE = Lazy(r"[$@&*!~]?[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::|->|:|/|-)[A-Za-z_][A-Za-z0-9_]*)*[?!]?")
+_WORDS = Lazy(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _VOWELS = frozenset("aeiouyAEIOUY")
 # Numbers, versions, dates and times: 4096, 1.2.3, 2024-01-01T10:00:00Z.
-_NUMERIC = re.compile(r"[0-9][0-9.,:/+-]*|[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9:.]+(?:Z|[+-][0-9:]+)?)?")
-_MARKER = re.compile(r"\[REDACTED:[a-z0-9-]{1,40}\]")
-_PATH = re.compile(r"(?:~|\.{1,2})?/[\w.@~+-]+(?:/[\w.@~+-]*)*|[A-Za-z]:\\.*|[\w.-]+/[\w./-]*\.[A-Za-z0-9]{1,5}")
+_NUMERIC = Lazy(r"[0-9][0-9.,:/+-]*|[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9:.]+(?:Z|[+-][0-9:]+)?)?")
+_MARKER = Lazy(r"\[REDACTED:[a-z0-9-]{1,40}\]")
+_PATH = Lazy(r"(?:~|\.{1,2})?/[\w.@~+-]+(?:/[\w.@~+-]*)*|[A-Za-z]:\\.*|[\w.-]+/[\w./-]*\.[A-Za-z0-9]{1,5}")
 
 
 def _is_name(value: str) -> bool:
@@ -506,80 +533,125 @@ def _rule(
     validator: Callable[[re.Match[str]], bool] | None = None,
     groups: tuple[str, ...] = (),
     flags: int = 0,
+    *,
+    gate: str | tuple[tuple[str, ...], ...],
+    folded: bool = False,
 ) -> Rule:
-    return Rule(kind, re.compile(pattern, flags), validator, groups)
+    """`gate`: the literals every match holds (one literal clause, or `Gated`'s alternatives)."""
+    alts = ((gate,),) if isinstance(gate, str) else gate
+    return Rule(kind, Gated(pattern, flags, gate=alts, folded=folded), validator, groups)
 
 
 def _prefixed(
-    kind: str, prefix: str, width: int, body: str, validator: Callable[[re.Match[str]], bool] = _random_body
+    kind: str,
+    prefix: str,
+    width: int,
+    body: str,
+    validator: Callable[[re.Match[str]], bool] = _random_body,
+    *,
+    gate: str,
 ) -> Rule:
     """A token: `prefix` (`width` characters) then a `body` run, with no token character on either side."""
-    return _rule(kind, _lead(prefix, width) + "(?P<body>" + body + ")" + _AFTER, validator)
+    return _rule(kind, _lead(prefix, width) + "(?P<body>" + body + ")" + _AFTER, validator, gate=gate)
 
 
 _VALUE_GROUPS = ("eq", "dq", "sq", "bare")
 
+# Credential stems a key must hold (`_KEY_STEM`; "pw" covers "pwd"), as a case-folded gate clause.
+_STEMS = "pass|pw|secret|token|key|auth|cred"
+
 # Order is precedence: a rule whose matches can contain another's comes first.
+# Each gate names literals every match holds (see `gate.Gated`): a fixed
+# prefix, or for the context rules the credential stem and the operator.
 RULES: tuple[Rule, ...] = (
-    _rule("private-key", _PEM_HEAD + _PEM_BODY + f"(?:{_PEM_TAIL})?", _pem),
+    _rule("private-key", _PEM_HEAD + _PEM_BODY + f"(?:{_PEM_TAIL})?", _pem, gate="PRIVATE KEY"),
     _rule(
         "jwt",
         _lead("(?P<header>eyJ", 3, r"A-Za-z0-9_.\]-") + r"[A-Za-z0-9_-]{8,})\.[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*",
         _jwt,
+        gate="eyJ",
     ),
     _rule(
         "slack-token",
         _lead("h", 1, r"A-Za-z0-9_.-") + r"(?:ttps?://hooks|ooks)\.slack(?:-gov)?\.com/(?:services|workflows|triggers)/"
         r"(?P<body>[A-Za-z0-9_/-]{16,})",
         _random_body,
+        gate="ooks.slack",
     ),
     _rule(
         "discord-webhook",
         r"discord(?:app)?\.com/api/webhooks/[0-9]{17,20}/(?P<body>[A-Za-z0-9_-]{60,68})" + _AFTER,
         _random_body,
+        gate=".com/api/webhooks/",
     ),
     _rule(
         "azure-storage-key",
         r"(?:AccountKey|SharedAccessKey)[ \t]*=[ \t]*(?P<body>[A-Za-z0-9+/]{20,256}={0,2})",
         _random_body,
         ("body",),
+        gate="AccountKey|SharedAccessKey",
     ),
     _rule(
         "azure-sas-token",
         _lead("sig=", 4, r"A-Za-z0-9_%") + r"(?P<body>(?:[A-Za-z0-9+/]|%2[BbFf]){40,120}(?:=|%3[Dd]){0,2})",
         _sas_signature,
         ("body",),
+        gate="sig=",
     ),
-    _rule("anthropic-api-key", _lead("sk-ant-", 7) + "(?P<body>" + _RUN + "{20,})", _api_key),
-    _rule("openai-api-key", _lead("sk-", 3) + "(?!ant-)(?P<body>" + _RUN + "{20,})", _api_key),
-    _prefixed("stripe-key", r"[sr]k_(?:live|test)_", 8, "[A-Za-z0-9]{20,}"),
-    _prefixed("stripe-webhook-secret", "whsec_", 6, "[A-Za-z0-9+/]{24,}={0,2}"),
-    _prefixed("github-token", "github_pat_", 11, "[A-Za-z0-9_]{36,251}"),
-    _prefixed("github-token", "gh[pousr]_", 4, "[A-Za-z0-9]{36,251}"),
-    _rule("gitlab-token", _lead("glpat-", 6) + "(?P<body>" + _RUN + "{20,})", _random_body),
+    _rule("anthropic-api-key", _lead("sk-ant-", 7) + "(?P<body>" + _RUN + "{20,})", _api_key, gate="sk-ant-"),
+    _rule("openai-api-key", _lead("sk-", 3) + "(?!ant-)(?P<body>" + _RUN + "{20,})", _api_key, gate="sk-"),
+    _prefixed("stripe-key", r"[sr]k_(?:live|test)_", 8, "[A-Za-z0-9]{20,}", gate="k_live_|k_test_"),
+    _prefixed("stripe-webhook-secret", "whsec_", 6, "[A-Za-z0-9+/]{24,}={0,2}", gate="whsec_"),
+    _prefixed("github-token", "github_pat_", 11, "[A-Za-z0-9_]{36,251}", gate="github_pat_"),
+    _prefixed("github-token", "gh[pousr]_", 4, "[A-Za-z0-9]{36,251}", gate="ghp_|gho_|ghu_|ghs_|ghr_"),
+    _rule("gitlab-token", _lead("glpat-", 6) + "(?P<body>" + _RUN + "{20,})", _random_body, gate="glpat-"),
     _rule(
         "slack-token",
         _lead("xox", 3) + r"(?:e\.xox)?[abcdeoprs]-(?P<body>[0-9]{1,20}-" + _SLACK_RUN + "{8,})",
         _random_body,
+        gate="xox",
     ),
-    _rule("slack-token", _lead("xox", 3) + r"(?:e\.xox)?[abcdeoprs]-(?P<body>" + _SLACK_RUN + "{20,})", _api_key),
-    _rule("slack-token", _lead("xapp-", 5) + "(?P<body>[0-9]{1,3}-" + _SLACK_RUN + "{16,})", _random_body),
-    _rule("google-oauth-token", _lead(r"ya29\.", 5, r"A-Za-z0-9_.\]-") + "(?P<body>" + _RUN + "{20,})", _random_body),
-    _rule("google-client-secret", _lead("GOCSPX-", 7) + "(?P<body>" + _RUN + "{20,})", _random_body),
-    _rule("gcp-api-key", _lead("AIza", 4, _B64_CHARS) + "(?P<body>[0-9A-Za-z_-]{35})" + _B64_AFTER, _random_body),
     _rule(
-        "aws-access-key", _lead("(?:AKIA|ASIA)", 4, _B64_CHARS) + "(?P<body>[A-Z0-9]{16})" + _B64_AFTER, _random_body
+        "slack-token",
+        _lead("xox", 3) + r"(?:e\.xox)?[abcdeoprs]-(?P<body>" + _SLACK_RUN + "{20,})",
+        _api_key,
+        gate="xox",
     ),
-    _prefixed("npm-token", "npm_", 4, "[A-Za-z0-9]{36,}"),
-    _prefixed("pypi-token", "pypi-", 5, "AgE" + _RUN + "{50,}"),
-    _prefixed("huggingface-token", "hf_", 3, "[A-Za-z0-9]{34,}", _mixed_case),
+    _rule(
+        "slack-token", _lead("xapp-", 5) + "(?P<body>[0-9]{1,3}-" + _SLACK_RUN + "{16,})", _random_body, gate="xapp-"
+    ),
+    _rule(
+        "google-oauth-token",
+        _lead(r"ya29\.", 5, r"A-Za-z0-9_.\]-") + "(?P<body>" + _RUN + "{20,})",
+        _random_body,
+        gate="ya29.",
+    ),
+    _rule(
+        "google-client-secret", _lead("GOCSPX-", 7) + "(?P<body>" + _RUN + "{20,})", _random_body, gate="GOCSPX-"
+    ),
+    _rule(
+        "gcp-api-key",
+        _lead("AIza", 4, _B64_CHARS) + "(?P<body>[0-9A-Za-z_-]{35})" + _B64_AFTER,
+        _random_body,
+        gate="AIza",
+    ),
+    _rule(
+        "aws-access-key",
+        _lead("(?:AKIA|ASIA)", 4, _B64_CHARS) + "(?P<body>[A-Z0-9]{16})" + _B64_AFTER,
+        _random_body,
+        gate="AKIA|ASIA",
+    ),
+    _prefixed("npm-token", "npm_", 4, "[A-Za-z0-9]{36,}", gate="npm_"),
+    _prefixed("pypi-token", "pypi-", 5, "AgE" + _RUN + "{50,}", gate="pypi-"),
+    _prefixed("huggingface-token", "hf_", 3, "[A-Za-z0-9]{34,}", _mixed_case, gate="hf_"),
     _rule(
         "sendgrid-key",
         _lead(r"SG\.", 3, r"A-Za-z0-9_.\]-") + r"[A-Za-z0-9_-]{16,32}\.(?P<body>[A-Za-z0-9_-]{30,64})" + _AFTER,
         _random_body,
+        gate="SG.",
     ),
-    _prefixed("digitalocean-token", "do[opr]_v1_", 7, "[a-f0-9]{64}"),
-    _prefixed("shopify-token", "shp(?:at|ca|pa|ss)_", 6, "[a-fA-F0-9]{32}"),
+    _prefixed("digitalocean-token", "do[opr]_v1_", 7, "[a-f0-9]{64}", gate="_v1_"),
+    _prefixed("shopify-token", "shp(?:at|ca|pa|ss)_", 6, "[a-fA-F0-9]{32}", gate="shp"),
     _rule(
         "telegram-bot-token",
         # the first digit, then: after "/bot" (an API URL) or after no token character
@@ -587,13 +659,16 @@ RULES: tuple[Rule, ...] = (
         r"(?![A-Za-z0-9_-])",
         _random_body,
         ("tok",),
+        gate=":AA",
     ),
-    _rule("url-credentials", _URL_CREDS, _url_password, ("pw",)),
-    _rule("netrc-password", _NETRC, _netrc_password, ("pw",)),
-    _rule("assignment", _ASSIGN, _assignment, _VALUE_GROUPS, re.IGNORECASE),
-    _rule("assignment", _FLAG, _assignment, ("dq", "sq", "bare"), re.IGNORECASE),
-    _rule("assignment", _XML, _assignment, ("xml",)),
-    _rule("assignment", _USER_FLAG, _user_flag, ("pw",)),
+    _rule("url-credentials", _URL_CREDS, _url_password, ("pw",), gate=(("://", "@"),)),
+    _rule("netrc-password", _NETRC, _netrc_password, ("pw",), gate=(("machine|default", "password"),)),
+    _rule(
+        "assignment", _ASSIGN, _assignment, _VALUE_GROUPS, re.IGNORECASE, gate=((_STEMS, "=|:"),), folded=True
+    ),
+    _rule("assignment", _FLAG, _assignment, ("dq", "sq", "bare"), re.IGNORECASE, gate=(("--", _STEMS),), folded=True),
+    _rule("assignment", _XML, _assignment, ("xml",), gate=(("</", _STEMS),), folded=True),
+    _rule("assignment", _USER_FLAG, _user_flag, ("pw",), gate="-u"),
 )
 
 
@@ -637,7 +712,10 @@ def _place(spans: list[_Span], start: int, end: int, rank: int, kind: str) -> No
 
 def _spans(text: str) -> list[_Span]:
     spans: list[_Span] = []
+    folded = fold(text)
     for rank, rule in enumerate(RULES):
+        if not rule.gated.may_match(text, folded):
+            continue  # no literal it needs: not compiled, not run
         for start, end in _candidates(rule, text):
             _place(spans, start, end, rank, rule.kind)
     return spans

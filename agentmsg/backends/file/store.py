@@ -38,14 +38,16 @@ class FileStore(TxnReads):
         # The root itself may be a link (onto a shared disk, say); links *inside* it are refused.
         self.root: str = os.path.realpath(os.fspath(root))
         self.lock_timeout = lock_timeout
+        # collab -> (collab.jsonl's dev, inode, size, mtime; its registry): see views.registry
+        self.registries: dict[str, tuple[tuple[int, int, int, int], Registry]] = {}
 
     def describe(self) -> dict[str, Any]:
         return {"store": "file", "location": self.root, "reachable": os.path.isdir(self.root)}
 
     # ---- collaborations ---------------------------------------------------------------
 
-    def base(self, collab: str) -> str:
-        found = views.collab_dir(self.root, collab)
+    def base(self, collab: str, *, subdirs: bool = True) -> str:
+        found = views.collab_dir(self.root, collab, subdirs=subdirs)
         if found is None:
             from ...errors import NotFound  # only here: the hooks never import errors on their way
 
@@ -60,7 +62,7 @@ class FileStore(TxnReads):
 
     def transaction(self, collab: str) -> FileTxn:
         """The collaboration's lock, and the only way to write (``with store.transaction(c) as tx:``)."""
-        return FileTxn(self, collab, self.base(collab))
+        return FileTxn(self, collab, self.base(collab, subdirs=False))  # checked under the lock
 
     def create(self, collab: str) -> FileTxn:
         """A transaction on a new, empty collaboration."""
@@ -166,9 +168,17 @@ class FileTxn:
         self._lock = fsio.locked(os.path.join(base, layout.LOCK), store.lock_timeout)
         self._registry: Registry | None = None
         self._maps: dict[str, InboxMap] = {}
+        self._dirs: dict[tuple[str, ...], str] = {}
+        self._cseq: int | None = None  # the highest cseq stored, once read: the lock keeps it current
 
     def __enter__(self) -> FileTxn:
         self._lock.__enter__()
+        try:
+            for sub in layout.COLLAB_SUBDIRS:  # a symlinked subdirectory is refused before any use
+                self.existing(sub)
+        except BaseException:
+            self._lock.__exit__(None, None, None)
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -195,6 +205,33 @@ class FileTxn:
     def root(self) -> str:
         return self.store.root
 
+    def dir(self, *parts: str) -> str:
+        """``base/parts...``, created 0700 if missing; checked (a directory, no link) once per transaction.
+
+        Once is enough under the lock: nothing of ours removes a directory,
+        and a hostile swap after the check could as well come between any
+        check and its use. Each repeated check cost a system call per send.
+        """
+        found = self.existing(*parts, create=True)
+        assert found is not None
+        return found
+
+    def existing(self, *parts: str, create: bool = False) -> str | None:
+        """``base/parts...`` when it is a directory (checked once per transaction), else None."""
+        found = self._dirs.get(parts)
+        if found is not None:
+            return found
+        if not parts:
+            found = fsio.ensure_dir(self.base) if create else self.base
+        else:
+            parent = self.existing(*parts[:-1], create=create) if len(parts) > 1 or create else self.base
+            if parent is None:
+                return None
+            found = fsio.subdir(parent, parts[-1]) if create else fsio.existing_dir(parent, parts[-1])
+        if found is not None:
+            self._dirs[parts] = found
+        return found
+
     # ---- membership ---------------------------------------------------------------------
 
     def registry(self) -> Registry:
@@ -214,6 +251,7 @@ class FileTxn:
             pins |= {p.pin for p in self.registry().participants.values()}
         views.refuse_pin_links(self.root, pins)
         rec = Journal(os.path.join(self.base, layout.EVENTS)).append(dict(fields, cseq=self.next_cseq()))[1]
+        self._cseq = rec["cseq"]
         self._registry = None
         after = self.registry()
         views.write_registry(self, after)
@@ -244,18 +282,19 @@ class FileTxn:
         # A planted link, FIFO or hard link at a transcript is refused before anything is stored
         # (for a broadcast, every recipient's transcript before its first copy).
         fsio.refuse_link(os.path.join(self.base, layout.TRANSCRIPT))
-        transcripts = fsio.existing_dir(self.base, "transcripts")
+        transcripts = self.existing("transcripts")
         if transcripts is not None:
             for to in dict.fromkeys([alias, *(broadcast_of or ())]):
                 fsio.refuse_link(layout.transcript(self.base, to))
         if broadcast_of is not None:
             views.write_broadcast(self, fields["broadcast"], broadcast_of)
         fields = dict(fields, cseq=self.next_cseq())
-        fsio.ensure_dir(self.base, "inbox")
+        self.dir("inbox")
         journal = Journal(layout.inbox(self.base, alias))
         # The id index entry first, as a reservation: a crash in between leaves
         # an entry naming no record (read as absent), never a record with no entry.
         _pos, rec = journal.append(fields, before=lambda at, sealed: views.index_message(self, sealed, at))
+        self._cseq = rec["cseq"]
         msg = Message.from_record(rec)
         views.wake_aliases(self, (alias,))  # after the record is stored: the launcher must not skip it
         views.transcribe_message(self, msg)  # the inbox map folds it in at the next read
@@ -340,7 +379,7 @@ class FileTxn:
         # a planted link in ids/ is refused before anything is written
         views.refuse_index_links(self, [f["message"] for f in items if isinstance(f.get("message"), str)])
         path = layout.receipts(self.base, alias)  # a bad alias is refused before anything is created
-        fsio.ensure_dir(self.base, "receipts")
+        self.dir("receipts")
         journal = Journal(path)
         placed = journal.append_many(self._count_acks(alias, journal, items), durable=durable, head=head)
         for offset, rec in placed:
@@ -417,6 +456,7 @@ class FileTxn:
     def append_note(self, fields: dict[str, Any]) -> dict[str, Any]:
         fsio.refuse_link(os.path.join(self.base, layout.TRANSCRIPT))
         rec = Journal(os.path.join(self.base, layout.LOG)).append(dict(fields, cseq=self.next_cseq()))[1]
+        self._cseq = rec["cseq"]
         views.transcribe_note(self, rec)
         return rec
 
@@ -431,16 +471,23 @@ class FileTxn:
         return rec
 
     def next_cseq(self) -> int:
-        """One collaboration-wide order (transcripts, and ``verify``'s gap check), from the journal tails."""
-        files = [os.path.join(self.base, layout.EVENTS), os.path.join(self.base, layout.LOG)]
-        inbox = fsio.existing_dir(self.base, "inbox")
-        if inbox is not None:
-            files += [os.path.join(inbox, n) for n in sorted(os.listdir(inbox)) if n.endswith(".jsonl")]
-        tails = (Journal(f).last() for f in files)
-        return 1 + max((int(t.get("cseq", 0)) for t in tails if t), default=0)
+        """One collaboration-wide order (transcripts, and ``verify``'s gap check), from the journal tails.
+
+        Read once per transaction, then kept: only this transaction appends
+        while it holds the lock (a broadcast to n recipients lists and reads
+        the tails once, not n times).
+        """
+        if self._cseq is None:
+            files = [os.path.join(self.base, layout.EVENTS), os.path.join(self.base, layout.LOG)]
+            inbox = self.existing("inbox")
+            if inbox is not None:
+                files += [os.path.join(inbox, n) for n in sorted(os.listdir(inbox)) if n.endswith(".jsonl")]
+            tails = (Journal(f).last() for f in files)
+            self._cseq = max((int(t.get("cseq", 0)) for t in tails if t), default=0)
+        return self._cseq + 1
 
     def aliases_with_inbox(self) -> list[str]:
-        inbox = fsio.existing_dir(self.base, "inbox")
+        inbox = self.existing("inbox")
         if inbox is None:
             return []
         return sorted(n[:-6] for n in os.listdir(inbox) if n.endswith(".jsonl") and rules.is_alias(n[:-6]))

@@ -44,15 +44,20 @@ def quietly(update: Callable[..., object], *args: Any, **kwargs: Any) -> None:
             raise
 
 
-def collab_dir(root: str, collab: str) -> str | None:
-    """The collaboration's directory, or None; a symlinked directory or subdirectory raises UnsafePath."""
+def collab_dir(root: str, collab: str, *, subdirs: bool = True) -> str | None:
+    """The collaboration's directory, or None; a symlinked directory or subdirectory raises UnsafePath.
+
+    ``subdirs=False`` leaves the subdirectories to the caller (a transaction
+    checks them once it holds the lock: `FileTxn.__enter__`).
+    """
     if not layout.is_uuid(collab):
         return None
     base = fsio.existing_dir(root, layout.COLLABS, collab)
     if base is None or not os.path.exists(os.path.join(base, layout.EVENTS)):
         return None
-    for sub in layout.COLLAB_SUBDIRS:
-        fsio.existing_dir(base, sub)
+    if subdirs:
+        for sub in layout.COLLAB_SUBDIRS:
+            fsio.existing_dir(base, sub)
     return base
 
 
@@ -77,19 +82,42 @@ def registry_document(base: str) -> dict[str, Any] | None:
 
 
 def registry(tx: FileTxn) -> Registry:
+    """The registry, from ``registry.yaml`` when it names the newest event, else replayed (and rewritten).
+
+    The store remembers the last one per collaboration, keyed by
+    ``collab.jsonl``'s identity, size and modification time: a long-lived
+    process (the MCP server) then reads neither file while membership stays
+    the same. Any event changes the key.
+    """
     from ...errors import NotFound
 
+    key = _events_key(tx.base)
+    cached = tx.store.registries.get(tx.collab)
+    if key is not None and cached is not None and cached[0] == key:
+        return cached[1]
+    reg = None
     doc = registry_document(tx.base)
     if doc is not None:
         try:
-            return rules.registry_from_document(doc)
+            reg = rules.registry_from_document(doc)
         except (ValueError, KeyError, TypeError, AttributeError):
             pass
-    reg = rules.replay(tx.events())
     if reg is None:
-        raise NotFound(f"collaboration {tx.collab} has no opening record")
-    quietly(write_registry, tx, reg)
+        reg = rules.replay(tx.events())
+        if reg is None:
+            raise NotFound(f"collaboration {tx.collab} has no opening record")
+        quietly(write_registry, tx, reg)
+    if key is not None:
+        tx.store.registries[tx.collab] = (key, reg)
     return reg
+
+
+def _events_key(base: str) -> tuple[int, int, int, int] | None:
+    try:
+        st = os.lstat(os.path.join(base, layout.EVENTS))
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def write_registry(tx: FileTxn, reg: Registry) -> None:
@@ -198,19 +226,15 @@ def ensure_pins(store: FileStore, *, force: bool = False) -> None:
 
 
 def refuse_index_links(tx: FileTxn, messages: Iterable[str]) -> None:
-    """Refuse a planted link at these messages' ids/ entries (each shard directory checked once)."""
-    shards: set[str] = set()
+    """Refuse a planted link at these messages' ids/ entries (each shard directory checked once per transaction)."""
     for message in messages:
-        if not layout.is_uuid(message):
-            continue
-        if message[:2] not in shards:
-            fsio.existing_dir(tx.base, "ids", message[:2])
-            shards.add(message[:2])
-        fsio.refuse_link(layout.index(tx.base, message))
+        if layout.is_uuid(message):
+            tx.existing("ids", message[:2])
+            fsio.refuse_link(layout.index(tx.base, message))
 
 
 def _read_index(tx: FileTxn, message: str) -> tuple[dict[str, Any], list[int]] | None:
-    if not layout.is_uuid(message) or fsio.existing_dir(tx.base, "ids", message[:2]) is None:
+    if not layout.is_uuid(message) or tx.existing("ids", message[:2]) is None:
         return None
     raw = fsio.read_bytes(layout.index(tx.base, message))
     if raw is None:
@@ -226,10 +250,10 @@ def _read_index(tx: FileTxn, message: str) -> tuple[dict[str, Any], list[int]] |
 
 
 def _write_index(tx: FileTxn, message: str, doc: dict[str, Any], offsets: list[int] | None = None) -> None:
-    fsio.ensure_dir(tx.base, "ids", message[:2])
+    tx.dir("ids", message[:2])
     tail = "".join(f"{o}\n" for o in offsets or [])
-    fsio.atomic_write(layout.index(tx.base, message), (records.dumps_plain(doc) + "\n" + tail).encode(),
-                      durable=False)
+    # In place, not by rename: a torn entry reads as damaged and the journals decide (lookup).
+    fsio.overwrite_or_replace(layout.index(tx.base, message), (records.dumps_plain(doc) + "\n" + tail).encode())
 
 
 def index_message(tx: FileTxn, rec: dict[str, Any], offset: int) -> None:
@@ -269,7 +293,7 @@ def lookup(tx: FileTxn, message: str) -> dict[str, Any] | None:
     """
     if not layout.is_uuid(message):
         return None
-    if fsio.existing_dir(tx.base, "ids") is None and tx.aliases_with_inbox():
+    if tx.existing("ids") is None and tx.aliases_with_inbox():
         rebuild_ids(tx)
     found = _read_index(tx, message)
     if found is None:
@@ -373,21 +397,29 @@ def transcribe_message(tx: FileTxn, msg: Message) -> None:
     from ...text import transcript as render
 
     section = render.message_section(msg).encode()
-    inbox_md = os.path.join(fsio.ensure_dir(tx.base, "transcripts"), f"{msg.to}.md")
-    fsio.refuse_link(inbox_md)
-    head = b""
-    if not fsio.file_size(inbox_md):
+    inbox_md = os.path.join(tx.dir("transcripts"), f"{msg.to}.md")
+    appended = True
+    try:  # one open: it refuses a link, a FIFO or a hard link, and says whether the view is there
+        appended = fsio.append(inbox_md, section, durable=False, create=False) is not None
+    except OSError:
+        pass
+    except Exception as exc:
+        if type(exc).__name__ != "UnsafePath":
+            raise
+    if not appended:
         if msg.seq > 1:  # a view lost with history behind it: render every view whole, once
             quietly(render_all, tx)
             return
         head = render.inbox_header(msg.collab, msg.to).encode()  # the inbox's first message
-    quietly(fsio.append, inbox_md, head + section, durable=False)
+        quietly(fsio.append, inbox_md, head + section, durable=False)
     quietly(_append_or_render, tx, os.path.join(tx.base, layout.TRANSCRIPT), section)
 
 
 def _append_or_render(tx: FileTxn, path: str, section: bytes) -> None:
     """Append to a view that exists; a missing one with history behind it is re-rendered whole."""
-    if fsio.file_size(path) or tx.next_cseq() <= 2:
+    if fsio.append(path, section, durable=False, create=False) is not None:
+        return
+    if tx.next_cseq() <= 2:
         fsio.append(path, section, durable=False)
     else:
         render_all(tx)
@@ -406,7 +438,7 @@ def render_all(tx: FileTxn) -> list[str]:
     fsio.atomic_write(written[0], render.collaboration_md(reg, tx.events(), by_alias, tx.notes()).encode(),
                       durable=False)
     for alias, msgs in by_alias.items():
-        path = os.path.join(fsio.ensure_dir(tx.base, "transcripts"), f"{alias}.md")
+        path = os.path.join(tx.dir("transcripts"), f"{alias}.md")
         fsio.atomic_write(path, render.inbox_md(reg, alias, msgs).encode(), durable=False)
         written.append(path)
     return written
@@ -473,7 +505,7 @@ def clean_temp(root: str, older_than: float) -> int:
 def index_entries(tx: FileTxn) -> dict[str, dict[str, Any]]:
     """Every readable ids/ entry (for ``verify``)."""
     out: dict[str, dict[str, Any]] = {}
-    ids = fsio.existing_dir(tx.base, "ids")
+    ids = tx.existing("ids")
     if ids is None:
         return out
     for shard in sorted(os.listdir(ids)):

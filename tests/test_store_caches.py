@@ -1,0 +1,131 @@
+"""What the file store remembers between and within transactions stays true.
+
+A long-lived process (the MCP server, a benchmark) keeps one ``FileStore``:
+it remembers each registry and each journal's last record, keyed by the
+file's identity, size and mtime, and a transaction checks each directory
+once and keeps the ``cseq`` high-water. Each test has a second store on
+the same root play another process, or plants something between two
+transactions of the same store, and checks the first store notices.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from agentmsg import fsio, records
+from agentmsg.domain import validate as model
+from agentmsg.errors import UnsafePath
+from agentmsg.journal import Journal
+from tests.facade import Draft, FileStore
+
+NEWCOMER = "cursor:newcomer-0001"
+
+
+def draft(to: str, body: str = "body") -> Draft:
+    return Draft(to=to, kind="update", priority="normal", subject="subject", body=body)
+
+
+def clean(store: FileStore) -> list[dict]:
+    _files, findings = store.verify(None)
+    return findings
+
+
+def cseqs(cdir: Path) -> list[int]:
+    out = []
+    for path in [cdir / "collab.jsonl", cdir / "log.jsonl", *sorted((cdir / "inbox").glob("*.jsonl"))]:
+        if path.exists():
+            out += [rec["cseq"] for _pos, rec in Journal(str(path)).scan()]
+    return sorted(out)
+
+
+def test_a_join_by_another_process_reaches_a_store_that_remembers_the_registry(store, collab, root) -> None:
+    store.send(collab.id, collab.driver, draft("reviewer"))  # the registry is remembered now
+    other = FileStore(root)
+    other.join(collab.id, model.pin(NEWCOMER), "newcomer")
+    (sent,) = store.send(collab.id, collab.driver, draft("newcomer"))
+    assert sent.message.to == "newcomer"
+    assert "newcomer" in store.registry(collab.id).participants
+
+
+def test_appends_by_two_stores_keep_one_chain_and_a_gap_free_cseq(store, collab, root) -> None:
+    other = FileStore(root)
+    for i in range(6):
+        (store if i % 2 else other).send(collab.id, collab.driver, draft("reviewer", f"m{i}"))
+        store.send(collab.id, collab.driver, draft("reviewer", f"n{i}"))
+    inbox = collab.dir / "inbox" / "reviewer.jsonl"
+    recs = [rec for _pos, rec in Journal(str(inbox)).scan()]
+    assert [r["seq"] for r in recs] == list(range(1, len(recs) + 1))
+    assert cseqs(collab.dir) == list(range(1, len(cseqs(collab.dir)) + 1))
+    assert [f for f in clean(store) if f["tampering"]] == []
+
+
+def test_the_tail_an_append_remembers_is_the_record_on_disk(store, collab) -> None:
+    store.send(collab.id, collab.driver, draft("reviewer", "first"))
+    store.send(collab.id, collab.driver, draft("reviewer", "second"))
+    path = str(collab.dir / "inbox" / "reviewer.jsonl")
+    remembered = Journal(path).last()
+    on_disk = records.decode(Path(path).read_bytes().rstrip(b"\n").rsplit(b"\n", 1)[-1])
+    assert remembered is not None and remembered["sum"] == on_disk["sum"] and remembered["seq"] == on_disk["seq"]
+
+
+def test_a_broadcast_takes_consecutive_cseqs_read_once(store, collab) -> None:
+    store.send(collab.id, collab.driver, draft("reviewer"))
+    before = cseqs(collab.dir)
+    sent = store.send(collab.id, collab.driver, draft("all", "to everyone"))
+    assert sorted(s.message.to for s in sent) == ["carol", "reviewer"]
+    after = cseqs(collab.dir)
+    assert after == [*before, before[-1] + 1, before[-1] + 2]
+    assert [f for f in clean(store) if f["tampering"]] == []
+
+
+@pytest.mark.parametrize("sub", ["inbox", "transcripts", "ids"])
+def test_a_link_planted_between_two_transactions_of_one_store_is_refused(store, collab, tmp_path, sub) -> None:
+    store.send(collab.id, collab.driver, draft("reviewer"))
+    size = (collab.dir / "inbox" / "reviewer.jsonl").stat().st_size
+    elsewhere = tmp_path / "elsewhere"
+    os.rename(collab.dir / sub, elsewhere)
+    os.symlink(elsewhere, collab.dir / sub)
+    with pytest.raises(UnsafePath):
+        store.send(collab.id, collab.driver, draft("reviewer"))
+    inbox = (elsewhere if sub == "inbox" else collab.dir / "inbox") / "reviewer.jsonl"
+    assert inbox.stat().st_size == size  # nothing stored, through the link or beside it
+
+
+def test_append_without_create_leaves_a_missing_or_empty_file_alone(tmp_path: Path) -> None:
+    missing, empty, full = tmp_path / "missing.md", tmp_path / "empty.md", tmp_path / "full.md"
+    empty.write_bytes(b"")
+    full.write_bytes(b"# head\n")
+    assert fsio.append(str(missing), b"x\n", durable=False, create=False) is None
+    assert not missing.exists()
+    assert fsio.append(str(empty), b"x\n", durable=False, create=False) is None
+    assert empty.read_bytes() == b""
+    assert fsio.append(str(full), b"x\n", durable=False, create=False) == 7
+    assert full.read_bytes() == b"# head\nx\n"
+
+
+def test_append_reserves_before_it_writes_and_reports_the_new_size(tmp_path: Path) -> None:
+    path = tmp_path / "j.jsonl"
+    path.write_bytes(b"torn")  # no newline: the append terminates it first
+    seen: list[object] = []
+
+    def first(at: int) -> None:
+        seen.append(("first", at, path.read_bytes()))
+
+    at = fsio.append(str(path), b"rec\n", first=first, written=lambda st: seen.append(("written", st.st_size)))
+    assert at == 5 and path.read_bytes() == b"torn\nrec\n"
+    assert seen == [("first", 5, b"torn"), ("written", 9)]
+
+
+def test_a_failed_reservation_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "j.jsonl"
+    path.write_bytes(b"a\n")
+
+    def refuse(at: int) -> None:
+        raise OSError("index full")
+
+    with pytest.raises(OSError):
+        fsio.append(str(path), b"b\n", first=refuse)
+    assert path.read_bytes() == b"a\n"
