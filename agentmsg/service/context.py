@@ -18,24 +18,30 @@ from .messaging import Mailbox
 class Ctx:
     """The resolved state root and environment of one command; the store and mailbox are built once."""
 
-    def __init__(self, root: Path, root_source: str, env: Mapping[str, str], store: Store | None = None) -> None:
+    def __init__(self, root: Path, root_source: str, env: Mapping[str, str], store: Store | None = None,
+                 store_url: str | None = None) -> None:
         self.root, self.root_source, self.env = root, root_source, env
         self._store = store
+        #: ``--store URL``, else ``AGENTMSG_STORE``; neither: the file store at the state root.
+        self.store_url = store_url or env.get("AGENTMSG_STORE") or None
         self._mailbox: Mailbox | None = None
 
     @classmethod
     def create(cls, root_flag: str | None, env: Mapping[str, str] | None = None, *,
-               store: Store | None = None) -> Ctx:
+               store: Store | None = None, store_url: str | None = None) -> Ctx:
         env = dict(os.environ) if env is None else env
         root, source = resolve_root(root_flag, env)
-        return cls(root, source, env, store)
+        return cls(root, source, env, store, store_url)
 
     @property
     def store(self) -> Store:
         if self._store is None:
-            from ..backends.file.store import FileStore
+            if self.store_url:
+                self._store = database_store(self.store_url)
+            else:
+                from ..backends.file.store import FileStore
 
-            self._store = FileStore(self.root)
+                self._store = FileStore(self.root)
         return self._store
 
     @property
@@ -68,3 +74,15 @@ class Ctx:
         if bound:
             raise UsageError(f"{who} is bound in {len(bound)} collaborations; pass --collab UUID")
         raise UsageError("no collaboration given: pass --collab UUID")
+
+
+def database_store(url: str) -> Store:
+    """The store a ``--store``/``AGENTMSG_STORE`` URL names: only PostgreSQL for now."""
+    scheme = url.split(":", 1)[0].lower()
+    if scheme not in ("postgresql", "postgres"):
+        raise UsageError(f"--store/AGENTMSG_STORE must be a postgresql:// URL, not {scheme[:20]!r}")
+    try:
+        from ..backends.postgres.store import PgStore
+    except ImportError:
+        raise UsageError("the PostgreSQL store needs psycopg: pip install 'agentmsg[postgres]'") from None
+    return PgStore(url)
