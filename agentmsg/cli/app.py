@@ -55,14 +55,10 @@ def _done(command: str, payload: dict[str, Any], as_json: bool) -> int:
     return output.emit(command, payload, as_json)
 
 
-#: The global ``--store URL`` (``main`` takes it out of the arguments before a command parses them).
-STORE_FLAG: str | None = None
-
-
 def _ctx(root: str | None) -> Ctx:
     from ..service.context import Ctx
 
-    return Ctx.create(root, store_url=STORE_FLAG)
+    return Ctx.create(root)
 
 
 def _actions() -> Any:

@@ -18,26 +18,30 @@ from .messaging import Mailbox
 class Ctx:
     """The resolved state root and environment of one command; the store and mailbox are built once."""
 
-    def __init__(self, root: Path, root_source: str, env: Mapping[str, str], store: Store | None = None,
-                 store_url: str | None = None) -> None:
+    def __init__(self, root: Path, root_source: str, env: Mapping[str, str], store: Store | None = None) -> None:
         self.root, self.root_source, self.env = root, root_source, env
         self._store = store
-        #: ``--store URL``, else ``AGENTMSG_STORE``; neither: the file store at the state root.
-        self.store_url = store_url or env.get("AGENTMSG_STORE") or None
         self._mailbox: Mailbox | None = None
 
     @classmethod
     def create(cls, root_flag: str | None, env: Mapping[str, str] | None = None, *,
-               store: Store | None = None, store_url: str | None = None) -> Ctx:
+               store: Store | None = None) -> Ctx:
         env = dict(os.environ) if env is None else env
         root, source = resolve_root(root_flag, env)
-        return cls(root, source, env, store, store_url)
+        return cls(root, source, env, store)
+
+    @property
+    def store_url(self) -> str | None:
+        """``AGENTMSG_STORE`` (the CLI's global ``--store URL`` sets it); None: the file store at the root."""
+        return self.env.get("AGENTMSG_STORE") or None
 
     @property
     def store(self) -> Store:
         if self._store is None:
             if self.store_url:
-                self._store = database_store(self.store_url)
+                from .. import storeurl
+
+                self._store = storeurl.open_store(self.store_url)
             else:
                 from ..backends.file.store import FileStore
 
@@ -75,14 +79,3 @@ class Ctx:
             raise UsageError(f"{who} is bound in {len(bound)} collaborations; pass --collab UUID")
         raise UsageError("no collaboration given: pass --collab UUID")
 
-
-def database_store(url: str) -> Store:
-    """The store a ``--store``/``AGENTMSG_STORE`` URL names: only PostgreSQL for now."""
-    scheme = url.split(":", 1)[0].lower()
-    if scheme not in ("postgresql", "postgres"):
-        raise UsageError(f"--store/AGENTMSG_STORE must be a postgresql:// URL, not {scheme[:20]!r}")
-    try:
-        from ..backends.postgres.store import PgStore
-    except ImportError:
-        raise UsageError("the PostgreSQL store needs psycopg: pip install 'agentmsg[postgres]'") from None
-    return PgStore(url)
