@@ -454,6 +454,16 @@ def db_migrate(root: Root = None, json_: Json = False) -> int:
     return _done("db migrate", _admin().db_migrate(_ctx(root)), json_)
 
 
+def db_grant(
+    role: Annotated[str, typer.Option("--role", help="The PostgreSQL role to let in.")],
+    collab: Annotated[str, typer.Option("--collab", help="Collaboration UUID.")],
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Let another PostgreSQL role (machine or principal) into a collaboration you are in."""
+    return _done("db grant", _admin().db_grant(_ctx(root), collab, role), json_)
+
+
 #: Top-level commands, in the order ``agentmsg --help`` lists them.
 COMMANDS: dict[str, Callable[..., int]] = {
     "open": open_, "join": join, "handover": handover, "send": send, "inbox": inbox, "show": show, "ack": ack,
@@ -468,7 +478,7 @@ GROUPS: dict[str, dict[str, Callable[..., int]]] = {
                  "retry": delivery_retry},
     "install": {"codex": install_codex},
     "uninstall": {"codex": uninstall_codex, "claude": uninstall_claude, "all": uninstall_all},
-    "db": {"migrate": db_migrate},
+    "db": {"migrate": db_migrate, "grant": db_grant},
 }
 
 
