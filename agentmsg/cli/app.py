@@ -448,12 +448,25 @@ def version(root: Root = None, json_: Json = False) -> int:
     return _done("version", _admin().version(_ctx(root)), json_)
 
 
+def sync(
+    store: Annotated[str | None, typer.Option("--store", help="The store to mirror (else AGENTMSG_STORE, else "
+                                                           "the one this root already mirrors).")] = None,
+    once: Annotated[bool, typer.Option("--once", help="Catch up once and exit.")] = False,
+    idle_exit: Annotated[str | None, typer.Option("--idle-exit", help="Exit after this long with nothing to "
+                                                                     "copy or push (default 15m).")] = None,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Mirror a remote store into this root so hooks read local files (one per root; started automatically)."""
+    return _done("sync", _actions().sync(_ctx(root), store=store, once=once, idle_exit=idle_exit), json_)
+
+
 #: Top-level commands, in the order ``agentmsg --help`` lists them.
 COMMANDS: dict[str, Callable[..., int]] = {
     "open": open_, "join": join, "handover": handover, "send": send, "inbox": inbox, "show": show, "ack": ack,
     "notify": notify, "status": status, "registry": registry, "leave": leave, "close": close, "watch": watch,
     "search": search, "top": top, "verify": verify, "repair": repair, "mcp": mcp, "doctor": doctor,
-    "version": version,
+    "version": version, "sync": sync,
 }
 #: Groups and their commands, in that order (``agentmsg --help`` lists groups after commands).
 GROUPS: dict[str, dict[str, Callable[..., int]]] = {

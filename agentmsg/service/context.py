@@ -32,11 +32,30 @@ class Ctx:
 
     @property
     def store(self) -> Store:
+        """``AGENTMSG_STORE``'s store (and this root's mirror, started if it is not running), else the root's."""
         if self._store is None:
-            from ..backends.file.store import FileStore
+            from .. import storeurl
 
-            self._store = FileStore(self.root)
+            url = storeurl.configured(None, self.env)
+            if url is not None:
+                self._store = storeurl.open_store(url)
+                self._start_mirror()
+            else:
+                from ..backends.file.store import FileStore
+
+                self._store = FileStore(self.root)
         return self._store
+
+    def _start_mirror(self) -> None:
+        """The local root follows the remote store: hooks read it (agentmsg/mirrorstart.py)."""
+        import sys
+
+        from .. import mirrorstart
+
+        try:
+            mirrorstart.ensure(str(self.root), self.env, [sys.executable, "-m", "agentmsg"])
+        except OSError:
+            pass  # best effort: the next command or hook starts it
 
     @property
     def mailbox(self) -> Mailbox:
