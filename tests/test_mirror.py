@@ -262,3 +262,72 @@ def test_a_forked_history_stops_the_mirror(pair: Pair) -> None:
     code, _out, err = run("sync", "--once", root=pair.local, env=pair.env())
     assert code == 13 and "diverged" in err
     assert os.path.getsize(events) == sum(len(line) for line in lines)
+
+
+def test_the_mirror_works_over_the_port_from_a_memory_store(tmp_path: Path) -> None:
+    """Nothing in the mirror is file-specific on the remote side: the in-memory store is a Replica too."""
+    from agentmsg.backends.memory import MemoryStore
+
+    remote = MemoryStore()
+    box = Mailbox(remote)
+    lead, rev = Pin(*LEAD.split(":", 1)), Pin(*REVIEWER.split(":", 1))
+    collab = box.open(lead, "lead", "mem", "t", None).collab
+    box.join(collab, rev, "reviewer")
+    sent = [box.send(collab, lead, Draft(to="reviewer", subject=f"s{i}", body="b", kind="request"))[0].message
+            for i in range(5)]
+    box.ack(collab, rev, [sent[0].id])
+    box.log_append(collab, lead, "a note", None)
+    local = FileStore(tmp_path / "local")
+    mirror = Mirror(local, remote, "memory:", page=2)  # small pages: the cseq merge runs across pages
+    assert mirror.round()[0] == sum(remote.streams(collab).values())
+    for stream, last in remote.streams(collab).items():
+        assert local.records_since(collab, stream, 0) == remote.records_since(collab, stream, 0)
+        assert local.streams(collab)[stream] == last
+    assert local.verify(collab)[1] == []
+    assert [m.id for m in local.unacked(collab, "reviewer", limit=10).messages] == [m.id for m in sent[1:]]
+    assert mirror.round()[0] == 0
+
+
+def test_stop_slots_spent_on_a_replica_are_never_reused_and_reach_the_server_once(pair: Pair) -> None:
+    pair.cli("delivery", "enable", "--collab", pair.collab, "--self", REVIEWER, "--expires-in", "30m",
+             "--max-continuations", "3")
+    pair.send("reviewer", "first request")
+    pair.sync_once()
+    stop = run_hook("claude", "Stop", pair.tmp, pair.local, REVIEWER_SESSION, extra_env={"AGENTMSG_NO_MIRROR": "1"})
+    assert "slot 1 of 3" in stop.text and "first request" in stop.text
+    pair.send("reviewer", "second request")
+    pair.sync_once()  # pushes slot 1 and brings it back; the second Stop counts it from the journal
+    stop = run_hook("claude", "Stop", pair.tmp, pair.local, REVIEWER_SESSION, extra_env={"AGENTMSG_NO_MIRROR": "1"})
+    assert "slot 2 of 3" in stop.text
+    pair.send("reviewer", "third request")
+    pair.sync_once()
+    # not yet pushed: the third Stop counts slot 3 from the outbox... and a fourth finds the envelope spent
+    stop = run_hook("claude", "Stop", pair.tmp, pair.local, REVIEWER_SESSION, extra_env={"AGENTMSG_NO_MIRROR": "1"})
+    assert "slot 3 of 3" in stop.text
+    pair.send("reviewer", "fourth request")
+    code, _doc, err = run_json("sync", "--once", root=pair.local, env=pair.env())
+    assert code == 0, err
+    stop = run_hook("claude", "Stop", pair.tmp, pair.local, REVIEWER_SESSION, extra_env={"AGENTMSG_NO_MIRROR": "1"})
+    assert stop.stdout == ""
+    delivery = [json.loads(line) for line in
+                (pair.remote / "collabs" / pair.collab / "delivery.jsonl").read_text().splitlines()]
+    assert [r["slot"] for r in delivery if r["type"] == "delivery-slot"] == [1, 2, 3]
+    pair.assert_same()
+
+
+def test_an_unpushed_slot_counts_before_it_comes_back(pair: Pair) -> None:
+    pair.cli("delivery", "enable", "--collab", pair.collab, "--self", REVIEWER, "--expires-in", "30m",
+             "--max-continuations", "2")
+    pair.send("reviewer", "one")
+    pair.sync_once()
+    first = run_hook("claude", "Stop", pair.tmp, pair.local, REVIEWER_SESSION, extra_env={"AGENTMSG_NO_MIRROR": "1"})
+    assert "slot 1 of 2" in first.text
+    pair.send("reviewer", "two")
+    # the mirror copies the new message down but has not pushed the slot yet (its records are not back)
+    Mirror(FileStore(pair.local), FileStore(pair.remote), pair.url).pull()
+    second = run_hook("claude", "Stop", pair.tmp, pair.local, REVIEWER_SESSION, extra_env={"AGENTMSG_NO_MIRROR": "1"})
+    assert "slot 2 of 2" in second.text
+    pair.sync_once()
+    delivery = [json.loads(line) for line in
+                (pair.remote / "collabs" / pair.collab / "delivery.jsonl").read_text().splitlines()]
+    assert [r["slot"] for r in delivery if r["type"] == "delivery-slot"] == [1, 2]
