@@ -30,11 +30,34 @@ def doctor(ctx: Ctx) -> Payload:
     # entry point resolves on its own, not whether it can be told one.
     payload = checks.run(ctx.env, str(ctx.root))
     payload["store"] = ctx.store.describe()
+    if not payload["store"].get("reachable", True):
+        payload["warnings"].append(f"the {payload['store']['store']} store at {payload['store']['location']} "
+                                   f"cannot be reached: {payload['store'].get('problem', 'unknown reason')}")
+        payload["verdict"] = "error"
     if payload["warnings"]:
         err = Disagreement(f"{len(payload['warnings'])} warning(s); first: {payload['warnings'][0]}")
         err.result = payload
         raise err
     return payload
+
+
+def db_migrate(ctx: Ctx) -> Payload:
+    """Bring the database's schema up to this copy's migrations (one transaction, under an advisory lock)."""
+    if not ctx.store_url:
+        raise UsageError("db migrate needs a database: pass --store postgresql://... or set AGENTMSG_STORE")
+    from .backends.postgres import schema
+    from .backends.postgres.store import PgStore, db_errors, safe_location
+
+    store = ctx.store
+    if not isinstance(store, PgStore):
+        raise UsageError("db migrate needs a postgresql:// store")
+    conn = store.connect(checked=False)
+    try:
+        with db_errors("migrate"):
+            done = schema.migrate(conn)
+    finally:
+        conn.close()
+    return {**done, "store": safe_location(store.url)}
 
 
 def install_codex(ctx: Ctx, codex_home: str | None) -> Payload:

@@ -106,8 +106,7 @@ class Journal:
         tail = self.last()
         sealed, lines = [], []
         for fields in items:
-            tail = records.seal(fields, seq=tail["seq"] + 1 if tail else 1, prev=tail["sum"] if tail else "",
-                                prev_ts=tail.get("ts") if tail else None)
+            tail = records.seal_next(fields, tail)
             sealed.append(tail)
             lines.append(records.encode(tail))
         if before is not None:

@@ -205,7 +205,8 @@ def test_hooks_deliver_from_the_mirror_and_their_receipts_reach_the_server_once(
 
 
 def test_the_cli_starts_the_mirror_and_it_exits_when_idle(pair: Pair) -> None:
-    env = {"AGENTMSG_STORE": pair.url, "HOME": str(pair.tmp), "AGENTMSG_SYNC_IDLE_EXIT": "2s"}
+    env = {"AGENTMSG_STORE": pair.url, "HOME": str(pair.tmp), "AGENTMSG_SYNC_IDLE_EXIT": "2s",
+           "AGENTMSG_NO_MIRROR": None}
     code, _doc, err = run_json("send", "--collab", pair.collab, "--self", LEAD, "--to", "reviewer",
                                 "--subject", "auto", "--body", "b", "--kind", "request", root=pair.local, env=env)
     assert code == 0, err

@@ -17,6 +17,7 @@ from ..domain import kinds, rules, search
 from ..domain.search import Found, Query
 from ..domain.values import Message, Page, Registry
 from ..errors import NotFound
+from .chains import chain_findings
 from .reads import TxnReads
 
 Record = dict[str, Any]
@@ -36,9 +37,7 @@ class _Collab:
 
 
 def _seal(log: list[Record], fields: Record) -> Record:
-    prev = log[-1] if log else None
-    return records.seal(fields, seq=prev["seq"] + 1 if prev else 1, prev=prev["sum"] if prev else "",
-                        prev_ts=prev["ts"] if prev else None)
+    return records.seal_next(fields, log[-1] if log else None)
 
 
 class MemoryStore(TxnReads):
@@ -154,14 +153,9 @@ class MemoryStore(TxnReads):
         for cid in [collab] if collab else self.collabs():
             c = self._get(cid)
             logs = [c.events, c.notes, c.delivery, *c.inboxes.values(), *c.receipts.values()]
+            count += len(logs)
             for log in logs:
-                count += 1
-                prev = ""
-                for i, rec in enumerate(log, start=1):
-                    if rec.get("sum") != records.checksum(rec) or rec.get("prev") != prev or rec["seq"] != i:
-                        findings.append({"path": f"memory:{cid}", "line": i, "kind": "edited",
-                                         "detail": f"record {i} does not verify", "tampering": True})
-                    prev = rec["sum"]
+                findings += chain_findings(f"memory:{cid}", log)
         return count, findings
 
     def clean_temp(self, older_than: float = 3600.0) -> int:

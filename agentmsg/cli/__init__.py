@@ -38,6 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .app import app_command, one_command
 
     args = list(sys.argv[1:] if argv is None else argv)
+    args = _take_store(args)
     if os.name != "posix":
         fsio.lock_nonblocking = _portalocker_nb
     fsio.wait_notice = fsio.warn
@@ -77,6 +78,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("AGENTMSG_RAISE_ERRORS"):
             raise
         return output.fail(command, _crash(exc, command, args), as_json)
+
+
+def _take_store(args: list[str]) -> list[str]:
+    """Take the global ``--store URL`` (or ``--store=URL``) out of ``args``, before the command parses them."""
+    from . import app
+
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            out += args[i:]
+            break
+        if arg == "--store" and i + 1 < len(args):
+            app.STORE_FLAG = args[i + 1]
+            i += 2
+            continue
+        if arg.startswith("--store="):
+            app.STORE_FLAG = arg.split("=", 1)[1]
+        else:
+            out.append(arg)
+        i += 1
+    return out
 
 
 def _closed_pipe() -> int:

@@ -31,6 +31,7 @@ GROUP_HELP = {
     "delivery": "Stop continuations for one binding, inside a finite, immutable envelope.",
     "install": "Install host adapters that are not installed as a plugin.",
     "uninstall": "Remove agentmsg from a host (what it wrote, the host's plugin, caches).",
+    "db": "The PostgreSQL store (--store URL or AGENTMSG_STORE): its schema.",
 }
 #: Settings of every Typer built here (the full tree's root, and a single command).
 _SETTINGS: dict[str, Any] = {"add_completion": False, "pretty_exceptions_enable": False, "rich_markup_mode": None}
@@ -54,10 +55,14 @@ def _done(command: str, payload: dict[str, Any], as_json: bool) -> int:
     return output.emit(command, payload, as_json)
 
 
+#: The global ``--store URL`` (``main`` takes it out of the arguments before a command parses them).
+STORE_FLAG: str | None = None
+
+
 def _ctx(root: str | None) -> Ctx:
     from ..service.context import Ctx
 
-    return Ctx.create(root)
+    return Ctx.create(root, store_url=STORE_FLAG)
 
 
 def _actions() -> Any:
@@ -448,17 +453,20 @@ def version(root: Root = None, json_: Json = False) -> int:
     return _done("version", _admin().version(_ctx(root)), json_)
 
 
+def db_migrate(root: Root = None, json_: Json = False) -> int:
+    """Apply the shipped SQL migrations to the --store/AGENTMSG_STORE database, in one transaction."""
+    return _done("db migrate", _admin().db_migrate(_ctx(root)), json_)
+
+
 def sync(
-    store: Annotated[str | None, typer.Option("--store", help="The store to mirror (else AGENTMSG_STORE, else "
-                                                           "the one this root already mirrors).")] = None,
     once: Annotated[bool, typer.Option("--once", help="Catch up once and exit.")] = False,
     idle_exit: Annotated[str | None, typer.Option("--idle-exit", help="Exit after this long with nothing to "
                                                                      "copy or push (default 15m).")] = None,
     root: Root = None,
     json_: Json = False,
 ) -> int:
-    """Mirror a remote store into this root so hooks read local files (one per root; started automatically)."""
-    return _done("sync", _actions().sync(_ctx(root), store=store, once=once, idle_exit=idle_exit), json_)
+    """Mirror --store/AGENTMSG_STORE into this root so hooks read local files (one per root; started automatically)."""
+    return _done("sync", _actions().sync(_ctx(root), once=once, idle_exit=idle_exit), json_)
 
 
 #: Top-level commands, in the order ``agentmsg --help`` lists them.
@@ -475,6 +483,7 @@ GROUPS: dict[str, dict[str, Callable[..., int]]] = {
                  "retry": delivery_retry},
     "install": {"codex": install_codex},
     "uninstall": {"codex": uninstall_codex, "claude": uninstall_claude, "all": uninstall_all},
+    "db": {"migrate": db_migrate},
 }
 
 

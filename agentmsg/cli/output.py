@@ -158,8 +158,15 @@ def _ack(p: Payload) -> None:
     print(f"{word}: {p['message']} at {p['acknowledged_at']}")
 
 
+def _store_line(store: Payload | None) -> None:
+    if store:
+        state = "reachable" if store.get("reachable") else f"NOT reachable ({store.get('problem', '')})"
+        print(f"store: {store['store']} {store['location']} ({state})")
+
+
 def _status(p: Payload) -> None:
     print(f"root: {p['root']}  (from {p['root_source']})")
+    _store_line(p.get("store"))
     print(f"self: {p.get('self') or '(no session identity)'}")
     if p.get("collab") is None:
         for b in p.get("bindings", []):
@@ -228,11 +235,17 @@ def _doctor(p: Payload) -> None:
     rows = [[x["name"], x["version"] or "-", x["python"] or "-", x["root"] or "-",
              "ok" if x["ok"] else f"FAILED: {x['error']}"] for x in p["probes"]]
     _table(["entry point", "version", "python", "state root", "status"], rows, title="agentmsg entry points")
+    _store_line(p.get("store"))
     for note in p.get("notes", []):
         print(f"note: {note}")
     for warning in p["warnings"]:
         print(f"ERROR: {warning}")
     print(f"verdict: {p.get('verdict', 'error' if p['warnings'] else 'ok')}")
+
+
+def _db_migrate(p: Payload) -> None:
+    applied = ", ".join(p["applied"]) or "nothing to apply"
+    print(f"schema {p['from']} -> {p['to']} at {p['store']}: {applied}")
 
 
 def _notify(p: Payload) -> None:
@@ -358,5 +371,5 @@ HUMAN: dict[str, Callable[[Payload], None]] = {
     "status": _status, "search": _search, "close": _close, "leave": _leave, "log show": _log_show,
     "log append": _log_append,
     "log render": _log_render, "verify": _verify, "notify": _notify, "delivery enable": _envelope,
-    "delivery disable": _envelope, "delivery inspect": _inspect, "doctor": _doctor,
+    "delivery disable": _envelope, "delivery inspect": _inspect, "doctor": _doctor, "db migrate": _db_migrate,
 }

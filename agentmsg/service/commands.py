@@ -401,12 +401,12 @@ def repair(ctx: Ctx, *, collab: str | None) -> Payload:
 # ---- the mirror -----------------------------------------------------------------------------------
 
 
-def sync(ctx: Ctx, *, store: str | None, once: bool, idle_exit: str | None) -> Payload:
+def sync(ctx: Ctx, *, once: bool, idle_exit: str | None) -> Payload:
     """Run the per-machine mirror (agentmsg/mirror.py) for this root, under its lock."""
-    from .. import mirror, storeurl
+    from .. import mirror
     from ..backends.file.replica import replica_of
 
-    url = storeurl.configured(store, ctx.env)
+    url = ctx.store_url
     if url is None:
         marked = replica_of(str(ctx.root)) if ctx.root.is_dir() else None
         url = marked if marked not in (None, "?") else None

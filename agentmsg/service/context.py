@@ -18,27 +18,27 @@ from .messaging import Mailbox
 class Ctx:
     """The resolved state root and environment of one command; the store and mailbox are built once."""
 
-    def __init__(self, root: Path, root_source: str, env: Mapping[str, str], store: Store | None = None) -> None:
+    def __init__(self, root: Path, root_source: str, env: Mapping[str, str], store: Store | None = None,
+                 store_url: str | None = None) -> None:
         self.root, self.root_source, self.env = root, root_source, env
         self._store = store
+        #: ``--store URL``, else ``AGENTMSG_STORE``; neither: the file store at the state root.
+        self.store_url = store_url or env.get("AGENTMSG_STORE") or None
         self._mailbox: Mailbox | None = None
 
     @classmethod
     def create(cls, root_flag: str | None, env: Mapping[str, str] | None = None, *,
-               store: Store | None = None) -> Ctx:
+               store: Store | None = None, store_url: str | None = None) -> Ctx:
         env = dict(os.environ) if env is None else env
         root, source = resolve_root(root_flag, env)
-        return cls(root, source, env, store)
+        return cls(root, source, env, store, store_url)
 
     @property
     def store(self) -> Store:
-        """``AGENTMSG_STORE``'s store (and this root's mirror, started if it is not running), else the root's."""
+        """``--store``/``AGENTMSG_STORE``'s store (and this root's mirror, started if none runs), else the root's."""
         if self._store is None:
-            from .. import storeurl
-
-            url = storeurl.configured(None, self.env)
-            if url is not None:
-                self._store = storeurl.open_store(url)
+            if self.store_url:
+                self._store = database_store(self.store_url)
                 self._start_mirror()
             else:
                 from ..backends.file.store import FileStore
@@ -53,7 +53,8 @@ class Ctx:
         from .. import mirrorstart
 
         try:
-            mirrorstart.ensure(str(self.root), self.env, [sys.executable, "-m", "agentmsg"])
+            env = dict(self.env, AGENTMSG_STORE=self.store_url or "")
+            mirrorstart.ensure(str(self.root), env, [sys.executable, "-m", "agentmsg"])
         except OSError:
             pass  # best effort: the next command or hook starts it
 
@@ -87,3 +88,10 @@ class Ctx:
         if bound:
             raise UsageError(f"{who} is bound in {len(bound)} collaborations; pass --collab UUID")
         raise UsageError("no collaboration given: pass --collab UUID")
+
+
+def database_store(url: str) -> Store:
+    """The store a ``--store``/``AGENTMSG_STORE`` URL names (agentmsg/storeurl.py)."""
+    from .. import storeurl
+
+    return storeurl.open_store(url)

@@ -17,6 +17,7 @@ from ... import fsio
 from ...domain import kinds, rules
 from ...domain.values import Message, Page, Registry
 from ...journal import Journal
+from ..acks import count_acks
 from ..reads import TxnReads
 from . import layout, views
 from .inboxmap import ACKED_VALUES, InboxMap, record_at
@@ -399,21 +400,9 @@ class FileTxn:
         acknowledged (checksum and all) is caught at the next read, not only
         by ``verify``.
         """
-        last = journal.last()
         m = self.map(alias)
-        n = last["ackn"] if last is not None and type(last.get("ackn")) is int else m.count(ACKED_VALUES)
-        seen: set[int] = set()
-        out = []
-        for fields in items:
-            if fields.get("type") == kinds.ACK:
-                seq = fields.get("mseq")
-                if type(seq) is not int:
-                    seq = views.seq_of(self, fields.get("message"))
-                if type(seq) is int and not m.acked(seq) and seq not in seen:
-                    seen.add(seq)
-                    n += 1
-            out.append(dict(fields, ackn=n))
-        return out
+        return count_acks(journal.last(), items, acked_now=lambda: m.count(ACKED_VALUES), is_acked=m.acked,
+                          seq_of=lambda mid: views.seq_of(self, mid))
 
     def acked(self, alias: str, message: Message) -> dict[str, Any] | None:
         """The first acknowledgment of ``message``, or None."""
