@@ -133,6 +133,54 @@ class Journal:
             at += len(line)
         return placed
 
+    def append_sealed(self, recs: Sequence[Record], *, before: Callable[[int, Record], None] | None = None
+                      ) -> list[tuple[int, Record]]:
+        """Append records another store sealed, verbatim, in one durable write (a mirror's import).
+
+        Each must carry its own checksum and continue the chain exactly (``seq`` one more, ``prev``
+        the last ``sum``); records this file already holds are skipped, so a repeated import is a
+        no-op.  Anything else is refused before a byte is written: a mirror never forks history.
+        """
+        from .errors import StoreFailed, TamperDetected
+
+        tail = self.last()
+        lines, fresh = [], []
+        for rec in recs:
+            seq, last = rec.get("seq"), (tail["seq"] if tail else 0)
+            if type(seq) is int and seq <= last:
+                if seq == last and tail is not None and rec.get("sum") != tail.get("sum"):
+                    raise TamperDetected(f"{os.fspath(self.path)}: record {seq} differs from the one stored; "
+                                      "the replica and its source have diverged")
+                continue
+            if seq != last + 1 or rec.get("prev") != (tail["sum"] if tail else "") or \
+                    rec.get("sum") != records.checksum(rec):
+                raise TamperDetected(f"{os.fspath(self.path)}: record {seq} does not continue the chain at {last} "
+                                  "(the replica and its source have diverged); nothing was imported")
+            tail = rec
+            fresh.append(rec)
+            lines.append(records.encode(rec))
+        if not fresh:
+            return []
+        if before is not None:
+            at = fsio.next_offset(self.path)
+            for rec, line in zip(fresh, lines, strict=True):
+                before(at, rec)
+                at += len(line)
+        try:
+            at = fsio.append(self.path, b"".join(lines), durable=True)
+        except OSError as exc:
+            raise StoreFailed(f"cannot append to {os.fspath(self.path)}: {exc.strerror or exc}; "
+                              "nothing was stored") from None
+        try:
+            _write_head(self.head_path, records.canonical({"seq": fresh[-1]["seq"], "sum": fresh[-1]["sum"]}))
+        except OSError:
+            pass
+        placed = []
+        for rec, line in zip(fresh, lines, strict=True):
+            placed.append((at, rec))
+            at += len(line)
+        return placed
+
     @property
     def head_path(self) -> StrPath:
         """Sidecar naming the newest record: lets ``verify`` see records cut off the end."""

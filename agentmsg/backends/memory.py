@@ -93,6 +93,28 @@ class MemoryStore(TxnReads):
                 self._changed.wait(left)
         return True
 
+    # ---- replication (ports.Replica) ---------------------------------------------------------
+
+    def _streams(self, collab: str) -> dict[str, list[Record]]:
+        c = self._get(collab)
+        out = {"events": c.events, "notes": c.notes, "delivery": c.delivery}
+        out.update({f"inbox/{a}": log for a, log in c.inboxes.items()})
+        out.update({f"receipts/{a}": log for a, log in c.receipts.items()})
+        return out
+
+    def streams(self, collab: str) -> dict[str, int]:
+        with self._lock:
+            return {name: log[-1]["seq"] for name, log in self._streams(collab).items() if log}
+
+    def records_since(self, collab: str, stream: str, seq: int, limit: int = 1000) -> list[Record]:
+        with self._lock:
+            return [dict(r) for r in self._streams(collab).get(stream, [])[seq:seq + limit]]
+
+    def wait_any(self, collabs: Collection[str], timeout: float) -> bool:
+        """Until any transaction ends (True) or ``timeout`` passes (False)."""
+        with self._changed:
+            return self._changed.wait(timeout)
+
     def receipts(self, collab: str, alias: str) -> list[Record]:
         return list(self._get(collab).receipts.get(alias, []))
 

@@ -464,12 +464,23 @@ def db_grant(
     return _done("db grant", _admin().db_grant(_ctx(root), collab, role), json_)
 
 
+def sync(
+    once: Annotated[bool, typer.Option("--once", help="Catch up once and exit.")] = False,
+    idle_exit: Annotated[str | None, typer.Option("--idle-exit", help="Exit after this long with nothing to "
+                                                                     "copy or push (default 15m).")] = None,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Mirror --store/AGENTMSG_STORE into this root so hooks read local files (one per root; started automatically)."""
+    return _done("sync", _actions().sync(_ctx(root), once=once, idle_exit=idle_exit), json_)
+
+
 #: Top-level commands, in the order ``agentmsg --help`` lists them.
 COMMANDS: dict[str, Callable[..., int]] = {
     "open": open_, "join": join, "handover": handover, "send": send, "inbox": inbox, "show": show, "ack": ack,
     "notify": notify, "status": status, "registry": registry, "leave": leave, "close": close, "watch": watch,
     "search": search, "top": top, "verify": verify, "repair": repair, "mcp": mcp, "doctor": doctor,
-    "version": version,
+    "version": version, "sync": sync,
 }
 #: Groups and their commands, in that order (``agentmsg --help`` lists groups after commands).
 GROUPS: dict[str, dict[str, Callable[..., int]]] = {

@@ -37,16 +37,30 @@ class Ctx:
 
     @property
     def store(self) -> Store:
+        """``--store``/``AGENTMSG_STORE``'s store (and this root's mirror, started if none runs), else the root's."""
         if self._store is None:
             if self.store_url:
                 from .. import storeurl
 
                 self._store = storeurl.open_store(self.store_url)
+                self._start_mirror()
             else:
                 from ..backends.file.store import FileStore
 
                 self._store = FileStore(self.root)
         return self._store
+
+    def _start_mirror(self) -> None:
+        """The local root follows the remote store: hooks read it (agentmsg/mirrorstart.py)."""
+        import sys
+
+        from .. import mirrorstart
+
+        try:
+            env = dict(self.env, AGENTMSG_STORE=self.store_url or "")
+            mirrorstart.ensure(str(self.root), env, [sys.executable, "-m", "agentmsg"])
+        except OSError:
+            pass  # best effort: the next command or hook starts it
 
     @property
     def mailbox(self) -> Mailbox:
@@ -78,4 +92,3 @@ class Ctx:
         if bound:
             raise UsageError(f"{who} is bound in {len(bound)} collaborations; pass --collab UUID")
         raise UsageError("no collaboration given: pass --collab UUID")
-

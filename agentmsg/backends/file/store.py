@@ -39,6 +39,7 @@ class FileStore(TxnReads):
         # The root itself may be a link (onto a shared disk, say); links *inside* it are refused.
         self.root: str = os.path.realpath(os.fspath(root))
         self.lock_timeout = lock_timeout
+        self._replica: str | bool | None = False  # not read yet
 
     def describe(self) -> dict[str, Any]:
         return {"store": "file", "location": self.root, "reachable": os.path.isdir(self.root)}
@@ -65,6 +66,7 @@ class FileStore(TxnReads):
 
     def create(self, collab: str) -> FileTxn:
         """A transaction on a new, empty collaboration."""
+        self.writable()
         views.refuse_pin_links(self.root)
         return FileTxn(self, collab, fsio.ensure_dir(self.root, layout.COLLABS, collab), fresh=True)
 
@@ -137,6 +139,47 @@ class FileStore(TxnReads):
                 found.append((collab, alias, reg))
         return found
 
+    # ---- replication (ports.Replica; agentmsg sync) ----------------------------------------
+
+    def streams(self, collab: str) -> dict[str, int]:
+        from . import replica
+
+        return replica.streams(self, collab)
+
+    def records_since(self, collab: str, stream: str, seq: int, limit: int = 1000) -> list[dict[str, Any]]:
+        from . import replica
+
+        return replica.records_since(self, collab, stream, seq, limit)
+
+    def wait_any(self, collabs: Collection[str], timeout: float) -> bool:
+        from . import replica
+
+        return replica.wait_any(self, collabs, timeout)
+
+    def import_records(self, collab: str, stream: str, recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """A mirror's write: records sealed by the store this root mirrors, verbatim (chain-checked, idempotent)."""
+        from . import replica
+
+        return replica.import_records(self, collab, stream, recs)
+
+    @property
+    def replica_of(self) -> str | None:
+        """The store this root mirrors (``agentmsg sync``), read once; None for an ordinary root."""
+        if self._replica is False:
+            from .replica import replica_of
+
+            self._replica = replica_of(self.root)
+        return self._replica  # type: ignore[return-value]
+
+    def writable(self) -> None:
+        """A replica root takes no direct writes: they go to the store it mirrors, then come back down."""
+        url = self.replica_of
+        if url is not None:
+            from ...errors import UsageError
+
+            raise UsageError(f"{self.root} is a replica of {url} (agentmsg sync); writes go to that store: "
+                             "set AGENTMSG_STORE to it")
+
     def search(self, query: Query) -> Found:
         """Ranked matches from the derived FTS5 index, caught up from the journals first (:mod:`.searchindex`)."""
         from .searchindex import SearchIndex
@@ -208,6 +251,7 @@ class FileTxn:
 
     def append_event(self, fields: dict[str, Any]) -> dict[str, Any]:
         """Durably append a membership or lifecycle event, then bring the registry and pin index up to date."""
+        self.store.writable()
         before = self._registry if os.path.exists(os.path.join(self.base, layout.EVENTS)) else None
         fsio.refuse_link(os.path.join(self.base, layout.TRANSCRIPT))
         pins = {fields[k] for k in ("pin", "to") if isinstance(fields.get(k), str)}
@@ -241,6 +285,7 @@ class FileTxn:
 
     def append_message(self, fields: dict[str, Any], *, broadcast_of: list[str] | None = None) -> Message:
         """Durably append one message to its recipient's inbox: the one fsync of a send."""
+        self.store.writable()
         alias = fields["to"]
         # A planted link, FIFO or hard link at a transcript is refused before anything is stored
         # (for a broadcast, every recipient's transcript before its first copy).
@@ -330,6 +375,7 @@ class FileTxn:
     def append_receipts(self, alias: str, items: list[dict[str, Any]], *, durable: bool = True,
                         head: bool = True) -> list[dict[str, Any]]:
         """Append receipts (acks, presented attempts, notify results, replied marks) in one write."""
+        self.store.writable()
         for fields in items:  # a planted link in ids/ is refused before anything is written
             if fields.get("message"):
                 views.refuse_index_link(self, fields["message"])
@@ -392,6 +438,7 @@ class FileTxn:
         return [rec for _pos, rec in Journal(os.path.join(self.base, layout.LOG)).scan()]
 
     def append_note(self, fields: dict[str, Any]) -> dict[str, Any]:
+        self.store.writable()
         fsio.refuse_link(os.path.join(self.base, layout.TRANSCRIPT))
         rec = Journal(os.path.join(self.base, layout.LOG)).append(dict(fields, cseq=self.next_cseq()))[1]
         views.transcribe_note(self, rec)
@@ -401,6 +448,7 @@ class FileTxn:
         return [rec for _pos, rec in Journal(os.path.join(self.base, layout.DELIVERY)).scan()]
 
     def append_delivery(self, fields: dict[str, Any]) -> dict[str, Any]:
+        self.store.writable()
         rec = Journal(os.path.join(self.base, layout.DELIVERY)).append(fields)[1]
         if fields.get("type") != kinds.SLOT:  # an envelope or a setting changed: its owner's Stop must run
             views.wake(self.root, [p for p in (fields.get("pin"),) if isinstance(p, str)])

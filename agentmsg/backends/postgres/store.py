@@ -279,15 +279,27 @@ class PgStore(TxnReads):
             return tx.stream(stream, after=seq, limit=limit)
 
     def wait_any(self, collabs: Collection[str], timeout: float) -> bool:
-        """True as soon as any of ``collabs`` gets a record, False after ``timeout``: LISTEN/NOTIFY."""
-        conn = self.connect()
+        """True as soon as any of ``collabs`` gets a record, False after ``timeout``: LISTEN/NOTIFY.
+
+        The listening connection is kept from one call to the next (the mirror calls this in a loop), so a
+        record committed between a catch-up and the next wait is still announced: nothing is missed.  A
+        broken connection (the server restarted) is dropped and the next call listens afresh.
+        """
+        conn: psycopg.Connection[Any] | None = getattr(self, "_listener", None)
+        if conn is None or conn.closed or conn.broken:
+            conn = self.connect()
+            self._listener: psycopg.Connection[Any] | None = conn
+            self._listening: set[str] = set()
         try:
             with db_errors("wait for a change"):
-                for cid in collabs:
+                for cid in set(collabs) - self._listening:
                     conn.execute(f'LISTEN "{channel(cid)}"')
+                    self._listening.add(cid)
                 return any(True for _n in conn.notifies(timeout=max(0.0, timeout), stop_after=1))
-        finally:
+        except BaseException:
             conn.close()
+            self._listener = None
+            raise
 
     def grant(self, collab: str, role: str) -> bool:
         """Let ``role`` into ``collab`` (a member's act; the server checks it); False if it was already in."""
