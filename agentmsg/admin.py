@@ -79,6 +79,16 @@ def db_grant(ctx: Ctx, collab: str, role: str) -> Payload:
     return {"collab": cid, "role": role, "already": not added}
 
 
+def db_move(ctx: Ctx, collab: str) -> Payload:
+    """Move a collaboration from the file store at the state root into the --store database."""
+    from .backends.file.store import FileStore
+    from .domain import validate
+    from .service.move import move
+
+    target = _pg(ctx, "db move")
+    return move(FileStore(ctx.root), target, validate.collab_id(collab))
+
+
 def install_codex(ctx: Ctx, codex_home: str | None) -> Payload:
     from . import installer
 
