@@ -34,6 +34,11 @@ def doctor(ctx: Ctx) -> Payload:
         payload["warnings"].append(f"the {payload['store']['store']} store at {payload['store']['location']} "
                                    f"cannot be reached: {payload['store'].get('problem', 'unknown reason')}")
         payload["verdict"] = "error"
+    elif payload["store"].get("schema_known") not in (None, payload["store"].get("schema")):
+        have, know = payload["store"].get("schema"), payload["store"]["schema_known"]
+        payload["warnings"].append(f"the database schema is version {have or 'none'}, this client's is {know}: "
+                                   + ("upgrade agentmsg" if have and have > know else "run `agentmsg db migrate`"))
+        payload["verdict"] = "error"
     if payload["warnings"]:
         err = Disagreement(f"{len(payload['warnings'])} warning(s); first: {payload['warnings'][0]}")
         err.result = payload

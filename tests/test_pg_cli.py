@@ -19,6 +19,9 @@ def test_migrate_records_the_version_and_a_second_run_applies_nothing(pg_cluster
     url = pg_cluster.url(pg_cluster.new_db(migrated=False))
     code, doc, _ = run_json("status", "--store", url, root=tmp_path)
     assert code == SchemaMismatch.code and "agentmsg db migrate" in doc["error"]["message"]
+    code, doc, _ = run_json("doctor", "--store", url, root=tmp_path)
+    assert doc["result"]["store"]["reachable"] is True and doc["result"]["store"]["schema"] is None
+    assert any("agentmsg db migrate" in w for w in doc["result"]["warnings"])
     code, doc, _ = run_json("db", "migrate", "--store", url, root=tmp_path)
     assert code == 0 and doc["result"]["from"] == 0 and doc["result"]["applied"][0] == "001_records.sql"
     to = doc["result"]["to"]
