@@ -90,3 +90,15 @@ def test_messaging_through_the_cli_on_postgresql(pg_url: str, tmp_path: Path) ->
     code, doc, _ = run_json("verify", "--collab", cid, root=tmp_path, env=env)
     assert code == 0, doc
     assert not (tmp_path / "collabs").exists()  # nothing went to the file store
+
+
+def test_the_file_store_never_imports_the_driver(tmp_path: Path, child_env: dict[str, str]) -> None:
+    """Without a store URL, a command runs without psycopg (it costs ~200 ms to import)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from agentmsg.cli import main; rc = main(['status', '--json']); "
+            "sys.exit(3 if 'psycopg' in sys.modules else rc)")
+    env = {k: v for k, v in child_env.items() if not k.startswith("AGENTMSG_")} | {"AGENTMSG_HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
