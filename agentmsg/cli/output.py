@@ -26,7 +26,7 @@ Payload = dict[str, Any]
 
 def command_name(args: Sequence[str]) -> str:
     words = [a for a in args if not a.startswith("-")]
-    if words[:1] and words[0] in ("log", "delivery", "install", "uninstall") and len(words) > 1:
+    if words[:1] and words[0] in ("log", "delivery", "install", "uninstall", "db") and len(words) > 1:
         return f"{words[0]} {words[1]}"
     return words[0] if words else ""
 
@@ -159,7 +159,8 @@ def _ack(p: Payload) -> None:
 
 
 def _store_line(store: Payload | None) -> None:
-    if store:
+    """The store, when it is not the file store at the root the ``root:`` line names already."""
+    if store and store.get("store") != "file":
         state = "reachable" if store.get("reachable") else f"NOT reachable ({store.get('problem', '')})"
         print(f"store: {store['store']} {store['location']} ({state})")
 

@@ -333,6 +333,8 @@ class PgTxn:
         self._cseq = 0
         self._cseq_at_start = 0
         self._events_seq = 0
+        self._durable = True  # what this transaction's commit waits for
+        self._wrote = False
         self._pending_broadcasts: dict[str, list[str]] = {}
 
     def __enter__(self) -> PgTxn:
@@ -402,9 +404,16 @@ class PgTxn:
             self.conn.execute(_INSERT, (self.collab, stream, rec["seq"], records.dumps(rec), *_columns(stream, rec)))
         self._tails[stream] = rec
 
-    def _append(self, stream: str, fields: Record) -> Record:
+    def _append(self, stream: str, fields: Record, *, durable: bool = True) -> Record:
+        """Seal and insert; the commit waits for the WAL flush unless every write in it said ``durable=False``."""
+        if durable != self._durable:
+            if durable or not self._wrote:
+                with db_errors("store a record"):
+                    self.conn.execute(f"SET LOCAL synchronous_commit = {'on' if durable else 'off'}")
+                self._durable = durable
         rec = records.seal_next(fields, self._tail(stream))
         self._insert(stream, rec)
+        self._wrote = True
         return rec
 
     def _next_cseq(self) -> int:
@@ -532,10 +541,7 @@ class PgTxn:
 
         counted = count_acks(self._tail(stream), items, acked_now=lambda: len(acked_set()),
                              is_acked=lambda seq: seq in acked_set(), seq_of=self._seq_of)
-        if not durable:
-            with db_errors("store receipts"):
-                self.conn.execute("SET LOCAL synchronous_commit = off")
-        return [self._append(stream, fields) for fields in counted]
+        return [self._append(stream, fields, durable=durable) for fields in counted]
 
     def acked(self, alias: str, message: Message) -> Record | None:
         rows = self._rows("SELECT body FROM agentmsg_records WHERE collab = %s AND stream = %s AND ref = %s "
