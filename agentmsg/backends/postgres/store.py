@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Collection, Iterator
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import Callable, Collection, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, TypeVar
 
 import psycopg
 import psycopg.errors
@@ -33,6 +33,7 @@ from ..reads import TxnReads
 from . import schema
 
 Record = dict[str, Any]
+T = TypeVar("T")
 
 EVENTS, NOTES, DELIVERY = "events", "notes", "delivery"
 
@@ -150,9 +151,26 @@ class PgStore(TxnReads):
             conn.close()
             self._local.conn = None
 
+    def retrying(self, what: str, step: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """``step`` on this thread's connection; once more on a new one if the server had dropped the old.
+
+        Only for a first step, before anything is sent in a transaction: a
+        server restart since the last command then costs nothing, and a
+        server that is down is still a loud failure.
+        """
+        for attempt in (0, 1):
+            conn = self.conn()
+            try:
+                with db_errors(what):
+                    return step(conn)
+            except StoreUnreachable:
+                if attempt or not conn.broken:
+                    raise
+                self.close()
+        raise AssertionError("unreachable")
+
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        with db_errors("read from the store"):
-            return self.conn().execute(sql, params).fetchall()
+        return self.retrying("read from the store", lambda conn: conn.execute(sql, params).fetchall())
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {"store": "postgresql", "location": safe_location(self.url)}
@@ -338,10 +356,12 @@ class PgTxn:
         self._pending_broadcasts: dict[str, list[str]] = {}
 
     def __enter__(self) -> PgTxn:
-        self.conn = self.store.conn()
-        self._tx = self.conn.transaction()
-        with db_errors("begin a transaction"):
-            self._tx.__enter__()
+        def begin(conn: psycopg.Connection[Any]) -> tuple[psycopg.Connection[Any], AbstractContextManager[Any]]:
+            tx = conn.transaction()
+            tx.__enter__()
+            return conn, tx
+
+        self.conn, self._tx = self.store.retrying("begin a transaction", begin)
         try:
             with db_errors("lock the collaboration"):
                 if not self.lock:
