@@ -254,8 +254,12 @@ class PgStore(TxnReads):
             return tx.delivery_records()
 
     def bindings(self, pin: str) -> list[tuple[str, str]]:
+        """Active (collab, alias) bindings of a pin: the registry of each collaboration an event gave it to."""
         out = []
-        for collab in self.collabs():
+        named = self.query("SELECT DISTINCT collab::text FROM agentmsg_records WHERE stream = 'events' "
+                           "AND rtype IN ('opened', 'joined', 'succeeded') AND body::jsonb ->> 'pin' = %s "
+                           "ORDER BY 1", (pin,))
+        for (collab,) in named:
             reg = self.registry(collab)
             alias = reg.alias_of(pin)
             if alias is not None and not reg.closed:
