@@ -97,6 +97,7 @@ def _columns(stream: str, rec: Record) -> tuple[Any, ...]:
 
 _INSERT = ("INSERT INTO agentmsg_records (collab, stream, seq, body, rtype, mid, ref, kind, priority, bcast, sender) "
            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)")
+_INSERT_ORDERED = "WITH o AS (UPDATE agentmsg_collabs SET cseq = greatest(cseq, %s) WHERE id = %s) " + _INSERT
 
 #: The collaboration's row (locked by a writer), its order counter and how many events it has: the
 #: registry, replayed from the events, is kept per store and reused while that count is unchanged.
@@ -353,7 +354,6 @@ class PgTxn:
         self._tails: dict[str, Record | None] = {}
         self._registry: Registry | None = None
         self._cseq = 0
-        self._cseq_at_start = 0
         self._events_seq = 0
         self._durable = True  # what this transaction's commit waits for
         self._wrote = False
@@ -376,7 +376,7 @@ class PgTxn:
                 row = self.conn.execute(_LOCK if self.lock else _LOOK, (self.collab,)).fetchone()
             if row is None:
                 raise NotFound(f"no collaboration {self.collab} in {safe_location(self.store.url)}")
-            self._cseq = self._cseq_at_start = int(row[0])
+            self._cseq = int(row[0])
             self._events_seq = int(row[1])
         except BaseException as exc:
             self._abort(exc)
@@ -394,8 +394,6 @@ class PgTxn:
             self._abort(exc[1])
             return
         with db_errors("commit"):
-            if self._cseq != self._cseq_at_start:
-                self.conn.execute("UPDATE agentmsg_collabs SET cseq = %s WHERE id = %s", (self._cseq, self.collab))
             self._tx.__exit__(None, None, None)
 
     # ---- rows ---------------------------------------------------------------------------
@@ -424,8 +422,14 @@ class PgTxn:
         return self._tails[stream]
 
     def _insert(self, stream: str, rec: Record) -> None:
+        """One statement, one round trip: the record, and the collaboration's order counter when it carries ``cseq``."""
+        row = (self.collab, stream, rec["seq"], records.dumps(rec), *_columns(stream, rec))
+        cseq = rec.get("cseq")
         with db_errors("store a record"):
-            self.conn.execute(_INSERT, (self.collab, stream, rec["seq"], records.dumps(rec), *_columns(stream, rec)))
+            if type(cseq) is int:
+                self.conn.execute(_INSERT_ORDERED, (cseq, self.collab, *row))
+            else:
+                self.conn.execute(_INSERT, row)
         self._tails[stream] = rec
 
     def _append(self, stream: str, fields: Record, *, durable: bool = True) -> Record:
