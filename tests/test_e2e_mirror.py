@@ -126,9 +126,10 @@ def test_claude_on_a_and_codex_on_b_exchange_a_request_and_a_reply(tmp_path: Pat
                 time.sleep(0.1)
             assert FileStore(root).verify(collab)[1] == []
             local = FileStore(root)
-            for stream, last in server.streams(collab).items():
-                assert local.records_since(collab, stream, 0, 1 << 40) == server.records_since(collab, stream, 0,
-                                                                                                1 << 40), stream
+            assert local.streams(collab) == server.streams(collab)
+            for stream in server.streams(collab):
+                assert local.records_since(collab, stream, 0, 1 << 40) == \
+                    server.records_since(collab, stream, 0, 1 << 40), stream
     finally:
         for p in mirrors:
             p.terminate()
