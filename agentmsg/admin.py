@@ -41,16 +41,24 @@ def doctor(ctx: Ctx) -> Payload:
     return payload
 
 
-def db_migrate(ctx: Ctx) -> Payload:
-    """Bring the database's schema up to this copy's migrations (one transaction, under an advisory lock)."""
+def _pg(ctx: Ctx, what: str) -> Any:
+    """The PostgreSQL store the command names, or a usage error saying how to name one."""
     if not ctx.store_url:
-        raise UsageError("db migrate needs a database: pass --store postgresql://... or set AGENTMSG_STORE")
-    from .backends.postgres import schema
-    from .backends.postgres.store import PgStore, db_errors, safe_location
+        raise UsageError(f"{what} needs a database: pass --store postgresql://... or set AGENTMSG_STORE")
+    from .backends.postgres.store import PgStore
 
     store = ctx.store
     if not isinstance(store, PgStore):
-        raise UsageError("db migrate needs a postgresql:// store")
+        raise UsageError(f"{what} needs a postgresql:// store")
+    return store
+
+
+def db_migrate(ctx: Ctx) -> Payload:
+    """Bring the database's schema up to this copy's migrations (one transaction, under an advisory lock)."""
+    from .backends.postgres import schema
+    from .backends.postgres.store import db_errors, safe_location
+
+    store = _pg(ctx, "db migrate")
     conn = store.connect(checked=False)
     try:
         with db_errors("migrate"):
@@ -58,6 +66,17 @@ def db_migrate(ctx: Ctx) -> Payload:
     finally:
         conn.close()
     return {**done, "store": safe_location(store.url)}
+
+
+def db_grant(ctx: Ctx, collab: str, role: str) -> Payload:
+    """Let another PostgreSQL role into a collaboration, so its sessions can join it."""
+    from .domain import validate
+
+    cid = validate.collab_id(collab)
+    if not role.replace("_", "").isalnum() or len(role) > 63:
+        raise UsageError(f"invalid role name {role[:70]!r}")
+    added = _pg(ctx, "db grant").grant(cid, role)
+    return {"collab": cid, "role": role, "already": not added}
 
 
 def install_codex(ctx: Ctx, codex_home: str | None) -> Payload:

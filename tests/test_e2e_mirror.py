@@ -1,7 +1,9 @@
 """Two machines, simulated: real Claude Code on "machine A", real Codex on "machine B", one PostgreSQL server.
 
-Each machine has its own state root and its own mirror (``agentmsg sync``,
-running for the whole test); the hosts run with ``AGENTMSG_STORE`` set, so
+Each machine has its own state root, its own PostgreSQL role (row-level
+security: B opens the collaboration and lets A's role in with ``agentmsg db
+grant``) and its own mirror (``agentmsg sync`` as that role, running for the
+whole test); the hosts run with ``AGENTMSG_STORE`` set, so
 every command their agents run writes to the server, and their hooks read
 only their own root.  A request goes from Claude's agent to Codex's model and
 the reply comes back, each reaching the other model's request body through
@@ -18,6 +20,7 @@ import shlex
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -50,14 +53,17 @@ def _arrives(root: Path, collab: str, alias: str, mid: str, timeout: float = 30)
     raise AssertionError(f"message {mid} did not reach {root} within {timeout}s")
 
 
-def test_claude_on_a_and_codex_on_b_exchange_a_request_and_a_reply(tmp_path: Path, pg_url: str) -> None:
+def test_claude_on_a_and_codex_on_b_exchange_a_request_and_a_reply(tmp_path: Path, pg_cluster) -> None:
     from agentmsg.backends.postgres.store import PgStore
 
+    db, tag = pg_cluster.new_db(), uuid.uuid4().hex[:8]
+    role_a, role_b = pg_cluster.add_role(f"machine_a_{tag}"), pg_cluster.add_role(f"machine_b_{tag}")
+    url_a, url_b = pg_cluster.url(db, role_a), pg_cluster.url(db, role_b)  # each machine logs in as its own role
     root_a, root_b = tmp_path / "machine-a" / "state", tmp_path / "machine-b" / "state"
     claude = product.Host("claude", "plugin-dir", tmp_path / "claude")
     codex = product.Host("codex", "user-hooks", tmp_path / "codex")
-    env = {"AGENTMSG_STORE": pg_url}
-    mirrors = [_mirror(root_a, pg_url), _mirror(root_b, pg_url)]
+    env_a, env_b = {"AGENTMSG_STORE": url_a}, {"AGENTMSG_STORE": url_b}
+    mirrors = [_mirror(root_a, url_a), _mirror(root_b, url_b)]
     try:
         from agentmsg import mirrorstart
 
@@ -68,12 +74,13 @@ def test_claude_on_a_and_codex_on_b_exchange_a_request_and_a_reply(tmp_path: Pat
         with claude.stub() as cstub, codex.stub() as ostub:
             cs = claude.begin(cstub, root=root_a)
             ostub.push(stubs.text("session started"))
-            run = codex.run(ostub, "start a session", root=root_b, env=env).check()
+            run = codex.run(ostub, "start a session", root=root_b, env=env_b).check()
             xs = product.Session(codex, run.session_id or "", started=True)
             home = tmp_path / "cli-home"
-            collab = product.cli("open", "--store", pg_url, "--self", xs.pin, "--alias", "driver", "--label", "two",
+            collab = product.cli("open", "--store", url_b, "--self", xs.pin, "--alias", "driver", "--label", "two",
                                  "--task", "two machines, one server", root=root_b, home=home)["result"]["collab"]
-            product.cli("join", "--store", pg_url, "--collab", collab, "--self", cs.pin, "--alias", "reviewer",
+            product.cli("db", "grant", "--store", url_b, "--collab", collab, "--role", role_a, root=root_b, home=home)
+            product.cli("join", "--store", url_a, "--collab", collab, "--self", cs.pin, "--alias", "reviewer",
                         root=root_a, home=home)
 
             # -- machine A: Claude's agent sends a request (to the server) -------------
@@ -82,7 +89,7 @@ def test_claude_on_a_and_codex_on_b_exchange_a_request_and_a_reply(tmp_path: Pat
                 stubs.shell(f"agentmsg send --collab {collab} --to driver --kind request "
                             f"--subject {shlex.quote(subj_c)} --body {shlex.quote(body_c)} --json"),
                 stubs.text("claude sent it"),
-            ], root=root_a, env=env)
+            ], root=root_a, env=env_a)
             assert t1.run.result == "claude sent it"
             (out,) = claude.shell_outputs(t1.requests[1])
             mid_c = json.loads(out)["result"]["results"][0]["id"]
@@ -94,7 +101,7 @@ def test_claude_on_a_and_codex_on_b_exchange_a_request_and_a_reply(tmp_path: Pat
                 stubs.shell(f"agentmsg send --collab {collab} --reply-to driver/{mid_c} --kind request "
                             f"--subject {shlex.quote(subj_x)} --body {shlex.quote(body_x)} --json"),
                 stubs.text("codex sent it"),
-            ], root=root_b, env=env)
+            ], root=root_b, env=env_b)
             block = product.parse_block(t2.contexts(0)["UserPromptSubmit"])
             (m,) = block.messages
             assert (m.id, m.sender, m.runtime, m.subject, m.body) == (mid_c, "reviewer", "claude-code", subj_c, body_c)
@@ -103,14 +110,14 @@ def test_claude_on_a_and_codex_on_b_exchange_a_request_and_a_reply(tmp_path: Pat
             _arrives(root_a, collab, "reviewer", mid_x)
 
             # -- machine A: Claude's next prompt shows the reply ----------------------------
-            t3 = cs.turn(cstub, "turn three: anything new?", [stubs.text("claude read it")], root=root_a, env=env)
+            t3 = cs.turn(cstub, "turn three: anything new?", [stubs.text("claude read it")], root=root_a, env=env_a)
             block = product.parse_block(t3.contexts(0)["UserPromptSubmit"])
             (m,) = block.messages
             assert (m.id, m.sender, m.runtime, m.subject, m.body) == (mid_x, "driver", "codex", subj_x, body_x)
             assert m.reply_to == f"driver/{mid_c}"
 
         # -- the hooks' receipts reached the server through each machine's outbox, once ----------
-        server = PgStore(pg_url)
+        server = PgStore(pg_cluster.url(db))
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             pres = {a: [r["message"] for r in server.receipts(collab, a) if r["type"] == "presented"]

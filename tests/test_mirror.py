@@ -83,6 +83,32 @@ class Pair:
         assert code == 0 and doc["result"]["findings"] == [], (err, doc)
 
 
+def _progress(root: Path) -> int:
+    base = root / "collabs"
+    return sum(p.stat().st_size for p in base.rglob("*") if p.is_file()) if base.exists() else 0
+
+
+def kill_mid_stream(env: dict[str, str], root: Path, *, rounds: int = 6, seed: int = 8) -> int:
+    """Run ``sync --once`` and SIGKILL it as soon as it has written something new, until one finishes;
+    returns how many were killed.  Each kill lands mid-import: records or their views half done."""
+    rng = random.Random(seed)
+    kills, seen = 0, _progress(root)
+    for _ in range(rounds):
+        proc = subprocess.Popen([sys.executable, "-m", "agentmsg", "sync", "--once"], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        while proc.poll() is None and _progress(root) <= seen:
+            time.sleep(0.001)
+        time.sleep(rng.uniform(0, 0.05))
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            kills += 1
+        proc.wait()
+        seen = _progress(root)
+        if proc.returncode == 0:
+            break
+    return kills
+
+
 @pytest.fixture
 def pair(tmp_path: Path) -> Pair:
     p = Pair(tmp_path)
@@ -154,20 +180,7 @@ def test_sigkill_mid_stream_then_restart_loses_nothing_and_duplicates_nothing(pa
     for i in range(600):
         remote.send(pair.collab, lead if i % 2 else rev,
                     Draft(to="reviewer" if i % 2 else "lead", subject=f"m{i}", body=f"body {i}", kind="update"))
-    rng = random.Random(8)
-    kills = 0
-    env = clean_env(pair.local, pair.env())
-    for _ in range(6):
-        proc = subprocess.Popen([sys.executable, "-m", "agentmsg", "sync", "--once"], env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(0.3, 1.2))
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-            kills += 1
-        proc.wait()
-        if proc.returncode == 0:
-            break
-    assert kills >= 1, "the mirror finished before any kill: make the stream longer"
+    assert kill_mid_stream(clean_env(pair.local, pair.env()), pair.local) >= 1
     pair.sync_once()
     pair.assert_same()
 

@@ -81,9 +81,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _take_store(args: list[str]) -> list[str]:
-    """Take the global ``--store URL`` (or ``--store=URL``) out of ``args``, before the command parses them."""
-    from . import app
+    """Take the global ``--store URL`` (or ``--store=URL``) out of ``args`` into ``AGENTMSG_STORE``.
 
+    The variable, not a flag per command: every command, and whatever it
+    starts (the mirror), then names the same store.
+    """
     out: list[str] = []
     i = 0
     while i < len(args):
@@ -92,11 +94,11 @@ def _take_store(args: list[str]) -> list[str]:
             out += args[i:]
             break
         if arg == "--store" and i + 1 < len(args):
-            app.STORE_FLAG = args[i + 1]
+            os.environ["AGENTMSG_STORE"] = args[i + 1]
             i += 2
             continue
         if arg.startswith("--store="):
-            app.STORE_FLAG = arg.split("=", 1)[1]
+            os.environ["AGENTMSG_STORE"] = arg.split("=", 1)[1]
         else:
             out.append(arg)
         i += 1

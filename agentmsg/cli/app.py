@@ -55,14 +55,10 @@ def _done(command: str, payload: dict[str, Any], as_json: bool) -> int:
     return output.emit(command, payload, as_json)
 
 
-#: The global ``--store URL`` (``main`` takes it out of the arguments before a command parses them).
-STORE_FLAG: str | None = None
-
-
 def _ctx(root: str | None) -> Ctx:
     from ..service.context import Ctx
 
-    return Ctx.create(root, store_url=STORE_FLAG)
+    return Ctx.create(root)
 
 
 def _actions() -> Any:
@@ -458,6 +454,16 @@ def db_migrate(root: Root = None, json_: Json = False) -> int:
     return _done("db migrate", _admin().db_migrate(_ctx(root)), json_)
 
 
+def db_grant(
+    role: Annotated[str, typer.Option("--role", help="The PostgreSQL role to let in.")],
+    collab: Annotated[str, typer.Option("--collab", help="Collaboration UUID.")],
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Let another PostgreSQL role (machine or principal) into a collaboration you are in."""
+    return _done("db grant", _admin().db_grant(_ctx(root), collab, role), json_)
+
+
 def sync(
     once: Annotated[bool, typer.Option("--once", help="Catch up once and exit.")] = False,
     idle_exit: Annotated[str | None, typer.Option("--idle-exit", help="Exit after this long with nothing to "
@@ -483,7 +489,7 @@ GROUPS: dict[str, dict[str, Callable[..., int]]] = {
                  "retry": delivery_retry},
     "install": {"codex": install_codex},
     "uninstall": {"codex": uninstall_codex, "claude": uninstall_claude, "all": uninstall_all},
-    "db": {"migrate": db_migrate},
+    "db": {"migrate": db_migrate, "grant": db_grant},
 }
 
 

@@ -248,6 +248,10 @@ def _db_migrate(p: Payload) -> None:
     print(f"schema {p['from']} -> {p['to']} at {p['store']}: {applied}")
 
 
+def _db_grant(p: Payload) -> None:
+    print(f"{p['role']} {'was already' if p['already'] else 'is now'} in {p['collab']}")
+
+
 def _notify(p: Payload) -> None:
     for r in p["results"]:
         print(f"{r['state']}: {r['id']} -> {r['to']}" + (f" ({r['detail']})" if r.get("detail") else ""))
@@ -372,4 +376,5 @@ HUMAN: dict[str, Callable[[Payload], None]] = {
     "log append": _log_append,
     "log render": _log_render, "verify": _verify, "notify": _notify, "delivery enable": _envelope,
     "delivery disable": _envelope, "delivery inspect": _inspect, "doctor": _doctor, "db migrate": _db_migrate,
+    "db grant": _db_grant,
 }

@@ -18,27 +18,31 @@ from .messaging import Mailbox
 class Ctx:
     """The resolved state root and environment of one command; the store and mailbox are built once."""
 
-    def __init__(self, root: Path, root_source: str, env: Mapping[str, str], store: Store | None = None,
-                 store_url: str | None = None) -> None:
+    def __init__(self, root: Path, root_source: str, env: Mapping[str, str], store: Store | None = None) -> None:
         self.root, self.root_source, self.env = root, root_source, env
         self._store = store
-        #: ``--store URL``, else ``AGENTMSG_STORE``; neither: the file store at the state root.
-        self.store_url = store_url or env.get("AGENTMSG_STORE") or None
         self._mailbox: Mailbox | None = None
 
     @classmethod
     def create(cls, root_flag: str | None, env: Mapping[str, str] | None = None, *,
-               store: Store | None = None, store_url: str | None = None) -> Ctx:
+               store: Store | None = None) -> Ctx:
         env = dict(os.environ) if env is None else env
         root, source = resolve_root(root_flag, env)
-        return cls(root, source, env, store, store_url)
+        return cls(root, source, env, store)
+
+    @property
+    def store_url(self) -> str | None:
+        """``AGENTMSG_STORE`` (the CLI's global ``--store URL`` sets it); None: the file store at the root."""
+        return self.env.get("AGENTMSG_STORE") or None
 
     @property
     def store(self) -> Store:
         """``--store``/``AGENTMSG_STORE``'s store (and this root's mirror, started if none runs), else the root's."""
         if self._store is None:
             if self.store_url:
-                self._store = database_store(self.store_url)
+                from .. import storeurl
+
+                self._store = storeurl.open_store(self.store_url)
                 self._start_mirror()
             else:
                 from ..backends.file.store import FileStore
@@ -88,10 +92,3 @@ class Ctx:
         if bound:
             raise UsageError(f"{who} is bound in {len(bound)} collaborations; pass --collab UUID")
         raise UsageError("no collaboration given: pass --collab UUID")
-
-
-def database_store(url: str) -> Store:
-    """The store a ``--store``/``AGENTMSG_STORE`` URL names (agentmsg/storeurl.py)."""
-    from .. import storeurl
-
-    return storeurl.open_store(url)

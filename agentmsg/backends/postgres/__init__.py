@@ -3,3 +3,10 @@
 Imported only when ``--store``/``AGENTMSG_STORE`` names a ``postgresql://``
 URL; the plain install and the hooks never import psycopg.
 """
+
+from .store import PgStore
+
+
+def open_store(url: str) -> PgStore:
+    """The store a ``postgresql://`` URL names (``agentmsg.storeurl``)."""
+    return PgStore(url)

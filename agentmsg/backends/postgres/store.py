@@ -79,10 +79,17 @@ def db_errors(what: str) -> Iterator[None]:
 
 
 def _columns(stream: str, rec: Record) -> tuple[Any, ...]:
-    """The lookup columns copied out of a record: (rtype, mid, ref, kind, priority, bcast, sender)."""
+    """The lookup columns copied out of a record: (rtype, mid, ref, kind, priority, bcast, sender).
+
+    ``sender`` is a message's sender alias, or the alias an event is about:
+    what the server's row-level security checks against the acting role.
+    """
     if stream.startswith("inbox/"):
         return (rec.get("type"), rec.get("id"), None, rec.get("kind"), rec.get("priority"), rec.get("broadcast"),
                 rec.get("sender"))
+    if stream == EVENTS:
+        alias = rec.get("alias")
+        return (rec.get("type"), None, None, None, None, None, alias if isinstance(alias, str) else None)
     ref = rec.get("message") if stream.startswith("receipts/") else None
     return (rec.get("type"), None, ref if isinstance(ref, str) else None, None, None, None, None)
 
@@ -293,6 +300,13 @@ class PgStore(TxnReads):
             conn.close()
             self._listener = None
             raise
+
+    def grant(self, collab: str, role: str) -> bool:
+        """Let ``role`` into ``collab`` (a member's act; the server checks it); False if it was already in."""
+        with self.transaction(collab) as tx, db_errors(f"let {role} into {collab}"):
+            cur = tx.conn.execute("INSERT INTO agentmsg_members (collab, role) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                                  (collab, role))
+            return cur.rowcount == 1
 
     def copy_in(self, collab: str, streams: dict[str, list[Record]]) -> int:
         """Store sealed records verbatim (a move, a replica): one transaction; returns how many."""

@@ -19,7 +19,7 @@ CREATE TABLE agentmsg_records (
     kind     text,
     priority text,
     bcast    text,                              -- a broadcast copy's base id
-    sender   text,                              -- a message's sender alias
+    sender   text,                              -- a message's sender alias; an event's alias
     author   name   NOT NULL DEFAULT session_user,
     PRIMARY KEY (collab, stream, seq)
 );
