@@ -252,10 +252,7 @@ def sync(root: str, url: str, *, once: bool = False, idle_exit: float = IDLE_EXI
 
     fsio.ensure_dir(root)
     local = FileStore(root)
-    if os.path.realpath(root) == _file_root(url):
-        from .errors import UsageError
-
-        raise UsageError(f"{url} is this root itself: a root cannot mirror itself")
+    _refuse_foreign(local, url)
     try:
         lock = fsio.locked(os.path.join(local.root, layout.MIRROR_LOCK), 0)
         lock.__enter__()
@@ -268,6 +265,21 @@ def sync(root: str, url: str, *, once: bool = False, idle_exit: float = IDLE_EXI
     finally:
         lock.__exit__(None, None, None)
     return {"root": local.root, "store": replica.redact(url), "running": "done", **done}
+
+
+def _refuse_foreign(local: FileStore, url: str) -> None:
+    """A mirror never adopts history that is not the server's, nor switches servers under a replica."""
+    from .errors import UsageError
+
+    shown = replica.redact(url)
+    if local.root == _file_root(url):
+        raise UsageError(f"{shown} is this root itself: a root cannot mirror itself")
+    marked = replica.replica_of(local.root)
+    if marked is None and local.collabs():
+        raise UsageError(f"{local.root} holds collaborations of its own, so it cannot become a replica of {shown}; "
+                         "set AGENTMSG_HOME to an empty folder for the mirror")
+    if marked is not None and marked != shown:
+        raise UsageError(f"{local.root} mirrors {marked}, not {shown}; set AGENTMSG_HOME to another folder")
 
 
 def _file_root(url: str) -> str | None:

@@ -127,6 +127,11 @@ def test_catch_up_copies_records_verbatim_and_is_idempotent(pair: Pair) -> None:
     pair.assert_same()
     assert pair.sync_once()["copied"] == 0  # again: nothing new, nothing twice
     pair.assert_same()
+    code, doc, err = run_json("status", root=pair.local, env={"HOME": str(pair.tmp)})
+    assert code == 0, err
+    assert doc["result"]["mirror"] == {"replica_of": pair.url, "running": False, "outbox": 0}
+    code, out, err = run("status", root=pair.local, env={"HOME": str(pair.tmp)})
+    assert f"replica of: {pair.url}  (mirror not running; outbox: 0)" in out
 
     # reads on the replica root need no server; the ack goes to the server, then comes down
     code, doc, err = run_json("inbox", "--collab", pair.collab, "--self", REVIEWER, root=pair.local,
@@ -345,3 +350,19 @@ def test_an_unpushed_slot_counts_before_it_comes_back(pair: Pair) -> None:
     delivery = [json.loads(line) for line in
                 (pair.remote / "collabs" / pair.collab / "delivery.jsonl").read_text().splitlines()]
     assert [r["slot"] for r in delivery if r["type"] == "delivery-slot"] == [1, 2]
+
+
+def test_a_mirror_never_adopts_a_root_with_history_of_its_own_nor_switches_servers(pair: Pair) -> None:
+    own = pair.tmp / "own"
+    code, _doc, err = run_json("open", "--self", LEAD, "--alias", "lead", "--label", "l", "--task", "t", root=own,
+                               env={"HOME": str(pair.tmp)})
+    assert code == 0, err
+    before = pair.journals(own)
+    code, _out, err = run("sync", "--once", root=own, env=pair.env())
+    assert code == 2 and "holds collaborations of its own" in err
+    assert pair.journals(own) == before and not (own / "replica.json").exists()
+
+    pair.sync_once()
+    other = f"file://{pair.tmp / 'other-server'}"
+    code, _out, err = run("sync", "--once", root=pair.local, env=pair.env(AGENTMSG_STORE=other))
+    assert code == 2 and f"mirrors {pair.url}, not {other}" in err
