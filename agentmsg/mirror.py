@@ -56,6 +56,7 @@ class Mirror:
         self.source: Replica = remote  # type: ignore[assignment]  # every backend that can be mirrored is one
         self.say = say or (lambda line: None)
         self.came_back: set[str] = set()  # outbox entry ids seen in imported records
+        self.importing = self.stopping = False
         self.pushed: set[str] = set()
 
     # ---- pull ---------------------------------------------------------------------------------------
@@ -74,6 +75,7 @@ class Mirror:
             todo = {s: have.get(s, 0) for s, last in self.source.streams(collab).items() if last > have.get(s, 0)}
             if not todo:
                 return copied
+            before = copied
             ordered = {s: n for s, n in todo.items() if not s.startswith("receipts/") and s != "delivery"}
             pages = {s: self.source.records_since(collab, s, n, self.page) for s, n in ordered.items()}
             copied += self._import_ordered(collab, pages)
@@ -82,6 +84,9 @@ class Mirror:
             for s in sorted(set(todo) - set(ordered)):
                 recs = self.source.records_since(collab, s, todo[s], self.page)
                 copied += self._import(collab, s, recs)
+            if copied == before:  # the remote names records it does not return: never spin on that
+                raise StoreFailed(f"collaboration {collab}: the store reports records after "
+                                  f"{', '.join(f'{s} {n}' for s, n in sorted(todo.items()))} but returned none")
 
     def _import_ordered(self, collab: str, pages: dict[str, list[Record]]) -> int:
         """Import the pages merged by ``cseq``, up to where a truncated page could hide an earlier record."""
@@ -101,7 +106,13 @@ class Mirror:
         return copied
 
     def _import(self, collab: str, stream: str, recs: list[Record]) -> int:
-        placed = self.local.import_records(collab, stream, recs)
+        self.importing = True
+        try:
+            placed = self.local.import_records(collab, stream, recs)
+        finally:
+            self.importing = False
+        if self.stopping:
+            raise _Stopped
         self.came_back.update(r["outbox"] for r in placed if isinstance(r.get("outbox"), str))
         return len(placed)
 
@@ -176,13 +187,26 @@ class Mirror:
         return done
 
     def run(self, *, once: bool = False, idle_exit: float = IDLE_EXIT) -> dict[str, Any]:
+        """Rounds until idle (or one, ``once``); SIGTERM ends it cleanly between imports."""
+        import signal
+
         replica.mark_replica(self.local.root, self.url)
         self.recover()
+        previous = signal.signal(signal.SIGTERM, self._terminate)
         try:
-            return self._loop(once=once, idle_exit=idle_exit)
+            done = self._loop(once=once, idle_exit=idle_exit)
+        except _Stopped:
+            done = {"exit": "terminated"}
         finally:
-            if sys.exc_info()[0] is None:
-                os.unlink(os.path.join(self.local.root, DIRTY))
+            signal.signal(signal.SIGTERM, previous)
+        os.unlink(os.path.join(self.local.root, DIRTY))  # only a clean exit: a crash leaves it (see recover)
+        return done
+
+    def _terminate(self, _signum: int, _frame: object) -> None:
+        """SIGTERM: stop now while waiting; while importing, stop after the current import."""
+        self.stopping = True
+        if not self.importing:
+            raise _Stopped
 
     def _loop(self, *, once: bool, idle_exit: float) -> dict[str, Any]:
         copied = sent = 0
@@ -228,6 +252,10 @@ class Mirror:
                 delay = min(5.0, 0.1 * 2 ** min(errors, 6))
                 self.say(f"agentmsg sync: {type(exc).__name__}: {str(exc)[:200]}; retrying in {delay:.1f}s")
                 time.sleep(delay)
+
+
+class _Stopped(Exception):
+    """SIGTERM arrived: the mirror leaves between imports, cleanly."""
 
 
 def _wake_all(root: str) -> None:

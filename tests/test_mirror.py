@@ -174,6 +174,10 @@ def test_a_second_mirror_on_the_same_root_exits_at_once(pair: Pair) -> None:
         # the running one follows the remote by itself
         pair.send("reviewer", "live")
         pair.wait_same()
+        assert (pair.local / ".mirror-running").exists()
+        first.terminate()  # SIGTERM: a clean exit, so the next mirror need not rebuild anything
+        assert first.wait(timeout=30) == 0
+        assert not (pair.local / ".mirror-running").exists()
     finally:
         first.kill()
         first.wait()
