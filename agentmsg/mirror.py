@@ -40,6 +40,8 @@ from .ports import Record, Replica, Store
 
 #: Default seconds without remote changes or outbox entries before the mirror exits.
 IDLE_EXIT = 900.0
+#: Seconds between full catch-ups while the remote announces nothing (a safety net under LISTEN/NOTIFY).
+FULL_EVERY = 30.0
 #: Longest single wait on the remote: the outbox (local) is looked at between waits.
 SLICE = 0.5
 PAGE = 1000
@@ -57,13 +59,17 @@ class Mirror:
         self.say = say or (lambda line: None)
         self.came_back: set[str] = set()  # outbox entry ids seen in imported records
         self.importing = self.stopping = False
+        self.known: set[str] = set()  # collaborations pulled at least once
         self.pushed: set[str] = set()
 
     # ---- pull ---------------------------------------------------------------------------------------
 
-    def pull(self) -> int:
-        """Copy every missing record of every readable collaboration; returns how many."""
-        return sum(self.pull_collab(c) for c in self.remote.collabs())
+    def pull(self, *, full: bool = True) -> int:
+        """Copy every missing record of every readable collaboration (only of new ones unless ``full``)."""
+        found = self.remote.collabs()
+        copied = sum(self.pull_collab(c) for c in found if full or c not in self.known)
+        self.known.update(found)
+        return copied
 
     def local_streams(self, collab: str) -> dict[str, int]:
         return self.local.streams(collab) if collab in self.local.collabs() else {}
@@ -161,9 +167,9 @@ class Mirror:
 
     # ---- the loop -----------------------------------------------------------------------------------
 
-    def round(self) -> tuple[int, int, int]:
+    def round(self, *, full: bool = True) -> tuple[int, int, int]:
         """One pull, push, pull: (records copied, entries pushed, entries still waiting)."""
-        copied = self.pull()
+        copied = self.pull(full=full)
         sent = self.push()
         if sent:
             copied += self.pull()
@@ -212,14 +218,20 @@ class Mirror:
         copied = sent = 0
         errors = 0
         started = False
-        last_work = time.monotonic()
+        last_work = last_full = time.monotonic()
+        woke = True
         while True:
             try:
                 if not started:
                     copied += self.pull()
                     self.reconcile()
                     started = True
-                c, s, left = self.round()
+                # A full catch-up when the remote said something changed (or a wait failed), and every
+                # FULL_EVERY seconds regardless; otherwise only collaborations that are new since the last.
+                full = woke or errors > 0 or time.monotonic() - last_full >= FULL_EVERY
+                c, s, left = self.round(full=full)
+                if full:
+                    last_full = time.monotonic()
                 copied, sent = copied + c, sent + s
                 if errors:
                     self.say(f"agentmsg sync: reconnected to {replica.redact(self.url)}")
@@ -233,7 +245,7 @@ class Mirror:
                     _wake_all(self.local.root)
                     return {"copied": copied, "pushed": sent, "outbox": left, "exit": "idle"}
                 timeout = SLICE if left else min(SLICE * 10, idle_exit - idle)
-                self.source.wait_any(self.remote.collabs(), max(0.01, timeout))
+                woke = self.source.wait_any(self.remote.collabs(), max(0.01, timeout))
             except TamperDetected:
                 raise
             except (AgentmsgError, OSError, ConnectionError) as exc:

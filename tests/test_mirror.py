@@ -370,3 +370,19 @@ def test_a_mirror_never_adopts_a_root_with_history_of_its_own_nor_switches_serve
     other = f"file://{pair.tmp / 'other-server'}"
     code, _out, err = run("sync", "--once", root=pair.local, env=pair.env(AGENTMSG_STORE=other))
     assert code == 2 and f"mirrors {pair.url}, not {other}" in err
+
+
+def test_a_torn_import_is_cut_back_and_copied_again_whole(pair: Pair) -> None:
+    """A mirror killed inside one write leaves part of a record (the kernel stops a write between pages
+    when a fatal signal is pending); the next import cuts it off and copies the records again."""
+    pair.send("reviewer", "one")
+    pair.sync_once()
+    pair.send("reviewer", "two")
+    inbox = pair.local / "collabs" / pair.collab / "inbox" / "reviewer.jsonl"
+    remote_inbox = pair.remote / "collabs" / pair.collab / "inbox" / "reviewer.jsonl"
+    whole = remote_inbox.read_bytes()
+    assert whole.startswith(inbox.read_bytes())
+    with inbox.open("ab") as f:
+        f.write(whole[len(inbox.read_bytes()):][:40])  # the start of record two, no newline
+    pair.sync_once()
+    pair.assert_same()
