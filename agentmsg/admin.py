@@ -34,6 +34,11 @@ def doctor(ctx: Ctx) -> Payload:
         payload["warnings"].append(f"the {payload['store']['store']} store at {payload['store']['location']} "
                                    f"cannot be reached: {payload['store'].get('problem', 'unknown reason')}")
         payload["verdict"] = "error"
+    elif payload["store"].get("schema_known") not in (None, payload["store"].get("schema")):
+        have, know = payload["store"].get("schema"), payload["store"]["schema_known"]
+        payload["warnings"].append(f"the database schema is version {have or 'none'}, this client's is {know}: "
+                                   + ("upgrade agentmsg" if have and have > know else "run `agentmsg db migrate`"))
+        payload["verdict"] = "error"
     if payload["warnings"]:
         err = Disagreement(f"{len(payload['warnings'])} warning(s); first: {payload['warnings'][0]}")
         err.result = payload
@@ -77,6 +82,16 @@ def db_grant(ctx: Ctx, collab: str, role: str) -> Payload:
         raise UsageError(f"invalid role name {role[:70]!r}")
     added = _pg(ctx, "db grant").grant(cid, role)
     return {"collab": cid, "role": role, "already": not added}
+
+
+def db_move(ctx: Ctx, collab: str) -> Payload:
+    """Move a collaboration from the file store at the state root into the --store database."""
+    from .backends.file.store import FileStore
+    from .domain import validate
+    from .service.move import move
+
+    target = _pg(ctx, "db move")
+    return move(FileStore(ctx.root), target, validate.collab_id(collab))
 
 
 def install_codex(ctx: Ctx, codex_home: str | None) -> Payload:

@@ -19,6 +19,9 @@ def test_migrate_records_the_version_and_a_second_run_applies_nothing(pg_cluster
     url = pg_cluster.url(pg_cluster.new_db(migrated=False))
     code, doc, _ = run_json("status", "--store", url, root=tmp_path)
     assert code == SchemaMismatch.code and "agentmsg db migrate" in doc["error"]["message"]
+    code, doc, _ = run_json("doctor", "--store", url, root=tmp_path)
+    assert doc["result"]["store"]["reachable"] is True and doc["result"]["store"]["schema"] is None
+    assert any("agentmsg db migrate" in w for w in doc["result"]["warnings"])
     code, doc, _ = run_json("db", "migrate", "--store", url, root=tmp_path)
     assert code == 0 and doc["result"]["from"] == 0 and doc["result"]["applied"][0] == "001_records.sql"
     to = doc["result"]["to"]
@@ -87,3 +90,15 @@ def test_messaging_through_the_cli_on_postgresql(pg_url: str, tmp_path: Path) ->
     code, doc, _ = run_json("verify", "--collab", cid, root=tmp_path, env=env)
     assert code == 0, doc
     assert not (tmp_path / "collabs").exists()  # nothing went to the file store
+
+
+def test_the_file_store_never_imports_the_driver(tmp_path: Path, child_env: dict[str, str]) -> None:
+    """Without a store URL, a command runs without psycopg (it costs ~200 ms to import)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from agentmsg.cli import main; rc = main(['status', '--json']); "
+            "sys.exit(3 if 'psycopg' in sys.modules else rc)")
+    env = {k: v for k, v in child_env.items() if not k.startswith("AGENTMSG_")} | {"AGENTMSG_HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr

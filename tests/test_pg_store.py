@@ -84,3 +84,27 @@ def test_history_is_append_only_even_for_the_owner(pg: PgStore, pg_url: str, sta
     with psycopg.connect(pg_url, autocommit=True) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
         conn.execute(statement)
     assert pg.verify(cid)[1] == [] and pg.streams(cid)["events"] == 2
+
+
+def test_only_a_transaction_of_harmless_receipts_skips_the_flush(pg: PgStore) -> None:
+    """``durable=False`` receipts commit without waiting for the WAL flush, unless a durable write shares it."""
+    box = Mailbox(pg)
+    cid = _collab(box)
+    mid = box.send(cid, DRIVER, Draft(to="reviewer", body="x"))[0].message.id
+
+    def setting(tx: object) -> str:
+        return str(tx.conn.execute("SHOW synchronous_commit").fetchone()[0])  # type: ignore[attr-defined]
+
+    pg.conn().execute("SET synchronous_commit = on")  # this session's default (the test server's is off)
+    with pg.transaction(cid) as tx:
+        tx.append_receipts("reviewer", [{"type": kinds.COMPLETE, "attempt": "a"}], durable=False)
+        assert setting(tx) == "off"
+        tx.append_receipts("reviewer", [{"type": kinds.PRESENTED, "message": mid, "attempt": "a"}])
+        assert setting(tx) == "on"
+    with pg.transaction(cid) as tx:
+        tx.append_receipts("reviewer", [{"type": kinds.PRESENTED, "message": mid, "attempt": "b"}])
+        tx.append_receipts("reviewer", [{"type": kinds.COMPLETE, "attempt": "b"}], durable=False)
+        assert setting(tx) == "on"
+    with pg.transaction(cid) as tx:
+        assert setting(tx) == "on"  # SET LOCAL ends with its transaction
+    assert [r["seq"] for r in pg.receipts(cid, "reviewer")] == [1, 2, 3, 4]

@@ -475,6 +475,15 @@ def sync(
     return _done("sync", _actions().sync(_ctx(root), once=once, idle_exit=idle_exit), json_)
 
 
+def db_move(
+    collab: Annotated[str, typer.Option("--collab", help="Collaboration UUID.")],
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Move a collaboration from the file store at --root into --store: history and hash chains intact."""
+    return _done("db move", _admin().db_move(_ctx(root), collab), json_)
+
+
 #: Top-level commands, in the order ``agentmsg --help`` lists them.
 COMMANDS: dict[str, Callable[..., int]] = {
     "open": open_, "join": join, "handover": handover, "send": send, "inbox": inbox, "show": show, "ack": ack,
@@ -489,7 +498,7 @@ GROUPS: dict[str, dict[str, Callable[..., int]]] = {
                  "retry": delivery_retry},
     "install": {"codex": install_codex},
     "uninstall": {"codex": uninstall_codex, "claude": uninstall_claude, "all": uninstall_all},
-    "db": {"migrate": db_migrate, "grant": db_grant},
+    "db": {"migrate": db_migrate, "grant": db_grant, "move": db_move},
 }
 
 

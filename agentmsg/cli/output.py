@@ -26,7 +26,7 @@ Payload = dict[str, Any]
 
 def command_name(args: Sequence[str]) -> str:
     words = [a for a in args if not a.startswith("-")]
-    if words[:1] and words[0] in ("log", "delivery", "install", "uninstall") and len(words) > 1:
+    if words[:1] and words[0] in ("log", "delivery", "install", "uninstall", "db") and len(words) > 1:
         return f"{words[0]} {words[1]}"
     return words[0] if words else ""
 
@@ -159,7 +159,8 @@ def _ack(p: Payload) -> None:
 
 
 def _store_line(store: Payload | None) -> None:
-    if store:
+    """The store, when it is not the file store at the root the ``root:`` line names already."""
+    if store and store.get("store") != "file":
         state = "reachable" if store.get("reachable") else f"NOT reachable ({store.get('problem', '')})"
         print(f"store: {store['store']} {store['location']} ({state})")
 
@@ -254,6 +255,11 @@ def _db_migrate(p: Payload) -> None:
 
 def _db_grant(p: Payload) -> None:
     print(f"{p['role']} {'was already' if p['already'] else 'is now'} in {p['collab']}")
+
+
+def _db_move(p: Payload) -> None:
+    print(f"moved {p['collab']}: {p['records']} records in {len(p['streams'])} streams, "
+          f"from {p['from']} to {p['to']}; verify clean on both")
 
 
 def _notify(p: Payload) -> None:
@@ -380,5 +386,5 @@ HUMAN: dict[str, Callable[[Payload], None]] = {
     "log append": _log_append,
     "log render": _log_render, "verify": _verify, "notify": _notify, "delivery enable": _envelope,
     "delivery disable": _envelope, "delivery inspect": _inspect, "doctor": _doctor, "db migrate": _db_migrate,
-    "db grant": _db_grant,
+    "db grant": _db_grant, "db move": _db_move,
 }

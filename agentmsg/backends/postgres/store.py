@@ -97,6 +97,12 @@ def _columns(stream: str, rec: Record) -> tuple[Any, ...]:
 _INSERT = ("INSERT INTO agentmsg_records (collab, stream, seq, body, rtype, mid, ref, kind, priority, bcast, sender) "
            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)")
 
+#: The collaboration's row (locked by a writer), its order counter and how many events it has: the
+#: registry, replayed from the events, is kept per store and reused while that count is unchanged.
+_LOOK = ("SELECT c.cseq, coalesce((SELECT max(seq) FROM agentmsg_records r WHERE r.collab = c.id "
+         "AND r.stream = 'events'), 0) FROM agentmsg_collabs c WHERE c.id = %s")
+_LOCK = _LOOK + " FOR UPDATE OF c"
+
 _UNACKED = ("SELECT m.seq, m.kind, m.priority, m.mid FROM agentmsg_records m WHERE m.collab = %s AND m.stream = %s "
             "AND NOT EXISTS (SELECT 1 FROM agentmsg_records a WHERE a.collab = m.collab AND a.stream = %s "
             "AND a.ref = m.mid AND a.rtype = 'ack') ORDER BY m.seq")
@@ -111,6 +117,7 @@ class PgStore(TxnReads):
         self.url = url
         self.connect_timeout = connect_timeout
         self._local = threading.local()
+        self._registries: dict[str, tuple[int, Registry]] = {}
 
     # ---- connections ------------------------------------------------------------------
 
@@ -325,6 +332,9 @@ class PgTxn:
         self._registry: Registry | None = None
         self._cseq = 0
         self._cseq_at_start = 0
+        self._events_seq = 0
+        self._durable = True  # what this transaction's commit waits for
+        self._wrote = False
         self._pending_broadcasts: dict[str, list[str]] = {}
 
     def __enter__(self) -> PgTxn:
@@ -339,11 +349,11 @@ class PgTxn:
                 elif self.fresh:
                     self.conn.execute("INSERT INTO agentmsg_collabs (id) VALUES (%s) ON CONFLICT DO NOTHING",
                                       (self.collab,))
-                sql = "SELECT cseq FROM agentmsg_collabs WHERE id = %s" + (" FOR UPDATE" if self.lock else "")
-                row = self.conn.execute(sql, (self.collab,)).fetchone()
+                row = self.conn.execute(_LOCK if self.lock else _LOOK, (self.collab,)).fetchone()
             if row is None:
                 raise NotFound(f"no collaboration {self.collab} in {safe_location(self.store.url)}")
             self._cseq = self._cseq_at_start = int(row[0])
+            self._events_seq = int(row[1])
         except BaseException as exc:
             self._abort(exc)
             raise
@@ -394,9 +404,16 @@ class PgTxn:
             self.conn.execute(_INSERT, (self.collab, stream, rec["seq"], records.dumps(rec), *_columns(stream, rec)))
         self._tails[stream] = rec
 
-    def _append(self, stream: str, fields: Record) -> Record:
+    def _append(self, stream: str, fields: Record, *, durable: bool = True) -> Record:
+        """Seal and insert; the commit waits for the WAL flush unless every write in it said ``durable=False``."""
+        if durable != self._durable:
+            if durable or not self._wrote:
+                with db_errors("store a record"):
+                    self.conn.execute(f"SET LOCAL synchronous_commit = {'on' if durable else 'off'}")
+                self._durable = durable
         rec = records.seal_next(fields, self._tail(stream))
         self._insert(stream, rec)
+        self._wrote = True
         return rec
 
     def _next_cseq(self) -> int:
@@ -422,10 +439,15 @@ class PgTxn:
 
     def registry(self) -> Registry:
         if self._registry is None:
+            cached = self.store._registries.get(self.collab)
+            if cached is not None and cached[0] == self._events_seq:
+                self._registry = cached[1]
+                return cached[1]
             reg = rules.replay(self.events())
             if reg is None:
                 raise NotFound(f"collaboration {self.collab} has no opening record")
             self._registry = reg
+            self.store._registries[self.collab] = (self._events_seq, reg)
         return self._registry
 
     def events(self) -> list[Record]:
@@ -434,6 +456,7 @@ class PgTxn:
     def append_event(self, fields: Record) -> Record:
         rec = self._append(EVENTS, dict(fields, cseq=self._next_cseq()))
         self._registry = None
+        self._events_seq = int(rec["seq"])
         return rec
 
     def repair_binding(self, pin: str) -> None:
@@ -518,10 +541,7 @@ class PgTxn:
 
         counted = count_acks(self._tail(stream), items, acked_now=lambda: len(acked_set()),
                              is_acked=lambda seq: seq in acked_set(), seq_of=self._seq_of)
-        if not durable:
-            with db_errors("store receipts"):
-                self.conn.execute("SET LOCAL synchronous_commit = off")
-        return [self._append(stream, fields) for fields in counted]
+        return [self._append(stream, fields, durable=durable) for fields in counted]
 
     def acked(self, alias: str, message: Message) -> Record | None:
         rows = self._rows("SELECT body FROM agentmsg_records WHERE collab = %s AND stream = %s AND ref = %s "
