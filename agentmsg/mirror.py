@@ -32,10 +32,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from . import fsio
+from . import fsio, records
 from .backends.file import layout, outbox, replica
 from .backends.file.store import FileStore
-from .errors import AgentmsgError, StoreFailed, TamperDetected
+from .errors import AgentmsgError, IdentityError, NotFound, StoreFailed, TamperDetected, UsageError
 from .ports import Record, Replica, Store
 
 #: Default seconds without remote changes or outbox entries before the mirror exits.
@@ -61,6 +61,7 @@ class Mirror:
         self.importing = self.stopping = False
         self.known: set[str] = set()  # collaborations pulled at least once
         self.pushed: set[str] = set()
+        self.rejected: dict[str, Record] = {}  # entries the store refused (a role not let in, say)
 
     # ---- pull ---------------------------------------------------------------------------------------
 
@@ -133,8 +134,9 @@ class Mirror:
             collab, stream = entry["collab"], entry["stream"]
             if collab not in self.local.collabs():
                 continue
-            for rec in self.local.records_since(collab, stream, 0, limit=1 << 62) if stream in \
-                    self.local_streams(collab) else []:
+            if stream not in self.local_streams(collab):
+                continue
+            for rec in self.local.records_since(collab, stream, 0, limit=1 << 62):
                 if rec.get("outbox") in waiting:
                     self.came_back.add(rec["outbox"])
 
@@ -145,24 +147,33 @@ class Mirror:
             eid, collab, stream = entry["id"], entry["collab"], entry["stream"]
             if eid in self.came_back or eid in self.pushed:
                 continue
-            have = self.local_streams(collab).get(stream, 0)
-            if any(r.get("outbox") == eid for r in self.source.records_since(collab, stream, have, 1 << 62)):
-                self.pushed.add(eid)  # stored by a run that died before it saw it come back
+            try:
+                have = self.local_streams(collab).get(stream, 0)
+                if any(r.get("outbox") == eid for r in self.source.records_since(collab, stream, have, 1 << 62)):
+                    self.pushed.add(eid)  # stored by a run that died before it saw it come back
+                    continue
+                with self.remote.transaction(collab) as tx:
+                    if stream == "delivery":
+                        for item in entry["items"]:
+                            tx.append_delivery(item)
+                    else:
+                        tx.append_receipts(stream.partition("/")[2], entry["items"])
+            except (IdentityError, NotFound, UsageError) as exc:  # refused, not lost in transit: never retried
+                self.say(f"agentmsg sync: the store refused outbox entry {eid}: {exc}; kept in "
+                         f"{layout.OUTBOX_REJECTED}")
+                self.rejected[eid] = entry
                 continue
-            with self.remote.transaction(collab) as tx:
-                if stream == "delivery":
-                    for item in entry["items"]:
-                        tx.append_delivery(item)
-                else:
-                    tx.append_receipts(stream.partition("/")[2], entry["items"])
             self.pushed.add(eid)
             sent += 1
         return sent
 
     def settle(self) -> int:
-        """Drop the entries that came back down; returns how many remain."""
-        left = outbox.remove(self.local.root, self.came_back)
+        """Drop the entries that came back down (and set refused ones aside); returns how many remain."""
+        for entry in self.rejected.values():
+            fsio.append(os.path.join(self.local.root, layout.OUTBOX_REJECTED), records.canonical(entry) + b"\n")
+        left = outbox.remove(self.local.root, self.came_back | set(self.rejected))
         self.pushed -= self.came_back
+        self.rejected.clear()
         return left
 
     # ---- the loop -----------------------------------------------------------------------------------

@@ -386,3 +386,17 @@ def test_a_torn_import_is_cut_back_and_copied_again_whole(pair: Pair) -> None:
         f.write(whole[len(inbox.read_bytes()):][:40])  # the start of record two, no newline
     pair.sync_once()
     pair.assert_same()
+
+
+def test_an_outbox_entry_the_store_refuses_is_set_aside_and_never_blocks_the_rest(pair: Pair) -> None:
+    mid = pair.send("reviewer", "shown")
+    pair.sync_once()
+    gone = "0c0ffee0-0000-4000-8000-000000000000"  # a collaboration the store does not have
+    outbox.put(str(pair.local), gone, "receipts/reviewer", [{"type": "presented", "message": mid}], entry_id="x1")
+    run_hook("claude", "UserPromptSubmit", pair.tmp, pair.local, REVIEWER_SESSION,
+             extra_env={"AGENTMSG_NO_MIRROR": "1"})
+    done = pair.sync_once()
+    assert done["outbox"] == 0 and done["pushed"] == 2  # presented and attempt-complete went through
+    rejected = [json.loads(line) for line in (pair.local / "outbox.rejected.jsonl").read_text().splitlines()]
+    assert [e["id"] for e in rejected] == ["x1"]
+    pair.assert_same()
