@@ -41,7 +41,7 @@ from .ports import Record, Replica, Store
 #: Default seconds without remote changes or outbox entries before the mirror exits.
 IDLE_EXIT = 900.0
 #: Seconds between full catch-ups while the remote announces nothing (a safety net under LISTEN/NOTIFY).
-FULL_EVERY = 30.0
+FULL_EVERY = 10.0
 #: Longest single wait on the remote: the outbox (local) is looked at between waits.
 SLICE = 0.5
 PAGE = 1000
@@ -60,6 +60,7 @@ class Mirror:
         self.came_back: set[str] = set()  # outbox entry ids seen in imported records
         self.importing = self.stopping = False
         self.known: set[str] = set()  # collaborations pulled at least once
+        self.watched: set[str] = set()  # collaborations waited on at least once
         self.pushed: set[str] = set()
         self.rejected: dict[str, Record] = {}  # entries the store refused (a role not let in, say)
 
@@ -256,7 +257,12 @@ class Mirror:
                     _wake_all(self.local.root)
                     return {"copied": copied, "pushed": sent, "outbox": left, "exit": "idle"}
                 timeout = SLICE if left else min(SLICE * 10, idle_exit - idle)
-                woke = self.source.wait_any(self.remote.collabs(), max(0.01, timeout))
+                watched = self.remote.collabs()
+                woke = self.source.wait_any(watched, max(0.01, timeout))
+                # A collaboration waited on for the first time may have records from before its LISTEN:
+                # the round after its first wait is a full one.
+                woke = woke or not self.watched.issuperset(watched)
+                self.watched.update(watched)
             except TamperDetected:
                 raise
             except (AgentmsgError, OSError, ConnectionError) as exc:
