@@ -242,18 +242,28 @@ def test_the_cli_starts_the_mirror_and_it_exits_when_idle(pair: Pair) -> None:
     assert not mirrorstart.running(str(pair.local)), "the mirror did not exit when idle"
 
 
-def test_session_start_hook_starts_the_mirror(pair: Pair, tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["launcher", "AGENTMSG_CLI"])
+def test_session_start_hook_starts_the_mirror(pair: Pair, tmp_path: Path, how: str) -> None:
+    """The hook (stdlib only) spawns ``agentmsg sync`` through the plugin's launcher, or AGENTMSG_CLI;
+    on a root marked a replica it needs no AGENTMSG_STORE (the mark names the store)."""
     pair.sync_once()  # marks the root a replica
     pair.send("reviewer", "while no mirror ran")
-    cli = tmp_path / "agentmsg-cli"
-    cli.write_text(f"#!/bin/sh\nPYTHONPATH={Path(__file__).resolve().parents[1]} exec {sys.executable} "
-                   f"-m agentmsg \"$@\"\n")
-    cli.chmod(0o755)
-    out = run_hook("claude", "SessionStart", pair.tmp, pair.local, REVIEWER_SESSION,
-                   extra_env={"AGENTMSG_STORE": pair.url, "AGENTMSG_CLI": str(cli),
-                              "AGENTMSG_SYNC_IDLE_EXIT": "2s"})
+    extra = {"AGENTMSG_SYNC_IDLE_EXIT": "2s"}
+    if how == "AGENTMSG_CLI":
+        cli = tmp_path / "agentmsg-cli"
+        cli.write_text(f"#!/bin/sh\nPYTHONPATH={Path(__file__).resolve().parents[1]} exec {sys.executable} "
+                       f"-m agentmsg \"$@\"\n")
+        cli.chmod(0o755)
+        extra.update(AGENTMSG_STORE=pair.url, AGENTMSG_CLI=str(cli))
+    out = run_hook("claude", "SessionStart", pair.tmp, pair.local, REVIEWER_SESSION, extra_env=extra)
     assert out.returncode == 0
     pair.wait_same()
+    from agentmsg import mirrorstart
+
+    deadline = time.monotonic() + 30
+    while mirrorstart.running(str(pair.local)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not mirrorstart.running(str(pair.local)), "the hook-started mirror did not exit when idle"
 
 
 def test_watch_with_a_remote_store_wakes_on_the_remote(pair: Pair) -> None:
