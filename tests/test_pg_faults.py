@@ -130,3 +130,25 @@ def test_a_cli_send_to_a_stopped_server_fails_loudly_then_the_retry_stores_once(
     store = PgStore(url)
     assert [m.id for m in store.history(cid, "reviewer")] == [mid] and store.verify(cid)[1] == []
     store.close()
+
+
+def test_a_store_that_outlives_a_server_restart_carries_on(own_cluster: Cluster) -> None:
+    """A long-lived process (the MCP server, the mirror) keeps its store: the first command after a restart works."""
+    url = own_cluster.url(own_cluster.new_db())
+    store = PgStore(url)
+    box = Mailbox(store)
+    cid = box.open(DRIVER, "driver", "restart", "t").collab
+    box.join(cid, REVIEWER, "reviewer")
+    own_cluster.stop("fast")
+    with pytest.raises(StoreUnreachable):  # down is down: loud
+        box.send(cid, DRIVER, Draft(to="reviewer", body="while down"))
+    own_cluster.start()
+    box.send(cid, DRIVER, Draft(to="reviewer", body="after"))  # not a failure: the dropped connection is replaced
+    own_cluster.stop("immediate")
+    own_cluster.start()
+    box.send(cid, DRIVER, Draft(to="reviewer", body="again"))  # a transaction's first step is retried once
+    own_cluster.stop("fast")
+    own_cluster.start()
+    assert store.collabs() == [cid]  # and so is a plain read
+    assert [m.body for m in store.history(cid, "reviewer")] == ["after", "again"] and store.verify(cid)[1] == []
+    store.close()

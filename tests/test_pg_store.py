@@ -108,3 +108,17 @@ def test_only_a_transaction_of_harmless_receipts_skips_the_flush(pg: PgStore) ->
     with pg.transaction(cid) as tx:
         assert setting(tx) == "on"  # SET LOCAL ends with its transaction
     assert [r["seq"] for r in pg.receipts(cid, "reviewer")] == [1, 2, 3, 4]
+
+
+def test_bindings_follow_a_takeover_as_the_memory_store_does(pg: PgStore) -> None:
+    from agentmsg.backends.memory import MemoryStore
+
+    successor = pin("claude-code:r-successor")
+    found = []
+    for store in (pg, MemoryStore()):
+        box = Mailbox(store)
+        cid = _collab(box)
+        box.join(cid, successor, "reviewer", succeeds=REVIEWER, reason="the old session crashed")
+        found.append([store.bindings(str(p)) == [(cid, a)] if a else store.bindings(str(p)) == []
+                      for p, a in ((successor, "reviewer"), (REVIEWER, None), (DRIVER, "driver"))])
+    assert found == [[True, True, True], [True, True, True]]

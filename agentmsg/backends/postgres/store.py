@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Collection, Iterator
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import Callable, Collection, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, TypeVar
 
 import psycopg
 import psycopg.errors
@@ -33,6 +33,7 @@ from ..reads import TxnReads
 from . import schema
 
 Record = dict[str, Any]
+T = TypeVar("T")
 
 EVENTS, NOTES, DELIVERY = "events", "notes", "delivery"
 
@@ -96,6 +97,7 @@ def _columns(stream: str, rec: Record) -> tuple[Any, ...]:
 
 _INSERT = ("INSERT INTO agentmsg_records (collab, stream, seq, body, rtype, mid, ref, kind, priority, bcast, sender) "
            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)")
+_INSERT_ORDERED = "WITH o AS (UPDATE agentmsg_collabs SET cseq = greatest(cseq, %s) WHERE id = %s) " + _INSERT
 
 #: The collaboration's row (locked by a writer), its order counter and how many events it has: the
 #: registry, replayed from the events, is kept per store and reused while that count is unchanged.
@@ -150,9 +152,26 @@ class PgStore(TxnReads):
             conn.close()
             self._local.conn = None
 
+    def retrying(self, what: str, step: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """``step`` on this thread's connection; once more on a new one if the server had dropped the old.
+
+        Only for a first step, before anything is sent in a transaction: a
+        server restart since the last command then costs nothing, and a
+        server that is down is still a loud failure.
+        """
+        for attempt in (0, 1):
+            conn = self.conn()
+            try:
+                with db_errors(what):
+                    return step(conn)
+            except StoreUnreachable:
+                if attempt or not conn.broken:
+                    raise
+                self.close()
+        raise AssertionError("unreachable")
+
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        with db_errors("read from the store"):
-            return self.conn().execute(sql, params).fetchall()
+        return self.retrying("read from the store", lambda conn: conn.execute(sql, params).fetchall())
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {"store": "postgresql", "location": safe_location(self.url)}
@@ -236,8 +255,12 @@ class PgStore(TxnReads):
             return tx.delivery_records()
 
     def bindings(self, pin: str) -> list[tuple[str, str]]:
+        """Active (collab, alias) bindings of a pin: the registry of each collaboration an event gave it to."""
         out = []
-        for collab in self.collabs():
+        named = self.query("SELECT DISTINCT collab::text FROM agentmsg_records WHERE stream = 'events' "
+                           "AND rtype IN ('opened', 'joined', 'succeeded') AND body::jsonb ->> 'pin' = %s "
+                           "ORDER BY 1", (pin,))
+        for (collab,) in named:
             reg = self.registry(collab)
             alias = reg.alias_of(pin)
             if alias is not None and not reg.closed:
@@ -331,17 +354,18 @@ class PgTxn:
         self._tails: dict[str, Record | None] = {}
         self._registry: Registry | None = None
         self._cseq = 0
-        self._cseq_at_start = 0
         self._events_seq = 0
         self._durable = True  # what this transaction's commit waits for
         self._wrote = False
         self._pending_broadcasts: dict[str, list[str]] = {}
 
     def __enter__(self) -> PgTxn:
-        self.conn = self.store.conn()
-        self._tx = self.conn.transaction()
-        with db_errors("begin a transaction"):
-            self._tx.__enter__()
+        def begin(conn: psycopg.Connection[Any]) -> tuple[psycopg.Connection[Any], AbstractContextManager[Any]]:
+            tx = conn.transaction()
+            tx.__enter__()
+            return conn, tx
+
+        self.conn, self._tx = self.store.retrying("begin a transaction", begin)
         try:
             with db_errors("lock the collaboration"):
                 if not self.lock:
@@ -352,7 +376,7 @@ class PgTxn:
                 row = self.conn.execute(_LOCK if self.lock else _LOOK, (self.collab,)).fetchone()
             if row is None:
                 raise NotFound(f"no collaboration {self.collab} in {safe_location(self.store.url)}")
-            self._cseq = self._cseq_at_start = int(row[0])
+            self._cseq = int(row[0])
             self._events_seq = int(row[1])
         except BaseException as exc:
             self._abort(exc)
@@ -370,8 +394,6 @@ class PgTxn:
             self._abort(exc[1])
             return
         with db_errors("commit"):
-            if self._cseq != self._cseq_at_start:
-                self.conn.execute("UPDATE agentmsg_collabs SET cseq = %s WHERE id = %s", (self._cseq, self.collab))
             self._tx.__exit__(None, None, None)
 
     # ---- rows ---------------------------------------------------------------------------
@@ -400,8 +422,14 @@ class PgTxn:
         return self._tails[stream]
 
     def _insert(self, stream: str, rec: Record) -> None:
+        """One statement, one round trip: the record, and the collaboration's order counter when it carries ``cseq``."""
+        row = (self.collab, stream, rec["seq"], records.dumps(rec), *_columns(stream, rec))
+        cseq = rec.get("cseq")
         with db_errors("store a record"):
-            self.conn.execute(_INSERT, (self.collab, stream, rec["seq"], records.dumps(rec), *_columns(stream, rec)))
+            if type(cseq) is int:
+                self.conn.execute(_INSERT_ORDERED, (cseq, self.collab, *row))
+            else:
+                self.conn.execute(_INSERT, row)
         self._tails[stream] = rec
 
     def _append(self, stream: str, fields: Record, *, durable: bool = True) -> Record:
