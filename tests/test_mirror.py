@@ -410,3 +410,19 @@ def test_an_outbox_entry_the_store_refuses_is_set_aside_and_never_blocks_the_res
     rejected = [json.loads(line) for line in (pair.local / "outbox.rejected.jsonl").read_text().splitlines()]
     assert [e["id"] for e in rejected] == ["x1"]
     pair.assert_same()
+
+
+def test_the_launchers_fast_path_wakes_when_the_mirror_brings_mail(pair: Pair) -> None:
+    """An idle Claude session skips Python at the launcher (docs/DELIVERY.md, "Fast path"); a message the
+    mirror copies down must invalidate that marker, as a local send does."""
+    pair.sync_once()
+    quiet = run_hook("claude", "UserPromptSubmit", pair.tmp, pair.local, REVIEWER_SESSION,
+                     extra_env={"AGENTMSG_NO_MIRROR": "1"})
+    assert quiet.stdout == ""
+    marker = pair.local / "idle" / "claude-code" / f"{REVIEWER_SESSION}.idle"
+    assert marker.is_file()
+    mid = pair.send("reviewer", "arrives through the mirror")
+    pair.sync_once()
+    out = run_hook("claude", "UserPromptSubmit", pair.tmp, pair.local, REVIEWER_SESSION,
+                   extra_env={"AGENTMSG_NO_MIRROR": "1"})
+    assert mid in out.text and "arrives through the mirror" in out.text
