@@ -143,6 +143,8 @@ class Journal:
         """
         from .errors import StoreFailed, TamperDetected
 
+        if fsio.file_size(self.path):
+            fsio.cut_partial_line(self.path)  # this replica's own torn write: those records come again whole
         tail = self.last()
         lines, fresh = [], []
         for rec in recs:

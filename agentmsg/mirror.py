@@ -32,14 +32,16 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from . import fsio
+from . import fsio, records
 from .backends.file import layout, outbox, replica
 from .backends.file.store import FileStore
-from .errors import AgentmsgError, StoreFailed, TamperDetected
+from .errors import AgentmsgError, IdentityError, NotFound, StoreFailed, TamperDetected, UsageError
 from .ports import Record, Replica, Store
 
 #: Default seconds without remote changes or outbox entries before the mirror exits.
 IDLE_EXIT = 900.0
+#: Seconds between full catch-ups while the remote announces nothing (a safety net under LISTEN/NOTIFY).
+FULL_EVERY = 10.0
 #: Longest single wait on the remote: the outbox (local) is looked at between waits.
 SLICE = 0.5
 PAGE = 1000
@@ -56,13 +58,20 @@ class Mirror:
         self.source: Replica = remote  # type: ignore[assignment]  # every backend that can be mirrored is one
         self.say = say or (lambda line: None)
         self.came_back: set[str] = set()  # outbox entry ids seen in imported records
+        self.importing = self.stopping = False
+        self.known: set[str] = set()  # collaborations pulled at least once
+        self.watched: set[str] = set()  # collaborations waited on at least once
         self.pushed: set[str] = set()
+        self.rejected: dict[str, Record] = {}  # entries the store refused (a role not let in, say)
 
     # ---- pull ---------------------------------------------------------------------------------------
 
-    def pull(self) -> int:
-        """Copy every missing record of every readable collaboration; returns how many."""
-        return sum(self.pull_collab(c) for c in self.remote.collabs())
+    def pull(self, *, full: bool = True) -> int:
+        """Copy every missing record of every readable collaboration (only of new ones unless ``full``)."""
+        found = self.remote.collabs()
+        copied = sum(self.pull_collab(c) for c in found if full or c not in self.known)
+        self.known.update(found)
+        return copied
 
     def local_streams(self, collab: str) -> dict[str, int]:
         return self.local.streams(collab) if collab in self.local.collabs() else {}
@@ -74,6 +83,7 @@ class Mirror:
             todo = {s: have.get(s, 0) for s, last in self.source.streams(collab).items() if last > have.get(s, 0)}
             if not todo:
                 return copied
+            before = copied
             ordered = {s: n for s, n in todo.items() if not s.startswith("receipts/") and s != "delivery"}
             pages = {s: self.source.records_since(collab, s, n, self.page) for s, n in ordered.items()}
             copied += self._import_ordered(collab, pages)
@@ -82,6 +92,9 @@ class Mirror:
             for s in sorted(set(todo) - set(ordered)):
                 recs = self.source.records_since(collab, s, todo[s], self.page)
                 copied += self._import(collab, s, recs)
+            if copied == before:  # the remote names records it does not return: never spin on that
+                raise StoreFailed(f"collaboration {collab}: the store reports records after "
+                                  f"{', '.join(f'{s} {n}' for s, n in sorted(todo.items()))} but returned none")
 
     def _import_ordered(self, collab: str, pages: dict[str, list[Record]]) -> int:
         """Import the pages merged by ``cseq``, up to where a truncated page could hide an earlier record."""
@@ -101,7 +114,13 @@ class Mirror:
         return copied
 
     def _import(self, collab: str, stream: str, recs: list[Record]) -> int:
-        placed = self.local.import_records(collab, stream, recs)
+        self.importing = True
+        try:
+            placed = self.local.import_records(collab, stream, recs)
+        finally:
+            self.importing = False
+        if self.stopping:
+            raise _Stopped
         self.came_back.update(r["outbox"] for r in placed if isinstance(r.get("outbox"), str))
         return len(placed)
 
@@ -116,8 +135,9 @@ class Mirror:
             collab, stream = entry["collab"], entry["stream"]
             if collab not in self.local.collabs():
                 continue
-            for rec in self.local.records_since(collab, stream, 0, limit=1 << 62) if stream in \
-                    self.local_streams(collab) else []:
+            if stream not in self.local_streams(collab):
+                continue
+            for rec in self.local.records_since(collab, stream, 0, limit=1 << 62):
                 if rec.get("outbox") in waiting:
                     self.came_back.add(rec["outbox"])
 
@@ -128,31 +148,40 @@ class Mirror:
             eid, collab, stream = entry["id"], entry["collab"], entry["stream"]
             if eid in self.came_back or eid in self.pushed:
                 continue
-            have = self.local_streams(collab).get(stream, 0)
-            if any(r.get("outbox") == eid for r in self.source.records_since(collab, stream, have, 1 << 62)):
-                self.pushed.add(eid)  # stored by a run that died before it saw it come back
+            try:
+                have = self.local_streams(collab).get(stream, 0)
+                if any(r.get("outbox") == eid for r in self.source.records_since(collab, stream, have, 1 << 62)):
+                    self.pushed.add(eid)  # stored by a run that died before it saw it come back
+                    continue
+                with self.remote.transaction(collab) as tx:
+                    if stream == "delivery":
+                        for item in entry["items"]:
+                            tx.append_delivery(item)
+                    else:
+                        tx.append_receipts(stream.partition("/")[2], entry["items"])
+            except (IdentityError, NotFound, UsageError) as exc:  # refused, not lost in transit: never retried
+                self.say(f"agentmsg sync: the store refused outbox entry {eid}: {exc}; kept in "
+                         f"{layout.OUTBOX_REJECTED}")
+                self.rejected[eid] = entry
                 continue
-            with self.remote.transaction(collab) as tx:
-                if stream == "delivery":
-                    for item in entry["items"]:
-                        tx.append_delivery(item)
-                else:
-                    tx.append_receipts(stream.partition("/")[2], entry["items"])
             self.pushed.add(eid)
             sent += 1
         return sent
 
     def settle(self) -> int:
-        """Drop the entries that came back down; returns how many remain."""
-        left = outbox.remove(self.local.root, self.came_back)
+        """Drop the entries that came back down (and set refused ones aside); returns how many remain."""
+        for entry in self.rejected.values():
+            fsio.append(os.path.join(self.local.root, layout.OUTBOX_REJECTED), records.canonical(entry) + b"\n")
+        left = outbox.remove(self.local.root, self.came_back | set(self.rejected))
         self.pushed -= self.came_back
+        self.rejected.clear()
         return left
 
     # ---- the loop -----------------------------------------------------------------------------------
 
-    def round(self) -> tuple[int, int, int]:
+    def round(self, *, full: bool = True) -> tuple[int, int, int]:
         """One pull, push, pull: (records copied, entries pushed, entries still waiting)."""
-        copied = self.pull()
+        copied = self.pull(full=full)
         sent = self.push()
         if sent:
             copied += self.pull()
@@ -176,26 +205,45 @@ class Mirror:
         return done
 
     def run(self, *, once: bool = False, idle_exit: float = IDLE_EXIT) -> dict[str, Any]:
+        """Rounds until idle (or one, ``once``); SIGTERM ends it cleanly between imports."""
+        import signal
+
         replica.mark_replica(self.local.root, self.url)
         self.recover()
+        previous = signal.signal(signal.SIGTERM, self._terminate)
         try:
-            return self._loop(once=once, idle_exit=idle_exit)
+            done = self._loop(once=once, idle_exit=idle_exit)
+        except _Stopped:
+            done = {"exit": "terminated"}
         finally:
-            if sys.exc_info()[0] is None:
-                os.unlink(os.path.join(self.local.root, DIRTY))
+            signal.signal(signal.SIGTERM, previous)
+        os.unlink(os.path.join(self.local.root, DIRTY))  # only a clean exit: a crash leaves it (see recover)
+        return done
+
+    def _terminate(self, _signum: int, _frame: object) -> None:
+        """SIGTERM: stop now while waiting; while importing, stop after the current import."""
+        self.stopping = True
+        if not self.importing:
+            raise _Stopped
 
     def _loop(self, *, once: bool, idle_exit: float) -> dict[str, Any]:
         copied = sent = 0
         errors = 0
         started = False
-        last_work = time.monotonic()
+        last_work = last_full = time.monotonic()
+        woke = True
         while True:
             try:
                 if not started:
                     copied += self.pull()
                     self.reconcile()
                     started = True
-                c, s, left = self.round()
+                # A full catch-up when the remote said something changed (or a wait failed), and every
+                # FULL_EVERY seconds regardless; otherwise only collaborations that are new since the last.
+                full = woke or errors > 0 or time.monotonic() - last_full >= FULL_EVERY
+                c, s, left = self.round(full=full)
+                if full:
+                    last_full = time.monotonic()
                 copied, sent = copied + c, sent + s
                 if errors:
                     self.say(f"agentmsg sync: reconnected to {replica.redact(self.url)}")
@@ -209,7 +257,12 @@ class Mirror:
                     _wake_all(self.local.root)
                     return {"copied": copied, "pushed": sent, "outbox": left, "exit": "idle"}
                 timeout = SLICE if left else min(SLICE * 10, idle_exit - idle)
-                self.source.wait_any(self.remote.collabs(), max(0.01, timeout))
+                watched = self.remote.collabs()
+                woke = self.source.wait_any(watched, max(0.01, timeout))
+                # A collaboration waited on for the first time may have records from before its LISTEN:
+                # the round after its first wait is a full one.
+                woke = woke or not self.watched.issuperset(watched)
+                self.watched.update(watched)
             except TamperDetected:
                 raise
             except (AgentmsgError, OSError, ConnectionError) as exc:
@@ -228,6 +281,10 @@ class Mirror:
                 delay = min(5.0, 0.1 * 2 ** min(errors, 6))
                 self.say(f"agentmsg sync: {type(exc).__name__}: {str(exc)[:200]}; retrying in {delay:.1f}s")
                 time.sleep(delay)
+
+
+class _Stopped(Exception):
+    """SIGTERM arrived: the mirror leaves between imports, cleanly."""
 
 
 def _wake_all(root: str) -> None:
@@ -252,10 +309,7 @@ def sync(root: str, url: str, *, once: bool = False, idle_exit: float = IDLE_EXI
 
     fsio.ensure_dir(root)
     local = FileStore(root)
-    if os.path.realpath(root) == _file_root(url):
-        from .errors import UsageError
-
-        raise UsageError(f"{url} is this root itself: a root cannot mirror itself")
+    _refuse_foreign(local, url)
     try:
         lock = fsio.locked(os.path.join(local.root, layout.MIRROR_LOCK), 0)
         lock.__enter__()
@@ -268,6 +322,21 @@ def sync(root: str, url: str, *, once: bool = False, idle_exit: float = IDLE_EXI
     finally:
         lock.__exit__(None, None, None)
     return {"root": local.root, "store": replica.redact(url), "running": "done", **done}
+
+
+def _refuse_foreign(local: FileStore, url: str) -> None:
+    """A mirror never adopts history that is not the server's, nor switches servers under a replica."""
+    from .errors import UsageError
+
+    shown = replica.redact(url)
+    if local.root == _file_root(url):
+        raise UsageError(f"{shown} is this root itself: a root cannot mirror itself")
+    marked = replica.replica_of(local.root)
+    if marked is None and local.collabs():
+        raise UsageError(f"{local.root} holds collaborations of its own, so it cannot become a replica of {shown}; "
+                         "set AGENTMSG_HOME to an empty folder for the mirror")
+    if marked is not None and marked != shown:
+        raise UsageError(f"{local.root} mirrors {marked}, not {shown}; set AGENTMSG_HOME to another folder")
 
 
 def _file_root(url: str) -> str | None:

@@ -59,3 +59,13 @@ def ensure(root: str, env: Mapping[str, str], command: Sequence[str]) -> bool:
     except OSError:
         return False
     return True
+
+
+def state(root: str) -> dict[str, object] | None:
+    """For ``status``: whether this root mirrors a store, whether its mirror runs, and the outbox's length."""
+    from .backends.file import outbox, replica
+
+    marked = replica.replica_of(root) if os.path.isdir(root) else None
+    if marked is None:
+        return None
+    return {"replica_of": marked, "running": running(root), "outbox": len(outbox.pending(root))}

@@ -174,12 +174,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--store", action="append", default=[], help="a remote store URL (repeatable); "
                     "default: a file store at another root")
+    ap.add_argument("--pg", action="store_true", help="also a throwaway PostgreSQL server (tests/pg.py, fsync on)")
     ap.add_argument("--sends", type=int, default=200, help="timed sends per store")
     ap.add_argument("--repeats", type=int, default=40, help="timed hook runs per case")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--write-md", action="store_true", help="update the ## Mirror section of docs/BENCHMARKS.md")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="mirror-bench-"))
+    cluster = None
+    if args.pg:
+        from tests.pg import Cluster
+
+        cluster = Cluster(fsync=True).init().start()
+        cluster.make_template()
+        args.store.append(cluster.url(cluster.new_db()))
     try:
         lat = []
         for i, url in enumerate([None, *args.store]):
@@ -190,8 +198,10 @@ def main() -> None:
         hook = hook_ratio(args.repeats, args.warmup, "postgresql://bench@db.example/agentmsg", tmp / "hook")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        if cluster is not None:
+            cluster.destroy()
     if args.write_md:
-        command = "python3 bench/mirror_bench.py" + "".join(" --store URL" for _ in args.store) + " --write-md"
+        command = "python3 bench/mirror_bench.py" + (" --pg" if args.pg else "") + " --write-md"
         write_section(REPO / "docs" / "BENCHMARKS.md", "Mirror", markdown(lat, hook, machine(), command))
 
 

@@ -83,6 +83,32 @@ class Pair:
         assert code == 0 and doc["result"]["findings"] == [], (err, doc)
 
 
+def _progress(root: Path) -> int:
+    base = root / "collabs"
+    return sum(p.stat().st_size for p in base.rglob("*") if p.is_file()) if base.exists() else 0
+
+
+def kill_mid_stream(env: dict[str, str], root: Path, *, rounds: int = 6, seed: int = 8) -> int:
+    """Run ``sync --once`` and SIGKILL it as soon as it has written something new, until one finishes;
+    returns how many were killed.  Each kill lands mid-import: records or their views half done."""
+    rng = random.Random(seed)
+    kills, seen = 0, _progress(root)
+    for _ in range(rounds):
+        proc = subprocess.Popen([sys.executable, "-m", "agentmsg", "sync", "--once"], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        while proc.poll() is None and _progress(root) <= seen:
+            time.sleep(0.001)
+        time.sleep(rng.uniform(0, 0.05))
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            kills += 1
+        proc.wait()
+        seen = _progress(root)
+        if proc.returncode == 0:
+            break
+    return kills
+
+
 @pytest.fixture
 def pair(tmp_path: Path) -> Pair:
     p = Pair(tmp_path)
@@ -101,6 +127,11 @@ def test_catch_up_copies_records_verbatim_and_is_idempotent(pair: Pair) -> None:
     pair.assert_same()
     assert pair.sync_once()["copied"] == 0  # again: nothing new, nothing twice
     pair.assert_same()
+    code, doc, err = run_json("status", root=pair.local, env={"HOME": str(pair.tmp)})
+    assert code == 0, err
+    assert doc["result"]["mirror"] == {"replica_of": pair.url, "running": False, "outbox": 0}
+    code, out, err = run("status", root=pair.local, env={"HOME": str(pair.tmp)})
+    assert f"replica of: {pair.url}  (mirror not running; outbox: 0)" in out
 
     # reads on the replica root need no server; the ack goes to the server, then comes down
     code, doc, err = run_json("inbox", "--collab", pair.collab, "--self", REVIEWER, root=pair.local,
@@ -143,6 +174,10 @@ def test_a_second_mirror_on_the_same_root_exits_at_once(pair: Pair) -> None:
         # the running one follows the remote by itself
         pair.send("reviewer", "live")
         pair.wait_same()
+        assert (pair.local / ".mirror-running").exists()
+        first.terminate()  # SIGTERM: a clean exit, so the next mirror need not rebuild anything
+        assert first.wait(timeout=30) == 0
+        assert not (pair.local / ".mirror-running").exists()
     finally:
         first.kill()
         first.wait()
@@ -154,20 +189,7 @@ def test_sigkill_mid_stream_then_restart_loses_nothing_and_duplicates_nothing(pa
     for i in range(600):
         remote.send(pair.collab, lead if i % 2 else rev,
                     Draft(to="reviewer" if i % 2 else "lead", subject=f"m{i}", body=f"body {i}", kind="update"))
-    rng = random.Random(8)
-    kills = 0
-    env = clean_env(pair.local, pair.env())
-    for _ in range(6):
-        proc = subprocess.Popen([sys.executable, "-m", "agentmsg", "sync", "--once"], env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(0.3, 1.2))
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-            kills += 1
-        proc.wait()
-        if proc.returncode == 0:
-            break
-    assert kills >= 1, "the mirror finished before any kill: make the stream longer"
+    assert kill_mid_stream(clean_env(pair.local, pair.env()), pair.local) >= 1
     pair.sync_once()
     pair.assert_same()
 
@@ -220,18 +242,28 @@ def test_the_cli_starts_the_mirror_and_it_exits_when_idle(pair: Pair) -> None:
     assert not mirrorstart.running(str(pair.local)), "the mirror did not exit when idle"
 
 
-def test_session_start_hook_starts_the_mirror(pair: Pair, tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["launcher", "AGENTMSG_CLI"])
+def test_session_start_hook_starts_the_mirror(pair: Pair, tmp_path: Path, how: str) -> None:
+    """The hook (stdlib only) spawns ``agentmsg sync`` through the plugin's launcher, or AGENTMSG_CLI;
+    on a root marked a replica it needs no AGENTMSG_STORE (the mark names the store)."""
     pair.sync_once()  # marks the root a replica
     pair.send("reviewer", "while no mirror ran")
-    cli = tmp_path / "agentmsg-cli"
-    cli.write_text(f"#!/bin/sh\nPYTHONPATH={Path(__file__).resolve().parents[1]} exec {sys.executable} "
-                   f"-m agentmsg \"$@\"\n")
-    cli.chmod(0o755)
-    out = run_hook("claude", "SessionStart", pair.tmp, pair.local, REVIEWER_SESSION,
-                   extra_env={"AGENTMSG_STORE": pair.url, "AGENTMSG_CLI": str(cli),
-                              "AGENTMSG_SYNC_IDLE_EXIT": "2s"})
+    extra = {"AGENTMSG_SYNC_IDLE_EXIT": "2s"}
+    if how == "AGENTMSG_CLI":
+        cli = tmp_path / "agentmsg-cli"
+        cli.write_text(f"#!/bin/sh\nPYTHONPATH={Path(__file__).resolve().parents[1]} exec {sys.executable} "
+                       f"-m agentmsg \"$@\"\n")
+        cli.chmod(0o755)
+        extra.update(AGENTMSG_STORE=pair.url, AGENTMSG_CLI=str(cli))
+    out = run_hook("claude", "SessionStart", pair.tmp, pair.local, REVIEWER_SESSION, extra_env=extra)
     assert out.returncode == 0
     pair.wait_same()
+    from agentmsg import mirrorstart
+
+    deadline = time.monotonic() + 30
+    while mirrorstart.running(str(pair.local)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not mirrorstart.running(str(pair.local)), "the hook-started mirror did not exit when idle"
 
 
 def test_watch_with_a_remote_store_wakes_on_the_remote(pair: Pair) -> None:
@@ -332,3 +364,65 @@ def test_an_unpushed_slot_counts_before_it_comes_back(pair: Pair) -> None:
     delivery = [json.loads(line) for line in
                 (pair.remote / "collabs" / pair.collab / "delivery.jsonl").read_text().splitlines()]
     assert [r["slot"] for r in delivery if r["type"] == "delivery-slot"] == [1, 2]
+
+
+def test_a_mirror_never_adopts_a_root_with_history_of_its_own_nor_switches_servers(pair: Pair) -> None:
+    own = pair.tmp / "own"
+    code, _doc, err = run_json("open", "--self", LEAD, "--alias", "lead", "--label", "l", "--task", "t", root=own,
+                               env={"HOME": str(pair.tmp)})
+    assert code == 0, err
+    before = pair.journals(own)
+    code, _out, err = run("sync", "--once", root=own, env=pair.env())
+    assert code == 2 and "holds collaborations of its own" in err
+    assert pair.journals(own) == before and not (own / "replica.json").exists()
+
+    pair.sync_once()
+    other = f"file://{pair.tmp / 'other-server'}"
+    code, _out, err = run("sync", "--once", root=pair.local, env=pair.env(AGENTMSG_STORE=other))
+    assert code == 2 and f"mirrors {pair.url}, not {other}" in err
+
+
+def test_a_torn_import_is_cut_back_and_copied_again_whole(pair: Pair) -> None:
+    """A mirror killed inside one write leaves part of a record (the kernel stops a write between pages
+    when a fatal signal is pending); the next import cuts it off and copies the records again."""
+    pair.send("reviewer", "one")
+    pair.sync_once()
+    pair.send("reviewer", "two")
+    inbox = pair.local / "collabs" / pair.collab / "inbox" / "reviewer.jsonl"
+    remote_inbox = pair.remote / "collabs" / pair.collab / "inbox" / "reviewer.jsonl"
+    whole = remote_inbox.read_bytes()
+    assert whole.startswith(inbox.read_bytes())
+    with inbox.open("ab") as f:
+        f.write(whole[len(inbox.read_bytes()):][:40])  # the start of record two, no newline
+    pair.sync_once()
+    pair.assert_same()
+
+
+def test_an_outbox_entry_the_store_refuses_is_set_aside_and_never_blocks_the_rest(pair: Pair) -> None:
+    mid = pair.send("reviewer", "shown")
+    pair.sync_once()
+    gone = "0c0ffee0-0000-4000-8000-000000000000"  # a collaboration the store does not have
+    outbox.put(str(pair.local), gone, "receipts/reviewer", [{"type": "presented", "message": mid}], entry_id="x1")
+    run_hook("claude", "UserPromptSubmit", pair.tmp, pair.local, REVIEWER_SESSION,
+             extra_env={"AGENTMSG_NO_MIRROR": "1"})
+    done = pair.sync_once()
+    assert done["outbox"] == 0 and done["pushed"] == 2  # presented and attempt-complete went through
+    rejected = [json.loads(line) for line in (pair.local / "outbox.rejected.jsonl").read_text().splitlines()]
+    assert [e["id"] for e in rejected] == ["x1"]
+    pair.assert_same()
+
+
+def test_the_launchers_fast_path_wakes_when_the_mirror_brings_mail(pair: Pair) -> None:
+    """An idle Claude session skips Python at the launcher (docs/DELIVERY.md, "Fast path"); a message the
+    mirror copies down must invalidate that marker, as a local send does."""
+    pair.sync_once()
+    quiet = run_hook("claude", "UserPromptSubmit", pair.tmp, pair.local, REVIEWER_SESSION,
+                     extra_env={"AGENTMSG_NO_MIRROR": "1"})
+    assert quiet.stdout == ""
+    marker = pair.local / "idle" / "claude-code" / f"{REVIEWER_SESSION}.idle"
+    assert marker.is_file()
+    mid = pair.send("reviewer", "arrives through the mirror")
+    pair.sync_once()
+    out = run_hook("claude", "UserPromptSubmit", pair.tmp, pair.local, REVIEWER_SESSION,
+                   extra_env={"AGENTMSG_NO_MIRROR": "1"})
+    assert mid in out.text and "arrives through the mirror" in out.text

@@ -9,8 +9,6 @@ then runs ``verify`` on the local root.
 from __future__ import annotations
 
 import json
-import random
-import signal
 import subprocess
 import sys
 import time
@@ -25,6 +23,7 @@ from agentmsg.mirror import Mirror
 from agentmsg.service.messaging import Mailbox
 from tests.cli_helpers import clean_env, run_json
 from tests.helpers_hooks import REVIEWER_SESSION, run_hook
+from tests.test_mirror import kill_mid_stream
 
 LEAD = "codex:0199-mirror-pg-lead"
 REVIEWER = f"claude-code:{REVIEWER_SESSION}"
@@ -111,20 +110,7 @@ def test_sigkill_mid_stream_from_postgresql(pg: Setup) -> None:
     lead = Pin(*LEAD.split(":", 1))
     for i in range(400):
         box.send(pg.collab, lead, Draft(to="reviewer", subject=f"m{i}", body=f"body {i}", kind="update"))
-    rng = random.Random(8)
-    env = clean_env(pg.local, pg.env())
-    kills = 0
-    for _ in range(6):
-        proc = subprocess.Popen([sys.executable, "-m", "agentmsg", "sync", "--once"], env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(0.4, 1.2))
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-            kills += 1
-        proc.wait()
-        if proc.returncode == 0:
-            break
-    assert kills >= 1
+    assert kill_mid_stream(clean_env(pg.local, pg.env()), pg.local) >= 1
     pg.sync_once()
     pg.assert_same()
 

@@ -47,6 +47,7 @@ class MemoryStore(TxnReads):
         self._collabs: dict[str, _Collab] = {}
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)
+        self._version = self._waited = 0  # transactions ended; as of the last wait_any
 
     def describe(self) -> dict[str, Any]:
         return {"store": "memory", "location": f"memory:{id(self):x}", "reachable": True}
@@ -111,9 +112,16 @@ class MemoryStore(TxnReads):
             return [dict(r) for r in self._streams(collab).get(stream, [])[seq:seq + limit]]
 
     def wait_any(self, collabs: Collection[str], timeout: float) -> bool:
-        """Until any transaction ends (True) or ``timeout`` passes (False)."""
+        """Until a transaction ends after the previous call (True) or ``timeout`` passes (False)."""
+        deadline = time.monotonic() + timeout
         with self._changed:
-            return self._changed.wait(timeout)
+            while self._version == self._waited:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._changed.wait(left)
+            self._waited = self._version
+            return True
 
     def receipts(self, collab: str, alias: str) -> list[Record]:
         return list(self._get(collab).receipts.get(alias, []))
@@ -171,6 +179,7 @@ class MemoryTxn:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.store._version += 1
         self.store._changed.notify_all()
         self.store._lock.release()
 

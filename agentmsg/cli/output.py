@@ -168,6 +168,10 @@ def _store_line(store: Payload | None) -> None:
 def _status(p: Payload) -> None:
     print(f"root: {p['root']}  (from {p['root_source']})")
     _store_line(p.get("store"))
+    if p.get("mirror"):
+        m = p["mirror"]
+        print(f"replica of: {m['replica_of']}  (mirror {'running' if m['running'] else 'not running'}; "
+              f"outbox: {m['outbox']})")
     print(f"self: {p.get('self') or '(no session identity)'}")
     if p.get("collab") is None:
         for b in p.get("bindings", []):

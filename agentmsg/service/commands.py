@@ -222,7 +222,10 @@ def status(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
         who = None
     store = ctx.store
     bindings = store.bindings(str(who)) if who else []
-    base = {"root": str(ctx.root), "root_source": ctx.root_source, "store": store.describe()}
+    from .. import mirrorstart
+
+    base: Payload = {"root": str(ctx.root), "root_source": ctx.root_source, "store": store.describe(),
+                     "mirror": mirrorstart.state(str(ctx.root))}  # agentmsg sync: docs/MIRROR.md
     if not collab and not ctx.env.get("AGENTMSG_COLLAB") and len(bindings) != 1:
         return {**base, "self": str(who) if who else None,
                 "bindings": [{"collab": c, "alias": a} for c, a in bindings], "collab": None,

@@ -32,6 +32,7 @@ SEARCH = "search.sqlite"
 REPLICA = "replica.json"
 OUTBOX = "outbox.jsonl"
 OUTBOX_LOCK = "outbox.lock"
+OUTBOX_REJECTED = "outbox.rejected.jsonl"
 MIRROR_LOCK = "mirror.lock"
 #: The journal of each plain stream a mirror copies (``ports.Replica``); ``inbox/<alias>``, ``receipts/<alias>``.
 STREAM_FILES = {"events": EVENTS, "notes": LOG, "delivery": DELIVERY}

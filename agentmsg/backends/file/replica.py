@@ -73,15 +73,29 @@ def _snapshot(store: FileStore, collabs: Collection[str]) -> tuple[object, ...]:
     return tuple(seen)
 
 
+_SEEN: dict[tuple[str, tuple[str, ...]], tuple[object, ...]] = {}
+
+
 def wait_any(store: FileStore, collabs: Collection[str], timeout: float, poll: float = 0.05) -> bool:
-    """Until a journal of ``collabs`` grows or a collaboration appears (True), or ``timeout`` (False)."""
+    """Until a journal of ``collabs`` grows or a collaboration appears (True), or ``timeout`` (False).
+
+    Compared with what the previous call saw (as a kept LISTEN connection would), so a change made
+    between two calls (while the mirror was copying) is announced at once, not lost.
+    """
+    key = (store.root, tuple(sorted(collabs)))
     deadline = time.monotonic() + timeout
-    before = _snapshot(store, collabs)
-    while time.monotonic() < deadline:
+    before = _SEEN.get(key)
+    now = _snapshot(store, collabs)
+    while now == before or before is None:
+        if before is None:
+            before = now
+        if time.monotonic() >= deadline:
+            _SEEN[key] = now
+            return False
         time.sleep(min(poll, max(0.0, deadline - time.monotonic())))
-        if _snapshot(store, collabs) != before:
-            return True
-    return False
+        now = _snapshot(store, collabs)
+    _SEEN[key] = now
+    return True
 
 
 # ---- the target side -------------------------------------------------------------------------------
