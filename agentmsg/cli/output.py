@@ -26,7 +26,7 @@ Payload = dict[str, Any]
 
 def command_name(args: Sequence[str]) -> str:
     words = [a for a in args if not a.startswith("-")]
-    if words[:1] and words[0] in ("log", "delivery", "install", "uninstall", "run") and len(words) > 1:
+    if words[:1] and words[0] in ("log", "delivery", "install", "uninstall", "run", "db") and len(words) > 1:
         return f"{words[0]} {words[1]}"
     return words[0] if words else ""
 
@@ -158,8 +158,20 @@ def _ack(p: Payload) -> None:
     print(f"{word}: {p['message']} at {p['acknowledged_at']}")
 
 
+def _store_line(store: Payload | None) -> None:
+    """The store, when it is not the file store at the root the ``root:`` line names already."""
+    if store and store.get("store") != "file":
+        state = "reachable" if store.get("reachable") else f"NOT reachable ({store.get('problem', '')})"
+        print(f"store: {store['store']} {store['location']} ({state})")
+
+
 def _status(p: Payload) -> None:
     print(f"root: {p['root']}  (from {p['root_source']})")
+    _store_line(p.get("store"))
+    if p.get("mirror"):
+        m = p["mirror"]
+        print(f"replica of: {m['replica_of']}  (mirror {'running' if m['running'] else 'not running'}; "
+              f"outbox: {m['outbox']})")
     print(f"self: {p.get('self') or '(no session identity)'}")
     if p.get("collab") is None:
         for b in p.get("bindings", []):
@@ -241,11 +253,26 @@ def _doctor(p: Payload) -> None:
     rows = [[x["name"], x["version"] or "-", x["python"] or "-", x["root"] or "-",
              "ok" if x["ok"] else f"FAILED: {x['error']}"] for x in p["probes"]]
     _table(["entry point", "version", "python", "state root", "status"], rows, title="agentmsg entry points")
+    _store_line(p.get("store"))
     for note in p.get("notes", []):
         print(f"note: {note}")
     for warning in p["warnings"]:
         print(f"ERROR: {warning}")
     print(f"verdict: {p.get('verdict', 'error' if p['warnings'] else 'ok')}")
+
+
+def _db_migrate(p: Payload) -> None:
+    applied = ", ".join(p["applied"]) or "nothing to apply"
+    print(f"schema {p['from']} -> {p['to']} at {p['store']}: {applied}")
+
+
+def _db_grant(p: Payload) -> None:
+    print(f"{p['role']} {'was already' if p['already'] else 'is now'} in {p['collab']}")
+
+
+def _db_move(p: Payload) -> None:
+    print(f"moved {p['collab']}: {p['records']} records in {len(p['streams'])} streams, "
+          f"from {p['from']} to {p['to']}; verify clean on both")
 
 
 def _notify(p: Payload) -> None:
@@ -373,4 +400,5 @@ HUMAN: dict[str, Callable[[Payload], None]] = {
     "log render": _log_render, "verify": _verify, "notify": _notify, "delivery enable": _envelope,
     "delivery disable": _envelope, "delivery inspect": _inspect, "doctor": _doctor,
     "delivery midturn": _midturn,
+    "db migrate": _db_migrate, "db grant": _db_grant, "db move": _db_move,
 }

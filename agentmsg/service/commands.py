@@ -222,7 +222,10 @@ def status(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
         who = None
     store = ctx.store
     bindings = store.bindings(str(who)) if who else []
-    base = {"root": str(ctx.root), "root_source": ctx.root_source, "store": store.describe()}
+    from .. import mirrorstart
+
+    base: Payload = {"root": str(ctx.root), "root_source": ctx.root_source, "store": store.describe(),
+                     "mirror": mirrorstart.state(str(ctx.root))}  # agentmsg sync: docs/MIRROR.md
     if not collab and not ctx.env.get("AGENTMSG_COLLAB") and len(bindings) != 1:
         return {**base, "self": str(who) if who else None,
                 "bindings": [{"collab": c, "alias": a} for c, a in bindings], "collab": None,
@@ -396,3 +399,22 @@ def repair(ctx: Ctx, *, collab: str | None) -> Payload:
     cids = [ctx.collab(collab)] if collab else store.collabs()
     rebuilt = {cid: store.rebuild(cid) for cid in cids}
     return {"root": str(ctx.root), "rebuilt": rebuilt, "temp_files_removed": store.clean_temp(0.0)}
+
+
+# ---- the mirror -----------------------------------------------------------------------------------
+
+
+def sync(ctx: Ctx, *, once: bool, idle_exit: str | None) -> Payload:
+    """Run the per-machine mirror (agentmsg/mirror.py) for this root, under its lock."""
+    from .. import mirror
+    from ..backends.file.replica import replica_of
+
+    url = ctx.store_url
+    if url is None:
+        marked = replica_of(str(ctx.root)) if ctx.root.is_dir() else None
+        url = marked if marked not in (None, "?") else None
+    if url is None:
+        raise UsageError("no store to mirror: pass --store URL or set AGENTMSG_STORE")
+    idle_exit = idle_exit or ctx.env.get("AGENTMSG_SYNC_IDLE_EXIT")
+    seconds = validate.duration(idle_exit, "--idle-exit", maximum=7 * 86400) if idle_exit else mirror.IDLE_EXIT
+    return mirror.sync(str(ctx.root), url, once=once, idle_exit=seconds)
