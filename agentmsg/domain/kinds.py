@@ -37,3 +37,6 @@ PRIORITIES = (NORMAL, HIGH)
 REQUEST = "request"
 UPDATE = "update"
 KINDS = (REQUEST, UPDATE)
+
+# delivery.jsonl: a binding's mid-turn (PostToolUse) delivery setting, newest wins
+MIDTURN = "delivery-midturn"
