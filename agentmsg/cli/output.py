@@ -398,7 +398,6 @@ HUMAN: dict[str, Callable[[Payload], None]] = {
     "status": _status, "search": _search, "close": _close, "leave": _leave, "log show": _log_show,
     "log append": _log_append,
     "log render": _log_render, "verify": _verify, "notify": _notify, "delivery enable": _envelope,
-    "delivery disable": _envelope, "delivery inspect": _inspect, "doctor": _doctor,
-    "delivery midturn": _midturn,
-    "db migrate": _db_migrate, "db grant": _db_grant, "db move": _db_move,
+    "delivery disable": _envelope, "delivery inspect": _inspect, "doctor": _doctor, "db migrate": _db_migrate,
+    "db grant": _db_grant, "db move": _db_move, "delivery midturn": _midturn,
 }
