@@ -37,3 +37,9 @@ PRIORITIES = (NORMAL, HIGH)
 REQUEST = "request"
 UPDATE = "update"
 KINDS = (REQUEST, UPDATE)
+
+# delivery.jsonl: wake consent (domain/wake.py), its rings, and the prompts that answer them
+WAKE_ON = "wake-on"
+WAKE_OFF = "wake-off"
+WAKE_RING = "wake-ring"
+WAKE_PROMPT = "wake-prompt"

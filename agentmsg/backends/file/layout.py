@@ -105,3 +105,11 @@ def index(base: str, message: str) -> str:
 
 def transcript(base: str, alias: str) -> str:
     return os.path.join(base, "transcripts", f"{_alias(alias)}.md")
+
+
+WAKE = "wake"
+
+
+def session_file(root: str, pin: str, suffix: str) -> str:
+    """``ROOT/wake/<pin key>.<suffix>``: one session's facts (``json``), its waiter's lock, token and ring."""
+    return os.path.join(root, WAKE, f"{pin_key(pin)}.{suffix}")

@@ -1,0 +1,159 @@
+"""Claude Code's wake-up waiter: an ``asyncRewake`` hook that exits 2 with the doorbell when rung.
+
+``hooks/run claude wait`` is registered for SessionStart and Stop with
+``"asyncRewake": true``: Claude Code runs it in the background, and when it
+exits 2 its stderr is shown to the model and a new turn starts (that turn's
+UserPromptSubmit hook then quotes the messages inside the boundary).
+
+* It runs only while this session's binding has an active wake consent
+  (``agentmsg wake on``); otherwise it exits 0 at once.
+* One waiter per session: each new one writes its token to
+  ``ROOT/wake/<pin key>.waiter`` and then takes ``<pin key>.lock``; an
+  older waiter sees the token change and exits 0, so the newest (re-armed
+  at every Stop) replaces it.
+* A sender rings by writing ``<pin key>.ring`` (the fixed doorbell line and
+  message ids, never sender text); the waiter prints that line and exits 2
+  only if one of those messages is still unacknowledged.
+* It gives up at the consent's expiry, when the consent ends, or after
+  ``WAIT_MAX`` (below the hook timeout in hooks/hooks.json).
+
+Lean and fail-open like the other hooks: any error exits 0 with no output.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from . import fsio, records
+from .backends.file import layout
+from .backends.file.store import FileStore
+from .domain import kinds
+from .domain import wake as wake_rules
+from .paths import resolve_root_str
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+WAIT_MAX = 8 * 3600.0 - 60.0  # the hook's timeout is 8 h (hooks/hooks.json)
+POLL = 0.1
+RECHECK = 5.0  # seconds between re-reads of the consent
+
+
+def _consents(store: FileStore, pin: str) -> list[tuple[str, str, wake_rules.Consent]]:
+    """``(collab, alias, consent)`` for each binding of the pin whose wake consent is active now."""
+    out = []
+    now = time.time()
+    for collab, alias, reg in store.bound(pin):
+        consent = wake_rules.latest(wake_rules.fold(store.delivery_records(collab)), alias, pin)
+        if consent is not None and consent.status(now, holder=reg.holder(alias), closed=reg.closed,
+                                                  alive=True) == "active":
+            out.append((collab, alias, consent))
+    return out
+
+
+def _still_unacked(store: FileStore, ring: Mapping[str, Any]) -> bool:
+    ids = ring.get("messages")
+    collab, alias = ring.get("collab"), ring.get("alias")
+    if not isinstance(ids, list) or not isinstance(collab, str) or not isinstance(alias, str):
+        return False
+    with store.transaction(collab) as tx:
+        return bool(set(ids) & set(tx.unacked_ids(alias)))
+
+
+def _record(store: FileStore, ring: Mapping[str, Any], pin: str) -> None:
+    """A ring that waited for the turn to end is recorded when it goes out (the sender recorded it deferred)."""
+    if ring.get("queued") is not True:
+        return
+    with store.transaction(str(ring["collab"])) as tx:
+        tx.append_delivery({"type": kinds.WAKE_RING, "consent": ring.get("consent"), "alias": ring["alias"],
+                            "pin": pin, "at": time.time(), "outcome": wake_rules.RANG,
+                            "mechanism": "claude-waiter (after the turn)", "messages": ring.get("messages")})
+
+
+class Waiter:
+    def __init__(self, root: str, pin: str) -> None:
+        self.root, self.pin = root, pin
+        self.token = os.urandom(16).hex()
+        self.files = {s: layout.session_file(root, pin, s) for s in ("lock", "waiter", "ring")}
+
+    def current(self) -> bool:
+        raw = fsio.read_bytes(self.files["waiter"])
+        return raw is not None and raw.decode("ascii", "replace").strip() == self.token
+
+    def run(self, store: FileStore, deadline: float) -> str | None:
+        """The doorbell line once rung; None when replaced, ended or timed out."""
+        import fcntl
+
+        fsio.ensure_dir(self.root, layout.WAKE)
+        fsio.atomic_write(self.files["waiter"], (self.token + "\n").encode(), durable=False)
+        fd = os.open(self.files["lock"], os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        while True:  # wait for an older waiter to notice it was replaced
+            if not self.current() or time.time() >= deadline:
+                return None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                time.sleep(POLL)
+        checked = time.time()
+        while time.time() < deadline and self.current():
+            ring = self._take()
+            if ring is not None and _still_unacked(store, ring):
+                _record(store, ring, self.pin)
+                return str(ring.get("doorbell", ""))
+            if time.time() - checked > RECHECK:
+                if not _consents(store, self.pin):
+                    return None
+                checked = time.time()
+            time.sleep(POLL)
+        return None
+
+    def _take(self) -> dict[str, Any] | None:
+        raw = fsio.read_bytes(self.files["ring"])
+        if raw is None:
+            return None
+        try:
+            os.unlink(self.files["ring"])
+        except FileNotFoundError:
+            return None  # another reader took it
+        try:
+            ring = records.loads(raw.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            return None
+        return ring if isinstance(ring, dict) and ring.get("pin") == self.pin else None
+
+
+def wait(host: str, env: Mapping[str, str], raw: bytes) -> str | None:
+    """Block until rung (the doorbell), or None (no consent, replaced, ended, timed out)."""
+    from .hooks import is_session, parse_stdin
+
+    data = parse_stdin(raw)
+    session = data.get("session_id")
+    if host != "claude" or not is_session(session):
+        return None
+    root = os.path.realpath(resolve_root_str(None, env)[0])
+    if not os.path.isdir(root):
+        return None
+    pin = f"claude-code:{session}"
+    store = FileStore(root, lock_timeout=2.0)
+    active = _consents(store, pin)
+    if not active:
+        return None
+    deadline = min(time.time() + WAIT_MAX, min(c.expires_at for _c, _a, c in active))
+    return Waiter(root, pin).run(store, deadline)
+
+
+def main(host: str) -> int:
+    """0 with no output, or 2 with the doorbell on stderr (Claude Code then starts a turn)."""
+    try:
+        line = wait(host, os.environ, sys.stdin.buffer.read(1 << 20))
+    except BaseException:  # fail open
+        return 0
+    if not line or "\n" in line:
+        return 0
+    os.write(2, (line + "\n").encode("utf-8"))
+    return 2
