@@ -13,7 +13,8 @@ UserPromptSubmit hook then quotes the messages inside the boundary).
   at every Stop) replaces it.
 * A sender rings by writing ``<pin key>.ring`` (the fixed doorbell line and
   message ids, never sender text); the waiter prints that line and exits 2
-  only if one of those messages is still unacknowledged.
+  only if one of those messages is still unacknowledged, and never while
+  a turn runs (the prompt hook noted it; the Stop hook notes its end).
 * It gives up at the consent's expiry, when the consent ends, or after
   ``WAIT_MAX`` (below the hook timeout in hooks/hooks.json).
 
@@ -26,7 +27,7 @@ import os
 import sys
 import time
 
-from . import fsio, records
+from . import fsio, records, sessionfacts
 from .backends.file import layout
 from .backends.file.store import FileStore
 from .domain import kinds
@@ -101,7 +102,7 @@ class Waiter:
                 time.sleep(POLL)
         checked = time.time()
         while time.time() < deadline and self.current():
-            ring = self._take()
+            ring = None if sessionfacts.busy(sessionfacts.load(self.root, self.pin), time.time()) else self._take()
             if ring is not None and _still_unacked(store, ring):
                 _record(store, ring, self.pin)
                 return str(ring.get("doorbell", ""))

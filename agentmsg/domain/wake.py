@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 DEFAULT_EXPIRES_IN = 8 * 3600.0
 MAX_DURATION = 24 * 3600.0
-MIN_GAP = 5.0  # seconds between two rings of one binding
+MIN_GAP = 2.0  # seconds between two rings of one binding
 HOURLY_CAP = 30
 CONSECUTIVE_CAP = 8
 PENDING_FOR = 120.0  # a ring nobody answered within this is treated as lost: the next send may ring again
