@@ -46,13 +46,13 @@ def _turn(tui: Tui, stub: AnthropicStub, text: str) -> None:
 
 
 @pytest.fixture
-def claude(tmp_path: Path):
+def claude(tmp_path: Path, request: pytest.FixtureRequest):
     root = tmp_path / "root"
     sid = str(uuid.uuid4())
     pin = f"claude-code:{sid}"
     cid = _bound(root, pin)  # the state root exists before the session starts: SessionStart records its facts
     with AnthropicStub() as stub:
-        tui = claude_tui(tmp_path, stub, root=root, session=sid)
+        tui = claude_tui(tmp_path, stub, root=root, session=sid, allow_bash=getattr(request, "param", True))
         try:
             yield tui, stub, root, cid, pin
         finally:
@@ -105,6 +105,7 @@ def test_claude_draft_survives_the_native_wake(claude) -> None:
     assert "half-typed draft" in prompt_line
 
 
+@pytest.mark.parametrize("claude", [False], indirect=True)  # Bash not pre-allowed: it asks
 def test_claude_permission_dialog_is_never_answered(claude) -> None:
     tui, stub, root, cid, pin = claude
     agentmsg(root, "wake", "on", "--collab", cid, "--self", pin)
@@ -130,7 +131,7 @@ def test_two_agents_waking_each_other_stop_at_the_cap(claude) -> None:
         outcomes.append(wake["outcome"])
         if wake["outcome"] != "rang":
             break
-        wait_for(lambda: len(stub.agent_requests()) > n, 20, f"woken turn {i + 1}", tui)
+        wait_for(lambda n=n: len(stub.agent_requests()) > n, 20, f"woken turn {i + 1}", tui)
         time.sleep(1.5)  # its Stop re-arms the waiter
     assert outcomes[:8] == ["rang"] * 8
     assert outcomes[8].startswith("capped (8 consecutive wakes")

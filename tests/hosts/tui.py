@@ -74,7 +74,7 @@ def _start(tmp: Path, argv: Sequence[str], env: Mapping[str, str], cwd: Path) ->
 
 
 def claude_tui(tmp: Path, stub: AnthropicStub, *, root: Path, session: str,
-               plugin_dir: Path = REPO_ROOT, extra: Mapping[str, str] | None = None) -> Tui:
+               plugin_dir: Path = REPO_ROOT, extra: Mapping[str, str] | None = None, allow_bash: bool = True) -> Tui:
     """Interactive ``claude`` at its prompt (onboarding, key and folder trust pre-accepted)."""
     home, cwd = tmp / "home", tmp / "proj"
     home.mkdir(parents=True, exist_ok=True)
@@ -85,7 +85,7 @@ def claude_tui(tmp: Path, stub: AnthropicStub, *, root: Path, session: str,
     }))
     env = claude_env(home, stub, {"AGENTMSG_HOME": str(root), **(extra or {})})
     argv = [str(claude_bin()), "--plugin-dir", str(plugin_dir), "--session-id", session,
-            "--permission-mode", "default", "--allowedTools", "Bash"]
+            "--permission-mode", "default", *(["--allowedTools", "Bash"] if allow_bash else [])]
     tui = _start(tmp, argv, env, cwd)
     wait_for(lambda: "❯" in tui.screen(), 30, "claude's prompt", tui)
     return tui
