@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.hosts.stubs import AnthropicStub, shell
-from tests.hosts.tui import Tui, agentmsg, claude_tui, wait_for
+from tests.hosts.stubs import AnthropicStub, OpenAIResponsesStub, shell
+from tests.hosts.tui import Tui, agentmsg, claude_tui, codex_tui, wait_for
 
 pytestmark = [pytest.mark.hosts, pytest.mark.tui]
 
@@ -140,3 +140,59 @@ def test_two_agents_waking_each_other_stop_at_the_cap(claude) -> None:
     assert len(stub.agent_requests()) == n
     _turn(tui, stub, "a human speaks")  # a human prompt resets the count
     assert _send(root, cid, "PEER-BODY-AFTER")["outcome"] == "rang"
+
+
+# ---- Codex -------------------------------------------------------------------------------------------
+
+
+def _codex_pin(root: Path) -> str:
+    """The interactive Codex session's pin, from the facts its SessionStart hook recorded (first prompt)."""
+    import json
+
+    (facts,) = [json.loads(p.read_text()) for p in (root / "wake").glob("*.json")]
+    return str(facts["pin"])
+
+
+@pytest.fixture
+def codex(tmp_path: Path):
+    root = tmp_path / "root"
+    root.mkdir(mode=0o700)  # a state root exists: the session's hooks record its facts
+    with OpenAIResponsesStub() as stub:
+        tui = codex_tui(tmp_path, stub, root=root)
+        try:
+            n = len(stub.agent_requests())
+            tui.type("hello")  # Codex fires SessionStart at the first prompt
+            wait_for(lambda: len(stub.agent_requests()) > n, 30, "the first turn", tui)
+            wait_for(lambda: list((root / "wake").glob("*.json")), 10, "the session facts", tui)
+            pin = _codex_pin(root)
+            cid = _bound(root, pin)
+            yield tui, stub, root, cid, pin
+        finally:
+            tui.close()
+
+
+def test_codex_wake_on_queues_a_turn_with_the_message_inside_the_boundary(codex) -> None:
+    tui, stub, root, cid, pin = codex
+    on = agentmsg(root, "wake", "on", "--collab", cid, "--self", pin)
+    assert on["facts"]["thread"] == pin.split(":", 1)[1] and on["facts"]["pane"] == "%0"
+    time.sleep(1)
+    n = len(stub.agent_requests())
+    assert _send(root, cid, "PEER-BODY-C1") == {"outcome": "rang", "mechanism": "codex-queue"}
+    wait_for(lambda: len(stub.agent_requests()) > n, 30, "the woken turn", tui)
+    body = stub.agent_requests()[-1].text_blob()
+    assert BOUNDARY in body and "PEER-BODY-C1" in body and body.index(BOUNDARY) < body.index("PEER-BODY-C1")
+
+
+def test_codex_wake_off_nothing_happens_and_the_draft_survives(codex) -> None:
+    tui, stub, root, cid, pin = codex
+    n = len(stub.agent_requests())
+    assert _send(root, cid, "PEER-BODY-C2")["outcome"] == "wake off"
+    agentmsg(root, "wake", "on", "--collab", cid, "--self", pin)
+    tui.type("half-typed draft", enter=False)
+    time.sleep(5)
+    assert len(stub.agent_requests()) == n
+    assert _send(root, cid, "PEER-BODY-C3")["outcome"] == "rang"
+    wait_for(lambda: len(stub.agent_requests()) > n, 30, "the woken turn", tui)
+    assert "PEER-BODY-C3" in stub.agent_requests()[-1].text_blob()
+    time.sleep(1.5)
+    assert "half-typed draft" in [ln for ln in tui.screen().splitlines() if ln.startswith("›")][-1]
