@@ -10,10 +10,8 @@ test needs: type, wait for text on screen, wait for the Nth model request.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -108,14 +106,10 @@ def codex_tui(tmp: Path, stub: OpenAIResponsesStub, *, root: Path, extra: Mappin
     return tui
 
 
-def agentmsg(root: Path, *args: str, env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The CLI as a subprocess (this checkout), JSON result."""
-    full = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "AGENTMSG_HOME": str(root), **(env or {})}
-    for var in ("CLAUDE_CODE_SESSION_ID", "CODEX_THREAD_ID", "TMUX", "TMUX_PANE"):
-        if var not in (env or {}):
-            full.pop(var, None)
-    done = subprocess.run([sys.executable, "-m", "agentmsg.cli", *args, "--json"], capture_output=True, text=True,
-                          env=full, timeout=60)
-    doc = json.loads(done.stdout)
+def agentmsg(root: Path, *args: str) -> dict[str, Any]:
+    """The CLI as a subprocess (``tests/cli_helpers.run_json``); its result, which must be ok."""
+    from tests.cli_helpers import run_json
+
+    _code, doc, _err = run_json(*args, root=root)
     assert doc["ok"], doc
-    return doc["result"]
+    return dict(doc["result"])
