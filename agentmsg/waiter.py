@@ -15,7 +15,8 @@ UserPromptSubmit hook then quotes the messages inside the boundary).
   message ids, never sender text); the waiter prints that line and exits 2
   only if one of those messages is still unacknowledged, and never while
   a turn runs (the prompt hook noted it; the Stop hook notes its end).
-* It gives up at the consent's expiry, when the consent ends, or after
+* It gives up at the consent's expiry, when the consent ends, when the
+  Claude Code process it runs under is gone, or after
   ``WAIT_MAX`` (below the hook timeout in hooks/hooks.json).
 
 Lean and fail-open like the other hooks: any error exits 0 with no output.
@@ -101,14 +102,16 @@ class Waiter:
             except BlockingIOError:
                 time.sleep(POLL)
         checked = time.time()
+        host = sessionfacts.host_process()  # the Claude Code process this hook runs under
         while time.time() < deadline and self.current():
             ring = None if sessionfacts.busy(sessionfacts.load(self.root, self.pin), time.time()) else self._take()
             if ring is not None and _still_unacked(store, ring):
                 _record(store, ring, self.pin)
                 return str(ring.get("doorbell", ""))
             if time.time() - checked > RECHECK:
-                if not _consents(store, self.pin):
-                    return None
+                if not _consents(store, self.pin) or (host is not None and not sessionfacts.alive(
+                        {"pid": host[0], "pid_start": host[1]})):
+                    return None  # the consent ended, or the session is gone: never outlive it
                 checked = time.time()
             time.sleep(POLL)
         return None

@@ -513,7 +513,13 @@ def test_hooks_files_name_the_launcher_for_each_host():
         doc = json.loads((REPO / "hooks" / name).read_text())
         assert set(doc["hooks"]) == {"SessionStart", "UserPromptSubmit", "Stop"}
         for event, groups in doc["hooks"].items():
-            (group,) = groups
+            waiters = [g for g in groups if any(h.get("asyncRewake") for h in g["hooks"])]
+            if host == "claude" and event != "UserPromptSubmit":  # the wake-up waiter (issue 11) beside it
+                ((waiter,),) = [g["hooks"] for g in waiters]
+                assert waiter["command"].endswith('/hooks/run" claude wait') and waiter["asyncRewake"] is True
+            else:
+                assert not waiters
+            (group,) = [g for g in groups if g not in waiters]
             assert set(group) == {"hooks"}
             (hook,) = group["hooks"]
             # Claude's prompt and Stop hooks may skip the interpreter (docs/DELIVERY.md, "Fast path")

@@ -26,7 +26,7 @@ Payload = dict[str, Any]
 
 def command_name(args: Sequence[str]) -> str:
     words = [a for a in args if not a.startswith("-")]
-    if words[:1] and words[0] in ("log", "delivery", "install", "uninstall") and len(words) > 1:
+    if words[:1] and words[0] in ("log", "delivery", "wake", "install", "uninstall") and len(words) > 1:
         return f"{words[0]} {words[1]}"
     return words[0] if words else ""
 
@@ -180,9 +180,9 @@ def _status(p: Payload) -> None:
             "acked"], rows, title="participants (enqueued/presented/replied count pending mail)",
            essential=("alias", "pin", "active", "pending"),
            drop=("enqueued", "presented", "replied", "notify", "acked", "requests"))
-    print(f"awaiting notification: {', '.join(p['awaiting_notification']) or 'none'}")
     woken = [f"{x['alias']}: {x['wake']}" for x in p["participants"] if x.get("wake", "off") != "off"]
     print(f"wake: {', '.join(woken) or 'off for everyone'}")
+    print(f"awaiting notification: {', '.join(p['awaiting_notification']) or 'none'}")
 
 
 def _search(p: Payload) -> None:
