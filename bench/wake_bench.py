@@ -88,8 +88,12 @@ def _sample(root: Path, cid: str, count: Callable[[], int], last: Callable[[], s
 def _bind(root: Path, pin: str) -> str:
     cid = agentmsg(root, "open", "--self", "codex:peer", "--alias", "driver", "--label", "l", "--task", "t")["collab"]
     agentmsg(root, "join", "--collab", cid, "--self", pin, "--alias", "reviewer")
-    agentmsg(root, "wake", "on", "--collab", cid, "--self", pin)
     return cid
+
+
+def _wake_on(root: Path, cid: str, pin: str) -> None:
+    """After the session started: the consent copies the facts its SessionStart hook recorded."""
+    agentmsg(root, "wake", "on", "--collab", cid, "--self", pin)
 
 
 def run_claude(samples: int, waiter: bool) -> list[float]:
@@ -100,6 +104,7 @@ def run_claude(samples: int, waiter: bool) -> list[float]:
         plugin = REPO if waiter else _plugin_without_waiter(tmp)
         tui = claude_tui(tmp, stub, root=root, session=sid, plugin_dir=plugin)
         try:
+            _wake_on(root, cid, f"claude-code:{sid}")
             def count() -> int:
                 return len(stub.agent_requests())
 
@@ -131,6 +136,7 @@ def run_codex(samples: int) -> list[float]:
             _human_turn(tui, count, "hello")
             (facts,) = [json.loads(p.read_text()) for p in (root / "wake").glob("*.json")]
             cid = _bind(root, facts["pin"])
+            _wake_on(root, cid, facts["pin"])
             out = []
             for i in range(samples):
                 if i:
