@@ -11,9 +11,10 @@ UserPromptSubmit hook then quotes the messages inside the boundary).
   ``ROOT/wake/<pin key>.waiter`` and then takes ``<pin key>.lock``; an
   older waiter sees the token change and exits 0, so the newest (re-armed
   at every Stop) replaces it.
-* A sender rings by writing ``<pin key>.ring`` (the fixed doorbell line and
-  message ids, never sender text); the waiter prints that line and exits 2
-  only if one of those messages is still unacknowledged, and never while
+* A sender rings by writing ``<pin key>.ring`` (collaboration, alias and
+  message ids); the waiter rebuilds the doorbell line from the store (the
+  ring file's text is never printed) and exits 2 only if one of those
+  messages is still unacknowledged, and never while
   a turn runs (the prompt hook noted it; the Stop hook notes its end).
 * It gives up at the consent's expiry, when the consent ends, when the
   Claude Code process it runs under is gone, or after
@@ -57,13 +58,19 @@ def _consents(store: FileStore, pin: str) -> list[tuple[str, str, wake_rules.Con
     return out
 
 
-def _still_unacked(store: FileStore, ring: Mapping[str, Any]) -> bool:
-    ids = ring.get("messages")
-    collab, alias = ring.get("collab"), ring.get("alias")
-    if not isinstance(ids, list) or not isinstance(collab, str) or not isinstance(alias, str):
-        return False
-    with store.transaction(collab) as tx:
-        return bool(set(ids) & set(tx.unacked_ids(alias)))
+def _doorbell(store: FileStore, pin: str, ring: Mapping[str, Any]) -> str | None:
+    """The line to print, rebuilt from the store (never the ring file's text): None when nothing is due.
+
+    The ring must name one of this pin's bindings and messages still
+    unacknowledged there; the line counts and names those messages only.
+    """
+    ids, collab, alias = ring.get("messages"), ring.get("collab"), ring.get("alias")
+    if not isinstance(ids, list) or (collab, alias) not in {(c, a) for c, a, _r in store.bound(pin)}:
+        return None
+    with store.transaction(str(collab)) as tx:
+        unacked = tx.unacked_ids(str(alias))
+    due = [m for m in unacked if m in set(ids)]
+    return wake_rules.doorbell(len(due), str(alias), due[::-1]) if due else None
 
 
 def _record(store: FileStore, ring: Mapping[str, Any], pin: str) -> None:
@@ -105,9 +112,10 @@ class Waiter:
         host = sessionfacts.host_process()  # the Claude Code process this hook runs under
         while time.time() < deadline and self.current():
             ring = None if sessionfacts.busy(sessionfacts.load(self.root, self.pin), time.time()) else self._take()
-            if ring is not None and _still_unacked(store, ring):
+            line = _doorbell(store, self.pin, ring) if ring is not None else None
+            if ring is not None and line:
                 _record(store, ring, self.pin)
-                return str(ring.get("doorbell", ""))
+                return line
             if time.time() - checked > RECHECK:
                 if not _consents(store, self.pin) or (host is not None and not sessionfacts.alive(
                         {"pid": host[0], "pid_start": host[1]})):

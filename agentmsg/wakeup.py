@@ -61,10 +61,10 @@ class Mechanism:
         """``(outcome, mechanism)``: ``rang``, ``deferred (...)`` or ``not rung (...)``."""
         if self.host == "claude":
             if busy:
-                self._leave_ring(line, ring, queued=True)
+                self._leave_ring(ring, queued=True)
                 return "recipient busy (rung when its turn ends)", "claude-waiter"
             if waiter_armed(self.root, self.pin):
-                self._leave_ring(line, ring, queued=False)
+                self._leave_ring(ring, queued=False)
                 return "rang", "claude-waiter"
         if self.thread is not None:
             try:
@@ -82,9 +82,9 @@ class Mechanism:
         tmux_ring(self.socket, self.pane, line)
         return "rang", "tmux"
 
-    def _leave_ring(self, line: str, ring: dict[str, Any], *, queued: bool) -> None:
+    def _leave_ring(self, ring: dict[str, Any], *, queued: bool) -> None:
         fsio.ensure_dir(self.root, layout.WAKE)
-        doc = {**ring, "pin": self.pin, "doorbell": line, "queued": queued}
+        doc = {**ring, "pin": self.pin, "queued": queued}  # the waiter rebuilds the line from the store
         fsio.atomic_write(layout.session_file(self.root, self.pin, "ring"), records.dumps(doc).encode(),
                           durable=False)
 

@@ -143,7 +143,7 @@ def ring(store: Store, root: str, collab: str, alias: str, *, now: float | None 
         if outcome == rules.RANG or not retry:
             tx.append_delivery({"type": kinds.WAKE_RING, "consent": consent.id, "alias": alias, "pin": pin,
                                 "at": t, "outcome": outcome, "mechanism": used, "messages": ids[-20:]})
-    if outcome.startswith("deferred") and not retry:
+    if outcome.startswith(("deferred", "recipient busy")) and used != "claude-waiter" and not retry:
         wakeup.retry_later(root, collab, alias)
     return {"outcome": outcome, "mechanism": used}
 
