@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "fish", "ksh", "env", "timeout", "nice", "nohup", "python3",
                     "python", "agentmsg"})
 BUSY_FOR = 1800.0  # a "turn running" note older than this is stale (a crashed turn)
-FIELDS = ("host", "session", "pid", "pid_start", "exe", "tmux_socket", "pane", "claude_socket", "thread",
-          "codex_home")
+FIELDS = ("host", "session", "pid", "pid_start", "exe", "tmux_socket", "pane", "claude_socket", "claude_version",
+          "peer_protocol", "thread", "codex_home")
 
 
 def proc_stat(pid: int) -> tuple[str, int, str] | None:
@@ -95,11 +95,26 @@ def gather(host: str, session: str, env: Mapping[str, str]) -> dict[str, Any]:
         facts["tmux_socket"], facts["pane"] = tmux.split(",", 1)[0], pane
     if env.get("CLAUDE_CODE_MESSAGING_SOCKET"):
         facts["claude_socket"] = env["CLAUDE_CODE_MESSAGING_SOCKET"]
+    if host == "claude" and found is not None:
+        facts.update(_claude_session(env.get("HOME", ""), found[0], session))
     if host == "codex":
         facts["thread"] = session
         if env.get("CODEX_HOME"):
             facts["codex_home"] = env["CODEX_HOME"]
     return facts
+
+
+def _claude_session(home: str, pid: int, session: str) -> dict[str, Any]:
+    """Claude Code's own note on this process (``~/.claude/sessions/<pid>.json``, internal): its version and
+    peer protocol, so the socket is used only where it was checked (docs/DELIVERY.md, "Wake-ups")."""
+    raw = fsio.read_bytes(os.path.join(home, ".claude", "sessions", f"{pid}.json")) if home.startswith("/") else None
+    try:
+        doc = records.loads(raw[:65536].decode("utf-8")) if raw else None
+    except (ValueError, UnicodeDecodeError):
+        return {}
+    if not isinstance(doc, dict) or doc.get("sessionId") != session:
+        return {}
+    return {"claude_version": str(doc.get("version", ""))[:32], "peer_protocol": doc.get("peerProtocol")}
 
 
 def load(root: str, pin: str) -> dict[str, Any]:

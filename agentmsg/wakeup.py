@@ -8,8 +8,8 @@ fixed by agentmsg (``tmux``, ``codex``), run with a scrubbed environment
 
 * **Claude Code:** the ``asyncRewake`` waiter (``agentmsg/waiter.py``) when
   one holds the session's lock: the ring is a file it reads; while the turn
-  runs the ring waits for the next waiter (re-armed at Stop).  Then guarded
-  tmux.
+  runs the ring waits for the next waiter (re-armed at Stop).  Then the peer
+  socket, only for the peer protocol checked here.  Then guarded tmux.
 * **Codex:** ``codex queue --thread <id> --message <doorbell>`` (it keeps a
   draft and queues behind a running turn).  Then guarded tmux.
 * **Anything else:** guarded tmux.
@@ -38,6 +38,7 @@ RETRY_EVERY = 1.0
 DIALOG = ("Do you want to", "Would you like to", "Enter to confirm", "Esc to cancel", "Allow command",
           "Approve", "Press enter to", "(y/n)", "[y/N]", "Yes, and don't ask again")
 PROMPT_GLYPHS = ("❯", "›", ">")
+PEER_PROTOCOL = 1  # Claude Code's peer socket protocol as checked on 2.1.328 (~/.claude/sessions/<pid>.json)
 
 
 class Mechanism:
@@ -66,6 +67,12 @@ class Mechanism:
             if waiter_armed(self.root, self.pin):
                 self._leave_ring(ring, queued=False)
                 return "rang", "claude-waiter"
+            if self.facts.get("peer_protocol") == PEER_PROTOCOL and isinstance(self.facts.get("claude_socket"), str):
+                try:
+                    claude_socket(str(self.facts["claude_socket"]), line)
+                    return "rang", "claude-socket"
+                except (OSError, notify.NotifyError):
+                    pass  # best effort: guarded tmux next
         if self.thread is not None:
             try:
                 codex_queue(self.thread, line, self.facts.get("codex_home"), self.facts.get("exe"))
@@ -104,6 +111,24 @@ def waiter_armed(root: str, pin: str) -> bool:
     finally:
         os.close(fd)
     return False
+
+
+def claude_socket(path: str, line: str) -> None:
+    """One user line on Claude Code's peer socket (undocumented; it keeps a draft and queues behind a dialog).
+
+    Only a socket of this user: a path a peer planted elsewhere is never connected to.
+    """
+    import json
+    import socket
+    import stat
+
+    st = os.lstat(path)
+    if not stat.S_ISSOCK(st.st_mode) or st.st_uid != os.getuid():
+        raise notify.NotifyError("not this user's socket")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(2.0)
+        sock.connect(path)
+        sock.sendall(json.dumps({"type": "user", "message": {"role": "user", "content": line}}).encode() + b"\n")
 
 
 def codex_queue(thread: str, line: str, codex_home: object, exe: object = None) -> None:

@@ -7,8 +7,10 @@ Each mechanism runs against a REAL interactive host in a private tmux server
 (``tests/hosts/tui.py``) with a stub model, ``wake on``, at its empty prompt:
 
 * ``claude-waiter``: Claude Code with the plugin; the asyncRewake waiter is armed.
-* ``tmux (Claude)``: the same plugin without its waiter entries (a copy of the
-  plugin folder whose hooks.json drops them), so the ring falls back to guarded tmux.
+* ``claude-socket``: the same plugin without its waiter entries
+  (``tui.plugin_without_waiter``), so the ring takes Claude's peer socket.
+* ``tmux (Claude Code)``: as ``claude-socket``, with the socket dropped from the
+  recorded session facts, so the ring falls back to guarded tmux.
 * ``codex-queue``: interactive Codex with the plugin's hooks.
 
 One sample: the peer's ``send`` starts as a process (CLI start-up included)
@@ -37,29 +39,15 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tests.hosts.stubs import AnthropicStub, OpenAIResponsesStub  # noqa: E402
-from tests.hosts.tui import Tui, agentmsg, claude_tui, codex_tui, wait_for  # noqa: E402
+from tests.hosts.tui import Tui, agentmsg, claude_tui, codex_tui, plugin_without_waiter, wait_for  # noqa: E402
 
 SECTION = "## Wake-ups"
+mechanisms: set[str] = set()  # what actually rang, checked per run
 
 
 def _tmpdir() -> tempfile.TemporaryDirectory[str]:
     # the host's last hooks may still write into it while it is removed
     return tempfile.TemporaryDirectory(prefix="wake-bench-", ignore_cleanup_errors=True)
-
-
-def _plugin_without_waiter(tmp: Path) -> Path:
-    """A plugin folder like this checkout whose hooks.json has no asyncRewake entries."""
-    out = tmp / "plugin"
-    (out / "hooks").mkdir(parents=True)
-    for name in (".claude-plugin", "agentmsg", "bin", "skills"):
-        (out / name).symlink_to(REPO / name)
-    for name in ("run", "agentmsg_hook.py"):
-        (out / "hooks" / name).symlink_to(REPO / "hooks" / name)
-    doc = json.loads((REPO / "hooks" / "hooks.json").read_text())
-    for event, groups in doc["hooks"].items():
-        doc["hooks"][event] = [g for g in groups if not any(h.get("asyncRewake") for h in g["hooks"])]
-    (out / "hooks" / "hooks.json").write_text(json.dumps(doc))
-    return out
 
 
 def _human_turn(tui: Tui, count: Callable[[], int], text: str) -> None:
@@ -75,6 +63,7 @@ def _sample(root: Path, cid: str, count: Callable[[], int], last: Callable[[], s
     out = agentmsg(root, "send", "--collab", cid, "--self", "codex:peer", "--to", "reviewer", "--subject", "s",
                    "--body", tag)
     assert out["results"][0]["wake"]["outcome"] == "rang", out
+    mechanisms.add(out["results"][0]["wake"]["mechanism"])
     deadline = time.monotonic() + 30
     while count() == n:
         if time.monotonic() > deadline:
@@ -96,14 +85,27 @@ def _wake_on(root: Path, cid: str, pin: str) -> None:
     agentmsg(root, "wake", "on", "--collab", cid, "--self", pin)
 
 
-def run_claude(samples: int, waiter: bool) -> list[float]:
+def _without_socket(root: Path, pin: str) -> None:
+    """Drop the peer socket from the recorded facts: a Claude Code whose socket is not known to work."""
+    from agentmsg.backends.file import layout
+
+    path = Path(layout.session_file(str(root), pin, "json"))
+    doc = json.loads(path.read_text())
+    for key in ("claude_socket", "peer_protocol"):
+        doc["facts"].pop(key, None)
+    path.write_text(json.dumps(doc))
+
+
+def run_claude(samples: int, mode: str) -> list[float]:
     with _tmpdir() as d, AnthropicStub() as stub:
         tmp = Path(d)
         root, sid = tmp / "root", str(uuid.uuid4())
         cid = _bind(root, f"claude-code:{sid}")
-        plugin = REPO if waiter else _plugin_without_waiter(tmp)
+        plugin = REPO if mode == "waiter" else plugin_without_waiter(tmp)
         tui = claude_tui(tmp, stub, root=root, session=sid, plugin_dir=plugin)
         try:
+            if mode == "tmux":
+                _without_socket(root, f"claude-code:{sid}")
             _wake_on(root, cid, f"claude-code:{sid}")
             def count() -> int:
                 return len(stub.agent_requests())
@@ -112,9 +114,11 @@ def run_claude(samples: int, waiter: bool) -> list[float]:
                 return stub.agent_requests()[-1].text_blob()
 
             out = []
+            mechanisms.clear()
             for i in range(samples):
                 _human_turn(tui, count, f"human {i}")
                 out.append(_sample(root, cid, count, last, f"BENCH-{uuid.uuid4().hex[:8]}"))
+            assert mechanisms == {"claude-" + mode if mode != "tmux" else "tmux"}, mechanisms
             return out
         finally:
             tui.close()
@@ -189,8 +193,9 @@ def main() -> int:
     ap.add_argument("--write-md", action="store_true")
     args = ap.parse_args()
     results = {
-        "claude-waiter": run_claude(args.samples, waiter=True),
-        "tmux (Claude Code)": run_claude(args.samples, waiter=False),
+        "claude-waiter": run_claude(args.samples, "waiter"),
+        "claude-socket": run_claude(args.samples, "socket"),
+        "tmux (Claude Code)": run_claude(args.samples, "tmux"),
         "codex-queue": run_codex(args.samples),
     }
     text = report(results, args.samples)

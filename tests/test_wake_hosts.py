@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.hosts.stubs import AnthropicStub, OpenAIResponsesStub, shell
-from tests.hosts.tui import Tui, agentmsg, claude_tui, codex_tui, wait_for
+from tests.hosts.tui import Tui, agentmsg, claude_tui, codex_tui, plugin_without_waiter, wait_for
 
 pytestmark = [pytest.mark.hosts, pytest.mark.tui]
 
@@ -196,3 +196,28 @@ def test_codex_wake_off_nothing_happens_and_the_draft_survives(codex) -> None:
     assert "PEER-BODY-C3" in stub.agent_requests()[-1].text_blob()
     time.sleep(1.5)
     assert "half-typed draft" in [ln for ln in tui.screen().splitlines() if ln.startswith("›")][-1]
+
+
+def test_claude_peer_socket_wakes_when_no_waiter_is_armed_and_keeps_the_draft(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    sid = str(uuid.uuid4())
+    pin = f"claude-code:{sid}"
+    cid = _bound(root, pin)
+    with AnthropicStub() as stub:
+        tui = claude_tui(tmp_path, stub, root=root, session=sid, plugin_dir=plugin_without_waiter(tmp_path))
+        try:
+            on = agentmsg(root, "wake", "on", "--collab", cid, "--self", pin)
+            assert on["facts"]["peer_protocol"] == 1 and on["facts"]["claude_version"] == "2.1.328"
+            _turn(tui, stub, "hello")
+            tui.type("half-typed draft", enter=False)
+            n = len(stub.agent_requests())
+            assert _send(root, cid, "PEER-BODY-S1") == {"outcome": "rang", "mechanism": "claude-socket"}
+            wait_for(lambda: len(stub.agent_requests()) > n, 20, "the woken turn", tui)
+            body = stub.agent_requests()[-1].text_blob()
+            assert BOUNDARY in body and "PEER-BODY-S1" in body and body.index(BOUNDARY) < body.index("PEER-BODY-S1")
+            time.sleep(1.5)
+            assert "half-typed draft" in [ln for ln in tui.screen().splitlines() if ln.startswith("❯")][-1]
+            status = agentmsg(root, "wake", "status", "--collab", cid, "--self", pin)["wake"]
+            assert status["consecutive"] == 1 and not status["pending"]  # its prompt was seen as a doorbell
+        finally:
+            tui.close()

@@ -71,6 +71,21 @@ def _start(tmp: Path, argv: Sequence[str], env: Mapping[str, str], cwd: Path) ->
     return Tui(sock, "%0", env)
 
 
+def plugin_without_waiter(tmp: Path) -> Path:
+    """A plugin folder like this checkout whose hooks.json has no asyncRewake waiter (links to the rest)."""
+    out = tmp / "plugin"
+    (out / "hooks").mkdir(parents=True)
+    for name in (".claude-plugin", "agentmsg", "bin", "skills"):
+        (out / name).symlink_to(REPO_ROOT / name)
+    for name in ("run", "agentmsg_hook.py"):
+        (out / "hooks" / name).symlink_to(REPO_ROOT / "hooks" / name)
+    doc = json.loads((REPO_ROOT / "hooks" / "hooks.json").read_text())
+    for event, groups in doc["hooks"].items():
+        doc["hooks"][event] = [g for g in groups if not any(h.get("asyncRewake") for h in g["hooks"])]
+    (out / "hooks" / "hooks.json").write_text(json.dumps(doc))
+    return out
+
+
 def claude_tui(tmp: Path, stub: AnthropicStub, *, root: Path, session: str,
                plugin_dir: Path = REPO_ROOT, extra: Mapping[str, str] | None = None, allow_bash: bool = True) -> Tui:
     """Interactive ``claude`` at its prompt (onboarding, key and folder trust pre-accepted)."""
