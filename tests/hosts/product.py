@@ -579,7 +579,9 @@ def parse_block(text: str) -> Block:
 def hook_command(host: str, event: str) -> str:
     """The command line the plugin's hooks file gives ``event`` (hooks.json / codex-hooks.json)."""
     path = REPO / "hooks" / ("hooks.json" if host == "claude" else "codex-hooks.json")
-    (group,) = json.loads(path.read_text())["hooks"][event]
+    groups = json.loads(path.read_text())["hooks"][event]
+    # Claude's asyncRewake wake-up waiter (issue 11) is a group of its own beside the delivery hook.
+    (group,) = [g for g in groups if not any(h.get("asyncRewake") for h in g["hooks"])]
     (hook,) = group["hooks"]
     assert hook["type"] == "command"
     return hook["command"]
