@@ -304,3 +304,35 @@ def test_tmux_rings_an_empty_prompt_and_defers_while_a_draft_is_there(tmp_path: 
         assert out.read_text() == wake.doorbell(1, "bob", [first["id"]]) + "\n"
     finally:
         subprocess.run(["tmux", "-S", str(sock), "kill-server"], check=False)
+
+
+# ---- the same decisions on every backend: the store keeps the records, the rules decide ---------------
+
+
+@pytest.mark.parametrize("backend", ["file", "memory"])
+def test_service_rings_the_same_on_every_backend(tmp_path: Path, backend: str) -> None:
+    from agentmsg.backends.memory import MemoryStore
+    from agentmsg.domain import validate
+    from agentmsg.domain.values import Draft
+    from agentmsg.service import wake as service
+    from agentmsg.service.messaging import Mailbox
+    from tests.facade import FileStore
+
+    root = tmp_path / "root"
+    root.mkdir(mode=0o700)
+    store: Any = FileStore(root) if backend == "file" else MemoryStore()
+    box = Mailbox(store)
+    me, peer = validate.pin(ME), validate.pin(PEER)
+    cid = box.open(peer, "driver", "l", "t").collab
+    box.join(cid, me, "bob")
+    box.send(cid, peer, Draft(to="bob", subject="s", body="b"))
+    assert service.ring(store, str(root), cid, "bob") == {"outcome": "wake off", "mechanism": None}
+    service.on(store, str(root), cid, me, {})
+    got = service.ring(store, str(root), cid, "bob")
+    assert got["outcome"].startswith("not rung (") and got["mechanism"] is None  # no pane, no waiter here
+    assert service.status(store, cid, me)["wake"]["last_ring"]["outcome"] == got["outcome"]
+    service.off(store, cid, me)
+    assert service.ring(store, str(root), cid, "bob")["outcome"] == "wake off (off)"
+    kinds = [r["type"] for r in store.delivery_records(cid)]
+    assert kinds == ["wake-on", "wake-ring", "wake-off"]  # an inert consent records nothing more
+

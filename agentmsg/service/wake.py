@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from .. import sessionfacts
@@ -35,7 +36,7 @@ def _current(tx: Txn, alias: str, pin: str) -> rules.Consent | None:
     return rules.latest(rules.fold(tx.delivery_records()), alias, pin)
 
 
-def facts_for(root: str, pin: str, env: dict[str, str] | Any) -> dict[str, Any]:
+def facts_for(root: str, pin: str, env: Mapping[str, str]) -> dict[str, Any]:
     """The facts the session's hooks recorded at SessionStart, completed from this command's own session."""
     runtime, _, session = pin.partition(":")
     gathered = sessionfacts.gather(RUNTIME_HOST.get(runtime, runtime), session, env)
@@ -43,8 +44,8 @@ def facts_for(root: str, pin: str, env: dict[str, str] | Any) -> dict[str, Any]:
     return {**gathered, **(recorded if isinstance(recorded, dict) else {})}
 
 
-def on(store: Store, root: str, collab: str, who: Pin, env: Any, *, expires_in: float = rules.DEFAULT_EXPIRES_IN,
-       now: float | None = None) -> dict[str, Any]:
+def on(store: Store, root: str, collab: str, who: Pin, env: Mapping[str, str], *,
+       expires_in: float = rules.DEFAULT_EXPIRES_IN, now: float | None = None) -> dict[str, Any]:
     """Consent for this exact binding (refused while one is active: a consent is never changed)."""
     if not 0 < expires_in <= rules.MAX_DURATION:
         raise UsageError(f"--expires-in must be more than 0 and at most {rules.MAX_DURATION / 3600:g}h")
@@ -140,7 +141,7 @@ def ring(store: Store, root: str, collab: str, alias: str, *, now: float | None 
                                              "messages": ids}, busy=sessionfacts.busy(turn, t))
         else:
             outcome, used = reason, None
-        if outcome == rules.RANG or not retry:
+        if outcome == rules.RANG or not (retry or outcome.startswith("wake off")):  # an inert consent: no record
             tx.append_delivery({"type": kinds.WAKE_RING, "consent": consent.id, "alias": alias, "pin": pin,
                                 "at": t, "outcome": outcome, "mechanism": used, "messages": ids[-20:]})
     if outcome.startswith(("deferred", "recipient busy")) and used != "claude-waiter" and not retry:
