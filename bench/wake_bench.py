@@ -39,7 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tests.hosts.stubs import AnthropicStub, OpenAIResponsesStub  # noqa: E402
-from tests.hosts.tui import Tui, agentmsg, claude_tui, codex_tui, plugin_without_waiter, wait_for  # noqa: E402
+from tests.hosts.tui import Tui, agentmsg, claude_tui, codex_tui, forget_socket, plugin_without_waiter, wait_for  # noqa: E402
 
 SECTION = "## Wake-ups"
 mechanisms: set[str] = set()  # what actually rang, checked per run
@@ -85,17 +85,6 @@ def _wake_on(root: Path, cid: str, pin: str) -> None:
     agentmsg(root, "wake", "on", "--collab", cid, "--self", pin)
 
 
-def _without_socket(root: Path, pin: str) -> None:
-    """Drop the peer socket from the recorded facts: a Claude Code whose socket is not known to work."""
-    from agentmsg.backends.file import layout
-
-    path = Path(layout.session_file(str(root), pin, "json"))
-    doc = json.loads(path.read_text())
-    for key in ("claude_socket", "peer_protocol"):
-        doc["facts"].pop(key, None)
-    path.write_text(json.dumps(doc))
-
-
 def run_claude(samples: int, mode: str) -> list[float]:
     with _tmpdir() as d, AnthropicStub() as stub:
         tmp = Path(d)
@@ -105,7 +94,7 @@ def run_claude(samples: int, mode: str) -> list[float]:
         tui = claude_tui(tmp, stub, root=root, session=sid, plugin_dir=plugin)
         try:
             if mode == "tmux":
-                _without_socket(root, f"claude-code:{sid}")
+                forget_socket(root, f"claude-code:{sid}")
             _wake_on(root, cid, f"claude-code:{sid}")
             def count() -> int:
                 return len(stub.agent_requests())

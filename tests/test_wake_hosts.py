@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.hosts.stubs import AnthropicStub, OpenAIResponsesStub, shell
-from tests.hosts.tui import Tui, agentmsg, claude_tui, codex_tui, plugin_without_waiter, wait_for
+from tests.hosts.tui import Tui, agentmsg, claude_tui, codex_tui, forget_socket, plugin_without_waiter, wait_for
 
 pytestmark = [pytest.mark.hosts, pytest.mark.tui]
 
@@ -219,5 +219,34 @@ def test_claude_peer_socket_wakes_when_no_waiter_is_armed_and_keeps_the_draft(tm
             assert "half-typed draft" in [ln for ln in tui.screen().splitlines() if ln.startswith("❯")][-1]
             status = agentmsg(root, "wake", "status", "--collab", cid, "--self", pin)["wake"]
             assert status["consecutive"] == 1 and not status["pending"]  # its prompt was seen as a doorbell
+        finally:
+            tui.close()
+
+
+def test_claude_over_tmux_defers_while_a_draft_is_there_and_rings_once_it_is_gone(tmp_path: Path) -> None:
+    """No waiter, no socket: guarded tmux.  A draft defers the ring (never typed into, never cleared)."""
+    root = tmp_path / "root"
+    sid = str(uuid.uuid4())
+    pin = f"claude-code:{sid}"
+    cid = _bound(root, pin)
+    with AnthropicStub() as stub:
+        tui = claude_tui(tmp_path, stub, root=root, session=sid, plugin_dir=plugin_without_waiter(tmp_path))
+        try:
+            forget_socket(root, pin)
+            agentmsg(root, "wake", "on", "--collab", cid, "--self", pin)
+            _turn(tui, stub, "hello")
+            tui.type("half-typed draft", enter=False)
+            time.sleep(0.5)
+            n = len(stub.agent_requests())
+            wake = _send(root, cid, "PEER-BODY-T1")
+            assert wake == {"outcome": "deferred (tmux guard: the prompt line holds a draft)", "mechanism": "tmux"}
+            time.sleep(3)  # the retrier keeps deferring
+            assert len(stub.agent_requests()) == n
+            prompt_line = [ln for ln in tui.screen().splitlines() if ln.startswith("❯")][-1]
+            assert prompt_line.split() == ["❯", "half-typed", "draft"]
+            tui.tmux("send-keys", "-t", tui.pane, "C-u")  # the person clears the draft
+            wait_for(lambda: len(stub.agent_requests()) > n, 20, "the woken turn", tui)
+            body = stub.agent_requests()[-1].text_blob()
+            assert BOUNDARY in body and "PEER-BODY-T1" in body and body.index(BOUNDARY) < body.index("PEER-BODY-T1")
         finally:
             tui.close()

@@ -86,6 +86,17 @@ def plugin_without_waiter(tmp: Path) -> Path:
     return out
 
 
+def forget_socket(root: Path, pin: str) -> None:
+    """Drop Claude's peer socket from a session's recorded facts (as for a Claude Code without one)."""
+    from agentmsg.backends.file import layout
+
+    path = Path(layout.session_file(str(root), pin, "json"))
+    doc = json.loads(path.read_text())
+    for key in ("claude_socket", "peer_protocol"):
+        doc["facts"].pop(key, None)
+    path.write_text(json.dumps(doc))
+
+
 def claude_tui(tmp: Path, stub: AnthropicStub, *, root: Path, session: str,
                plugin_dir: Path = REPO_ROOT, extra: Mapping[str, str] | None = None, allow_bash: bool = True) -> Tui:
     """Interactive ``claude`` at its prompt (onboarding, key and folder trust pre-accepted)."""
