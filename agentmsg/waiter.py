@@ -5,8 +5,10 @@
 exits 2 its stderr is shown to the model and a new turn starts (that turn's
 UserPromptSubmit hook then quotes the messages inside the boundary).
 
-* It runs only while this session's binding has an active wake consent
-  (``agentmsg wake on``); otherwise it exits 0 at once.
+* It runs only in the interactive TUI (``CLAUDE_CODE_ENTRYPOINT=cli``:
+  ``claude -p`` waits for every async hook before it exits) and only while
+  this session's binding has an active wake consent (``agentmsg wake on``);
+  otherwise it exits 0 at once.
 * One waiter per session: each new one writes its token to
   ``ROOT/wake/<pin key>.waiter`` and then takes ``<pin key>.lock``; an
   older waiter sees the token change and exits 0, so the newest (re-armed
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
 
 WAIT_MAX = 8 * 3600.0 - 60.0  # the hook's timeout is 8 h (hooks/hooks.json)
 POLL = 0.1
+INTERACTIVE = "cli"  # CLAUDE_CODE_ENTRYPOINT of the interactive TUI (`claude -p` has sdk-cli; checked on 2.1.328)
 RECHECK = 5.0  # seconds between re-reads of the consent
 
 
@@ -143,6 +146,8 @@ def wait(host: str, env: Mapping[str, str], raw: bytes) -> str | None:
     """Block until rung (the doorbell), or None (no consent, replaced, ended, timed out)."""
     from .hooks import is_session, parse_stdin
 
+    if env.get("CLAUDE_CODE_ENTRYPOINT") != INTERACTIVE:
+        return None  # `claude -p` waits for its async hooks before it exits: never hold one open
     data = parse_stdin(raw)
     session = data.get("session_id")
     if host != "claude" or not is_session(session):

@@ -215,10 +215,10 @@ def test_a_human_prompt_resets_the_count_and_a_doorbell_prompt_answers_the_ring(
 # ---- Claude's asyncRewake waiter, as Claude Code starts it ---------------------------------------------
 
 
-def _waiter(tmp_path: Path, root: Path, session: str) -> subprocess.Popen[bytes]:
+def _waiter(tmp_path: Path, root: Path, session: str, entrypoint: str = "cli") -> subprocess.Popen[bytes]:
     doc = json.loads((REPO / "hooks" / "hooks.json").read_text())
     (hook,) = [h for g in doc["hooks"]["Stop"] for h in g["hooks"] if h.get("asyncRewake")]
-    env = host_env("claude", tmp_path, root, session, "Stop")
+    env = host_env("claude", tmp_path, root, session, "Stop", {"CLAUDE_CODE_ENTRYPOINT": entrypoint})
     stdin = tmp_path / "waiter-stdin.json"
     stdin.write_text(json.dumps(payload("Stop", session)))
     with stdin.open("rb") as fh:
@@ -232,6 +232,7 @@ def test_the_waiter_exits_2_with_the_doorbell_when_rung(tmp_path: Path, bound: t
     assert first.wait(timeout=20) == 0  # no consent: gone at once
     run_hook("claude", "SessionStart", tmp_path, root, "me-1")
     _cli(root, "wake", "on", "--collab", cid, "--self", ME)
+    assert _waiter(tmp_path, root, "me-1", entrypoint="sdk-cli").wait(timeout=20) == 0  # `claude -p` never waits
     old = _waiter(tmp_path, root, "me-1")
     time.sleep(1.5)
     new = _waiter(tmp_path, root, "me-1")  # re-armed at the next Stop: replaces the older one
