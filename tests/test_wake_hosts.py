@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.hosts.harness import REPO_ROOT
 from tests.hosts.stubs import AnthropicStub, OpenAIResponsesStub, shell
 from tests.hosts.tui import Tui, agentmsg, claude_tui, codex_tui, forget_socket, plugin_without_waiter, wait_for
 
@@ -250,3 +251,20 @@ def test_claude_over_tmux_defers_while_a_draft_is_there_and_rings_once_it_is_gon
             assert BOUNDARY in body and "PEER-BODY-T1" in body and body.index(BOUNDARY) < body.index("PEER-BODY-T1")
         finally:
             tui.close()
+
+
+def test_claude_print_mode_with_wake_on_still_exits(tmp_path: Path) -> None:
+    """`claude -p` waits for its async hooks: the waiter must not hold one open there."""
+    from tests.hosts.harness import run_claude
+
+    root = tmp_path / "root"
+    sid = str(uuid.uuid4())
+    pin = f"claude-code:{sid}"
+    cid = _bound(root, pin)
+    agentmsg(root, "wake", "on", "--collab", cid, "--self", pin)
+    with AnthropicStub() as stub:
+        for _ in range(2):  # the second run resumes: SessionStart and Stop both start a waiter under the consent
+            run = run_claude("hi", cwd=tmp_path / "proj", home=tmp_path / "home", stub=stub, plugin_dir=REPO_ROOT,
+                             env_extra={"AGENTMSG_HOME": str(root)}, timeout=45,
+                             **({"session_id": sid} if _ == 0 else {"resume": sid}))
+            assert run.returncode == 0 and run.result == "ok"
