@@ -1,5 +1,6 @@
-"""Ship the host files inside the wheel, as ``agentmsg/_plugin/``: ``hooks/``, ``bin/agentmsg`` and
-``skills/agentmsg/``, so that a pip, pipx or uv tool install can run ``agentmsg install codex``.
+"""Ship the host files inside the wheel, as ``agentmsg/_plugin/``: ``hooks/``, ``bin/agentmsg``,
+``skills/agentmsg/`` and the host manifests (Copilot's marketplace and ``.plugin/``, Gemini's extension), so that
+a pip, pipx or uv tool install can run ``agentmsg install codex|gemini|copilot``.
 
 Copied at build time from the repository root (the one source of truth); nothing is written into the
 source tree.  Everything else is in pyproject.toml.
@@ -13,7 +14,9 @@ from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHIPPED = ("hooks/run", "hooks/agentmsg_hook.py", "hooks/hooks.json", "hooks/codex-hooks.json", "bin/agentmsg",
-           "skills/agentmsg/SKILL.md")
+           "skills/agentmsg/SKILL.md",
+           "hooks/copilot-hooks.json", "plugin.json", ".claude-plugin/plugin.json", ".claude-plugin/marketplace.json",
+           ".plugin/plugin.json", "gemini-extension.json", "GEMINI.md")
 
 
 class BuildWithPlugin(build_py):

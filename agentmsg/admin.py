@@ -49,6 +49,17 @@ def install_codex(ctx: Ctx, codex_home: str | None) -> Payload:
                                    home=ctx.env.get("HOME"), cli=cli)
 
 
+def install_host(ctx: Ctx, host: str) -> Payload:
+    """``install gemini|copilot``: the host's own CLI installs this copy's plugin files, run in place."""
+    from . import hostinstall, installer
+
+    root = installer.plugin_root()
+    if root is None:
+        raise UsageError("this agentmsg has no hook files (neither a plugin checkout nor a wheel with "
+                         "agentmsg/_plugin); reinstall it")
+    return (hostinstall.install_gemini if host == "gemini" else hostinstall.install_copilot)(root, ctx.env)
+
+
 def uninstall(ctx: Ctx, host: str, codex_home: str | None, keep_plugin: bool, purge: bool) -> Payload:
     """Remove what agentmsg put outside the state root for ``host`` (the messages stay unless ``purge``)."""
     from . import installer

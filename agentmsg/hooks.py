@@ -1,4 +1,4 @@
-"""The hooks: SessionStart, UserPromptSubmit and Stop, for Claude Code and Codex.
+"""The hooks: SessionStart, UserPromptSubmit and Stop, for Claude Code, Codex, Copilot CLI and Gemini CLI.
 
 Entry points: ``hooks/run claude|codex`` (the plugin's launcher), which runs
 ``hooks/agentmsg_hook.py``, which calls :func:`main`; or
@@ -60,8 +60,15 @@ if TYPE_CHECKING:
 
     Binding = tuple[str, str, Registry]
 
-HOSTS = {"claude": "claude-code", "codex": "codex"}
+HOSTS = {"claude": "claude-code", "codex": "codex", "copilot": "copilot", "gemini": "gemini"}
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop")
+#: Other hosts' names for the same three events: Gemini CLI's, and Copilot CLI's camelCase hooks.
+EVENT_ALIASES = {"BeforeAgent": "UserPromptSubmit", "AfterAgent": "Stop", "sessionStart": "SessionStart",
+                 "userPromptSubmitted": "UserPromptSubmit", "agentStop": "Stop"}
+#: The variable equal to the session id in every hook a host runs (the fast path's key); Codex and Copilot have none.
+SESSION_VARS = {"claude": "CLAUDE_CODE_SESSION_ID", "gemini": "GEMINI_SESSION_ID"}
+#: How each host counts its context limit: the JS hosts in UTF-16 code units, Codex in UTF-8 bytes.
+UNITS = {"codex": "bytes"}
 #: Events ``hooks/run <host> fast`` may answer from the idle marker alone (never SessionStart).
 FAST_EVENTS = ("UserPromptSubmit", "Stop")
 PROBE = "AgentmsgProbe"  # agentmsg doctor's question: which agentmsg, interpreter and root would a hook use?
@@ -98,11 +105,25 @@ class _Sink:
         pass
 
 
+def host_of(named: str, env: Mapping[str, str]) -> str:
+    """The host really running ``hooks/run claude``: Copilot CLI and Gemini CLI run Claude-format hook files too.
+    Copilot sets ``CLAUDE_PLUGIN_ROOT`` as well, so ``COPILOT_CLI`` is checked first; Gemini gives its hooks
+    ``GEMINI_SESSION_ID`` and never ``CLAUDE_CODE_SESSION_ID`` (which Claude Code sets for every hook).
+    ``hooks/run`` makes the same choice for its fast path."""
+    if named != "claude":
+        return named
+    if env.get("COPILOT_CLI"):
+        return "copilot"
+    if env.get("GEMINI_SESSION_ID") and not env.get("CLAUDE_CODE_SESSION_ID"):
+        return "gemini"
+    return named
+
+
 def main(host: str) -> int:
-    """Run one hook for ``host`` ("claude" or "codex") on the JSON from stdin; always 0."""
+    """Run one hook for ``host`` (a key of ``HOSTS``) on the JSON from stdin; always 0."""
     saved = sys.stderr
     sys.stderr = _Sink()  # type: ignore[assignment,unused-ignore]
-    hook = Hook(host, os.environ)
+    hook = Hook(host_of(host, os.environ), os.environ)
     try:
         raw = sys.stdin.buffer.read(STDIN_MAX + 1)
         out, after = hook.run(raw)
@@ -140,14 +161,14 @@ class Hook:
         except ValueError:
             self.lock_timeout = LOCK_TIMEOUT
         self.cap = boundary.cap_from_env(env)
-        self.unit = "bytes" if host == "codex" else "utf16"  # how each host counts (docs/HOSTS-NOTES.md)
+        self.unit = UNITS.get(host, "utf16")  # how each host counts (docs/HOSTS-NOTES.md)
         self.cli = boundary.CLI = hostcmd.cli_command(host, env)  # every command the text names runs as shown
 
     # ---- plumbing ------------------------------------------------------------
 
     def run(self, raw: bytes) -> tuple[bytes, Callable[[], None]]:
         if self.host not in self.hosts:
-            raise HookError(f"unknown host {self.host[:20]!r}: expected claude or codex")
+            raise HookError(f"unknown host {self.host[:20]!r}: expected one of {', '.join(self.hosts)}")
         named: str | None
         source: str | None
         try:  # resolved once, as FileStore does: the root may be a link, nothing inside it may
@@ -157,7 +178,8 @@ class Hook:
             named = source = None
             self.root = None
         data = parse_stdin(raw)
-        event, session = data.get("hook_event_name"), data.get("session_id")
+        event, session = data.get("hook_event_name"), data.get("session_id", data.get("sessionId"))
+        event = EVENT_ALIASES.get(event, event) if isinstance(event, str) else event
         if event == PROBE:
             self.event = event
             return self.probe(named, source), _nothing
@@ -200,7 +222,8 @@ class Hook:
 
     def _idle_token(self, session: str) -> str | None:
         """The generation the launcher's idle marker must match; None when this run must not write one."""
-        if self.host != "claude" or self.env.get("CLAUDE_CODE_SESSION_ID") != session:
+        var = SESSION_VARS.get(self.host)
+        if var is None or self.env.get(var) != session:
             return None  # the launcher keys the marker by this variable (Codex's is inherited: no fast path)
         try:
             return views.idle_token(self.root or "", self.pin)
@@ -318,6 +341,10 @@ class Hook:
     def output(self, text: str) -> bytes:
         if self.event == "Stop":
             return records.dumps({"decision": "block", "reason": text}).encode()
+        if self.host == "copilot":  # Copilot reads only a top-level additionalContext (hookSpecificOutput is ignored)
+            return records.dumps({"additionalContext": text}).encode()
+        if self.host == "gemini":
+            return records.dumps({"hookSpecificOutput": {"additionalContext": text}}).encode()
         return records.dumps({"hookSpecificOutput": {"hookEventName": self.event,
                                                      "additionalContext": text}}).encode()
 

@@ -2,8 +2,8 @@
 told to run works as shown.
 
 * Claude Code puts an enabled plugin's ``bin/`` on the Bash tool's PATH: ``agentmsg``.
-* Codex does not put a plugin's ``bin/`` on PATH, and its shell tool runs a login shell whose
-  ``/etc/profile`` resets PATH.  So the command is the absolute, shell-quoted path of the launcher
+* Codex, Copilot CLI and Gemini CLI do not put a plugin's ``bin/`` on PATH (and Codex's shell tool runs a
+  login shell whose ``/etc/profile`` resets PATH).  So the command is the absolute, shell-quoted path of the launcher
   next to the code the hook runs (``<plugin root>/bin/agentmsg``): the same copy as the hooks, found
   by any shell.  ``AGENTMSG_CLI`` in the hook's environment overrides it (``agentmsg install codex``
   from a pip/pipx/uv install sets it to that install's console script).
@@ -43,7 +43,7 @@ def cli_command(host: str, env: Mapping[str, str], package_dir: str | None = Non
     explicit = env.get("AGENTMSG_CLI")
     if explicit:
         return sh_quote(explicit)
-    if host != "codex":
+    if host not in ("codex", "copilot", "gemini"):  # none of these puts a plugin's bin/ on the shell's PATH
         return "agentmsg"
     found = launcher(package_dir or os.path.dirname(os.path.abspath(__file__)))
     return sh_quote(found) if found else "agentmsg"

@@ -16,7 +16,9 @@ from .errors import IdentityError
 
 HOST_VARS = (("CLAUDE_CODE_SESSION_ID", "claude-code"), ("CODEX_THREAD_ID", "codex"),
              # Copilot CLI gives its shell tool and its MCP servers the session id (docs/MCP.md).
-             ("COPILOT_AGENT_SESSION_ID", "copilot"))
+             ("COPILOT_AGENT_SESSION_ID", "copilot"),
+             # Gemini CLI sets it only for hooks; `agentmsg run gemini` exports it to the shell (agentmsg.launch).
+             ("GEMINI_SESSION_ID", "gemini"))
 
 
 def host_pins(env: Mapping[str, str]) -> list[Pin]:
@@ -38,6 +40,7 @@ def resolve(self_flag: str | None, env: Mapping[str, str] | None = None) -> Pin:
         both = " and ".join(v for v, _ in HOST_VARS if env.get(v))
         raise IdentityError(f"both {both} are set; pass --self to choose")
     raise IdentityError(
-        "no identity: pass --self RUNTIME:SESSION_ID (or run inside Claude Code / Codex, "
-        "which set CLAUDE_CODE_SESSION_ID / CODEX_THREAD_ID)"
+        "no identity: pass --self RUNTIME:SESSION_ID (or run inside Claude Code / Codex / Copilot CLI, "
+        "which set CLAUDE_CODE_SESSION_ID / CODEX_THREAD_ID / COPILOT_AGENT_SESSION_ID, or a Gemini CLI started "
+        "with `agentmsg run gemini`)"
     )

@@ -34,6 +34,7 @@ from .errors import UsageError
 HOOK_MARK = "# agentmsg-managed-hook"
 SKILL_MARK = "<!-- agentmsg-managed: written by `agentmsg install codex`; `agentmsg uninstall codex` removes it -->"
 EVENTS = {"SessionStart": 15, "UserPromptSubmit": 15, "Stop": 60}  # event -> timeout (seconds)
+HOSTS = ("claude", "codex", "gemini", "copilot")
 
 
 def plugin_root() -> Path | None:
@@ -250,6 +251,8 @@ def detect(*, home: str | os.PathLike[str] | None = None,
         skill_text = _read(skill_file).decode("utf-8", "replace") if skill_file.is_file() else ""
     except (OSError, UsageError):
         skill_text = ""
+    from . import hostinstall
+
     return {
         "claude": {
             "plugin": [{"id": k, "enabled": enabled.get(k) is True} for k in claude_ids],
@@ -264,6 +267,7 @@ def detect(*, home: str | os.PathLike[str] | None = None,
             "checked": [str(chome / "hooks.json"), str(chome / "config.toml"), str(skill_file)],
             "note": "hook trust (Codex /hooks) is not visible from these files",
         },
+        **hostinstall.detect(_host_env(h)),
     }
 
 
@@ -383,13 +387,23 @@ def copies(*, home: str | os.PathLike[str] | None = None,
         found.append({"host": "codex", "kind": "user hooks", "id": "agentmsg install codex",
                       "root": str(hook_root) if hook_root else None, "data": None, "enabled": True, "cache": None,
                       "hooks_file": str(chome / "hooks.json"), "command": command, "env": {}})
-    return found
+    from . import hostinstall
+
+    return found + hostinstall.copies(_host_env(h))
+
+
+def _host_env(home: Path) -> dict[str, str]:
+    """What Gemini and Copilot look up: HOME, and COPILOT_HOME when it is set."""
+    env = {"HOME": str(home)}
+    if os.environ.get("COPILOT_HOME"):
+        env["COPILOT_HOME"] = os.environ["COPILOT_HOME"]
+    return env
 
 
 def duplicates(found: list[dict[str, Any]]) -> list[str]:
     """One line per host whose enabled copies would each run every hook."""
     lines = []
-    for host in ("claude", "codex"):
+    for host in HOSTS:
         running = [c for c in found if c["host"] == host and c["enabled"]]
         if len(running) > 1:
             what = "; ".join(f"{c['kind']} {c['id']} ({c['root']})" for c in running)
@@ -456,7 +470,7 @@ def uninstall(host: str, env: Mapping[str, str], *, codex_home: str | os.PathLik
     """
     home = Path(env.get("HOME") or os.path.expanduser("~"))
     chome = Path(codex_home) if codex_home is not None else default_codex_home(home)
-    hosts = ("claude", "codex") if host == "all" else (host,)
+    hosts = HOSTS if host == "all" else (host,)
     removed: list[str] = []
     ran: list[str] = []
     left: list[str] = []
@@ -468,7 +482,15 @@ def uninstall(host: str, env: Mapping[str, str], *, codex_home: str | os.PathLik
             removed.append(out["skill_file"])
     found = copies(home=home, codex_home=chome)
     if not keep_plugin:
-        for copy in [c for c in found if c["host"] in hosts and c["kind"] == "plugin"]:
+        from . import hostinstall
+
+        for other in ("gemini", "copilot"):
+            if other in hosts:
+                done_, left_ = hostinstall.uninstall(other, env)
+                ran += done_
+                left += left_
+        for copy in [c for c in found if c["host"] in hosts and c["host"] in ("claude", "codex")
+                     and c["kind"] == "plugin"]:
             pid = copy["id"]
             mkt = pid.split("@", 1)[1]
             if copy["host"] == "codex":

@@ -1,7 +1,8 @@
 """Claude Code's wake-up waiter: an ``asyncRewake`` hook that exits 2 with the doorbell when rung.
 
-``hooks/run claude wait`` is registered for SessionStart and Stop with
-``"asyncRewake": true``: Claude Code runs it in the background, and when it
+``hooks/run claude wait`` is registered for Stop with ``"asyncRewake": true``
+(not SessionStart: that entry is shared with Gemini CLI, and a consent ends
+with the process that gave it): Claude Code runs it in the background, and when it
 exits 2 its stderr is shown to the model and a new turn starts (that turn's
 UserPromptSubmit hook then quotes the messages inside the boundary).
 

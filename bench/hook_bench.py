@@ -2,6 +2,8 @@
 """Hook and ack benchmark: whole processes, flat from 10 to 100,000 unread, and the interpreter floor.
 
     .venv/bin/python bench/hook_bench.py [--repeats 40] [--unread 10,10000,100000] [--write-md]
+    .venv/bin/python bench/hook_bench.py --hosts [--write-md]   # each host's hook command (Claude, Codex,
+                                                                # Gemini, Copilot), as that host runs it
 
 Each hook run is exactly what Claude Code does on a prompt: the command from
 ``hooks/hooks.json`` (the ``hooks/run`` launcher) through ``sh -c``, with
@@ -46,7 +48,16 @@ REPO = BENCH.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(BENCH))
 
-from store_bench import REVIEWER, Snapshot, build_unread, machine, new_collab, write_section  # noqa: E402
+from store_bench import (  # noqa: E402
+    DRIVER,
+    REVIEWER,
+    Draft,
+    Snapshot,
+    build_unread,
+    machine,
+    new_collab,
+    write_section,
+)
 
 SESSION = REVIEWER.session
 
@@ -342,6 +353,127 @@ def fastpath_markdown(res: dict, info: dict[str, str], command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+# ---- every host's hook command (--hosts) -----------------------------------------------------------
+
+#: host -> (hooks file, event in that file, runtime, event name on stdin)
+HOSTS = {"claude": ("hooks.json", "UserPromptSubmit", "claude-code", "UserPromptSubmit"),
+         "codex": ("codex-hooks.json", "UserPromptSubmit", "codex", "UserPromptSubmit"),
+         "gemini": ("hooks.json", "BeforeAgent", "gemini", "BeforeAgent"),
+         "copilot": ("copilot-hooks.json", "UserPromptSubmit", "copilot", "UserPromptSubmit")}
+
+
+def host_command(host: str, *, raw: bool = False) -> str:
+    """The prompt hook's command as the host runs it (Gemini substitutes ``${extensionPath}`` itself)."""
+    name, event, _runtime, _stdin = HOSTS[host]
+    (group,) = json.loads((REPO / "hooks" / name).read_text())["hooks"][event]
+    command = group["hooks"][0]["command"]
+    return command if raw else command.replace("${extensionPath}", str(REPO))
+
+
+def host_env(host: str, root: Path, data: Path, project: Path, session: str) -> dict[str, str]:
+    """The variables each host gives its hooks (docs/HOSTS-NOTES.md, /work/shared/HOSTS-MORE.md)."""
+    env = {"HOME": os.environ.get("HOME", str(project)), "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+           "LANG": os.environ.get("LANG", "C.UTF-8"), "AGENTMSG_HOME": str(root)}
+    root_vars = {"CLAUDE_PLUGIN_ROOT": str(REPO), "CLAUDE_PLUGIN_DATA": str(data)}
+    if host == "claude":
+        env.update(root_vars, CLAUDE_PROJECT_DIR=str(project), CLAUDE_CODE_SESSION_ID=session, CLAUDECODE="1")
+    elif host == "codex":
+        env.update(root_vars, PLUGIN_ROOT=str(REPO), PLUGIN_DATA=str(data), CODEX_HOME=str(project / "codex"))
+    elif host == "gemini":
+        env.update(GEMINI_SESSION_ID=session, GEMINI_PROJECT_DIR=str(project), CLAUDE_PROJECT_DIR=str(project))
+    else:
+        env.update(root_vars, COPILOT_CLI="1", COPILOT_PLUGIN_ROOT=str(REPO), PLUGIN_ROOT=str(REPO),
+                   PLUGIN_DATA=str(data), CLAUDE_PROJECT_DIR=str(project))
+    return env
+
+
+def hosts_run(args: argparse.Namespace) -> dict:
+    """Each host's prompt hook, run the way that host runs it, in two states: 10 messages to show (presented
+    for the first time each run: the state is put back), and nothing pending (Claude Code's and Gemini's
+    launchers answer that from the idle marker; Codex and Copilot give hooks no session variable, so they
+    take the full path).  Interleaved with the interpreter floor."""
+    from agentmsg.domain.values import Pin
+
+    tmp = Path(tempfile.mkdtemp(prefix="hook-hosts-"))
+    try:
+        project = tmp / "project"
+        project.mkdir()
+        data = tmp / "plugin-data"
+        new_collab(tmp / "probe")
+        python, _cold = resolve_interpreter(data, project, tmp / "probe")
+        scen = []
+        for host, (_name, _event, runtime, stdin_event) in HOSTS.items():
+            for state in ("10 to show", "nothing pending"):
+                root = tmp / f"{host}-{state.split()[0]}"
+                box, collab = new_collab(root)
+                pin = Pin(runtime, SESSION if host != "claude" else "9e1c0de0-1111-4222-8333-00000000be4c")
+                box.join(collab, pin, "worker")
+                if state == "10 to show":
+                    for i in range(10):
+                        box.send(collab, DRIVER, Draft(to="worker", kind="update", priority="normal",
+                                                       subject=f"bench {i}", body=f"benchmark message {i}\nline 2"))
+                env = host_env(host, root, data, project, pin.session)
+                stdin = json.dumps({"session_id": pin.session, "transcript_path": None, "cwd": str(project),
+                                    "hook_event_name": stdin_event, "prompt": "carry on"}).encode()
+                sc = {"host": host, "state": state, "env": env, "stdin": stdin, "runs": []}
+                base = root / "collabs" / collab
+                sc["snap"] = Snapshot(base, tmp / f"pristine-{host}-{state.split()[0]}")
+                first = sc["snap"].record(lambda sc=sc: host_hook(sc))[1]
+                if (state == "10 to show") != bool(first):
+                    raise SystemExit(f"{host}, {state}: the first run printed {first[:200]!r}")
+                scen.append(sc)
+        floor: list[float] = []
+        for i in range(args.repeats + args.warmup):
+            f, _ = timed([python, "-S", "-c", "pass"])
+            for sc in scen:
+                if sc["state"] == "10 to show":
+                    sc["snap"].restore()
+                t, _out = host_hook(sc)
+                if i >= args.warmup:
+                    sc["runs"].append(t)
+            if i >= args.warmup:
+                floor.append(f)
+        fm = stats(floor)[0]
+        rows = []
+        for sc in scen:
+            m, p90 = stats(sc["runs"])
+            rows.append({"host": sc["host"], "state": sc["state"], "median_ms": m * 1e3, "p90_ms": p90 * 1e3,
+                         "floor_ms": fm * 1e3, "ratio": m / fm, "command": host_command(sc["host"])})
+            print(f"{sc['host']:>8} {sc['state']:>16}: {m * 1e3:6.2f} ms (p90 {p90 * 1e3:6.2f}) = {m / fm:.2f}x floor "
+                  f"({fm * 1e3:.2f} ms)", flush=True)
+        return {"rows": rows, "repeats": args.repeats, "python": python,
+                "load_after": " ".join(f"{x:.2f}" for x in os.getloadavg())}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def host_hook(sc: dict) -> tuple[float, bytes]:
+    t, proc = timed(["/bin/sh", "-c", host_command(sc["host"])], input=sc["stdin"], env=sc["env"])
+    if proc.returncode or proc.stderr:
+        raise SystemExit(f"{sc['host']} hook failed: rc={proc.returncode} {proc.stderr[-500:]!r}")
+    return t, proc.stdout
+
+
+def hosts_markdown(res: dict, info: dict[str, str], command: str) -> str:
+    lines = ["## Hook per host", "", f"Reproduce: `{command}`", ""]
+    lines += [f"- {k}: {v}" for k, v in info.items()]
+    lines += ["", "Each host's prompt hook, run as that host runs it: the command from its hooks file through",
+              "`sh -c`, with the variables that host gives its hooks and its stdin (Gemini: `BeforeAgent` from",
+              "`hooks/hooks.json` with `${extensionPath}` substituted; Copilot: `hooks/copilot-hooks.json` with",
+              "`COPILOT_CLI` and Claude's plugin variables set too). \"10 to show\": 10 unread messages presented",
+              "for the first time on every run (the collaboration's files are put back between runs). \"Nothing",
+              "pending\": a bound session with an empty inbox; Claude Code's and Gemini's launchers answer it from",
+              "the idle marker without starting an interpreter, Codex and Copilot give hooks no session variable",
+              "and take the full path. Floor: the real interpreter started bare (`-S -c pass`), interleaved.",
+              f"Median of {res['repeats']} runs; load after: {res['load_after']}.", "",
+              "| host | state | median | p90 | vs floor |", "|---|---|---:|---:|---:|"]
+    for r in res["rows"]:
+        lines.append(f"| {r['host']} | {r['state']} | {r['median_ms']:.2f} ms | {r['p90_ms']:.2f} ms | "
+                     f"**{r['ratio']:.2f}x** |")
+    lines += ["", "Commands: " + "; ".join(f"{h}: `{host_command(h, raw=True)}`" for h in HOSTS) + "."]
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--unread", default="10,10000,100000", help="unread counts in the inbox")
@@ -351,9 +483,18 @@ def main() -> None:
     ap.add_argument("--write-md", action="store_true", help="update the ## Hook and ack section of docs/BENCHMARKS.md")
     ap.add_argument("--fastpath", action="store_true", help="time the launcher's fast path instead "
                     "(## Hook fast path)")
+    ap.add_argument("--hosts", action="store_true", help="time each host's hook command (## Hook per host)")
     args = ap.parse_args()
     args.unread = [int(x) for x in args.unread.split(",")]
     info = machine()
+    if args.hosts:
+        res = hosts_run(args)
+        if args.write_md:
+            command = "python3 bench/hook_bench.py --hosts --write-md"
+            if args.repeats != 40:
+                command = f"python3 bench/hook_bench.py --hosts --repeats {args.repeats} --write-md"
+            write_section(REPO / "docs" / "BENCHMARKS.md", "Hook per host", hosts_markdown(res, info, command))
+        return
     if args.fastpath:
         res = fastpath_run(args)
         if args.write_md:

@@ -137,8 +137,8 @@ def test_inspect_shape(store, collab, tmp_path):
     info = delivery.inspect(store, collab.id, collab.reviewer, home=str(tmp_path), codex_home=str(tmp_path / "cx"))
     assert set(info) == {"collab", "alias", "pin", "envelope", "history", "interrupted", "last_hook_run", "adapters"}
     assert info["last_hook_run"] is None and info["interrupted"] == []
-    assert set(info["adapters"]) == {"claude", "codex"}
-    assert info["adapters"]["claude"]["installed"] is False and info["adapters"]["codex"]["installed"] is False
+    assert set(info["adapters"]) == {"claude", "codex", "gemini", "copilot"}
+    assert not any(info["adapters"][host]["installed"] for host in info["adapters"])
 
 
 def test_retry_checks_what_it_is_given(store, collab):

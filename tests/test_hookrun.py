@@ -509,12 +509,16 @@ def test_launcher_without_python_fails_open(tmp_path, collab):
 
 
 def test_hooks_files_name_the_launcher_for_each_host():
-    for name, host in (("hooks.json", "claude"), ("codex-hooks.json", "codex")):
+    # hooks.json serves Claude Code and Gemini CLI (Gemini reads only hooks/hooks.json): Gemini's two events run
+    # `gemini`, the shared SessionStart names both hosts' roots and no timeout (seconds vs milliseconds).
+    gemini = {"BeforeAgent": 15000, "AfterAgent": 60000}
+    for name, host in (("hooks.json", "claude"), ("codex-hooks.json", "codex"), ("copilot-hooks.json", "copilot")):
         doc = json.loads((REPO / "hooks" / name).read_text())
-        assert set(doc["hooks"]) == {"SessionStart", "UserPromptSubmit", "Stop"}
+        extra = set(gemini) if host == "claude" else set()
+        assert set(doc["hooks"]) == {"SessionStart", "UserPromptSubmit", "Stop"} | extra
         for event, groups in doc["hooks"].items():
             waiters = [g for g in groups if any(h.get("asyncRewake") for h in g["hooks"])]
-            if host == "claude" and event != "UserPromptSubmit":  # the wake-up waiter (issue 11) beside it
+            if (host, event) == ("claude", "Stop"):  # the wake-up waiter (issue 11) beside it, Claude Code only
                 ((waiter,),) = [g["hooks"] for g in waiters]
                 assert waiter["command"].endswith('/hooks/run" claude wait') and waiter["asyncRewake"] is True
             else:
@@ -522,10 +526,16 @@ def test_hooks_files_name_the_launcher_for_each_host():
             (group,) = [g for g in groups if g not in waiters]
             assert set(group) == {"hooks"}
             (hook,) = group["hooks"]
-            # Claude's prompt and Stop hooks may skip the interpreter (docs/DELIVERY.md, "Fast path")
-            fast = " fast" if host == "claude" and event != "SessionStart" else ""
-            assert hook["command"].startswith('/bin/sh "${') and hook["command"].endswith(f'/hooks/run" {host}{fast}')
-            assert set(hook) == {"type", "command", "timeout"}
+            runs = "gemini" if event in gemini else host
+            # Claude's and Gemini's prompt and Stop hooks may skip the interpreter (docs/DELIVERY.md, "Fast path")
+            fast = " fast" if runs in ("claude", "gemini") and event != "SessionStart" else ""
+            assert hook["command"].startswith('/bin/sh "${') and hook["command"].endswith(f'/hooks/run" {runs}{fast}')
+            if (host, event) == ("claude", "SessionStart"):
+                assert hook["command"] == '/bin/sh "${CLAUDE_PLUGIN_ROOT}${extensionPath}/hooks/run" claude'
+                assert set(hook) == {"type", "command"}
+            else:
+                assert set(hook) == {"type", "command", "timeout"}
+                assert hook["timeout"] == gemini.get(event, hook["timeout"])
 
 
 # ---- the probe for `agentmsg doctor` ---------------------------------------------------

@@ -549,6 +549,11 @@ def test_pinned_host_versions(tmp_path):
         [str(harness.copilot_bin()), "--version"], env=env, capture_output=True, text=True, timeout=60, check=True
     ).stdout
     assert out.split("\n")[0] == f"GitHub Copilot CLI {harness.COPILOT_VERSION}.", out
+    out = subprocess.run(
+        [str(harness.gemini_bin()), "--version"], env=env, capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    assert out.strip() == harness.GEMINI_VERSION, out
     pkg = json.loads((harness.REPO_ROOT / "package.json").read_text())["devDependencies"]
-    assert pkg == {"@anthropic-ai/claude-code": harness.CLAUDE_VERSION, "@openai/codex": harness.CODEX_VERSION,
-                   "@github/copilot": harness.COPILOT_VERSION}
+    pinned = {"@anthropic-ai/claude-code": harness.CLAUDE_VERSION, "@openai/codex": harness.CODEX_VERSION,
+              "@github/copilot": harness.COPILOT_VERSION, "@google/gemini-cli": harness.GEMINI_VERSION}
+    assert pinned.items() <= pkg.items(), pkg  # OpenCode's pin is checked where its harness lives

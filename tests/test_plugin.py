@@ -94,10 +94,18 @@ def test_claude_validates_the_plugin(tmp_path):
         pytest.fail("node_modules/.bin/claude is missing: run scripts/bootstrap --hosts (npm install)")
     env = {"HOME": str(tmp_path), "PATH": "/usr/local/bin:/usr/bin:/bin", "DISABLE_AUTOUPDATER": "1",
            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
-    proc = subprocess.run([str(claude), "plugin", "validate", "--strict", str(REPO)], capture_output=True,
+    proc = subprocess.run([str(claude), "plugin", "validate", str(REPO)], capture_output=True,
                           text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Validation passed" in proc.stdout
+    # Strict but for one thing: hooks/hooks.json also holds Gemini CLI's two events (Gemini reads no other file);
+    # Claude Code ignores them at run time, and nothing else may warn.
+    assert "❯ hooks: hooks.BeforeAgent: unknown hook event; entry ignored at runtime" in proc.stdout
+    assert "❯ hooks: hooks.AfterAgent: unknown hook event; entry ignored at runtime" in proc.stdout
+    warned = re.search(r"Found (\d+) warnings?:", proc.stdout)
+    assert warned and warned.group(1) == "2", proc.stdout
+    for event in ("SessionStart", "UserPromptSubmit", "Stop"):
+        assert f"hooks: {event} command" in proc.stdout
 
 
 def test_launcher_adds_the_mcp_sdk_for_agentmsg_mcp_and_says_so_when_it_cannot(tmp_path: Path) -> None:

@@ -32,6 +32,7 @@ GROUP_HELP = {
     "wake": "Opt-in, bounded wake-ups of this idle session when mail arrives (off by default).",
     "install": "Install host adapters that are not installed as a plugin.",
     "uninstall": "Remove agentmsg from a host (what it wrote, the host's plugin, caches).",
+    "run": "Start a host with the session identity its shell lacks.",
 }
 #: Settings of every Typer built here (the full tree's root, and a single command).
 _SETTINGS: dict[str, Any] = {"add_completion": False, "pretty_exceptions_enable": False, "rich_markup_mode": None}
@@ -427,6 +428,16 @@ def install_codex(codex_home: CodexHome = None, json_: Json = False) -> int:
     return _done("install codex", _admin().install_codex(_ctx(None), codex_home), json_)
 
 
+def install_gemini(json_: Json = False) -> int:
+    """Link this copy as a Gemini CLI extension (gemini extensions link); start Gemini with `agentmsg run gemini`."""
+    return _done("install gemini", _admin().install_host(_ctx(None), "gemini"), json_)
+
+
+def install_copilot(json_: Json = False) -> int:
+    """Install this copy as a Copilot CLI plugin (copilot plugin marketplace add + install); idempotent."""
+    return _done("install copilot", _admin().install_host(_ctx(None), "copilot"), json_)
+
+
 KeepPlugin = Annotated[bool, typer.Option("--keep-plugin", help="Remove only what `agentmsg install` wrote; keep "
                                                                "the host's plugin install.")]
 Purge = Annotated[bool, typer.Option("--purge", help="Also delete the state root: every message.")]
@@ -449,10 +460,33 @@ def uninstall_claude(keep_plugin: KeepPlugin = False, purge: Purge = False, root
     return _uninstall("claude", None, keep_plugin, purge, root, json_)
 
 
+def uninstall_gemini(keep_plugin: KeepPlugin = False, purge: Purge = False, root: Root = None,
+                     json_: Json = False) -> int:
+    """Remove agentmsg from Gemini CLI (gemini extensions uninstall), and the caches if no copy is left."""
+    return _uninstall("gemini", None, keep_plugin, purge, root, json_)
+
+
+def uninstall_copilot(keep_plugin: KeepPlugin = False, purge: Purge = False, root: Root = None,
+                      json_: Json = False) -> int:
+    """Remove agentmsg from Copilot CLI (plugin and marketplace), and the caches if no copy is left."""
+    return _uninstall("copilot", None, keep_plugin, purge, root, json_)
+
+
 def uninstall_all(codex_home: CodexHome = None, keep_plugin: KeepPlugin = False, purge: Purge = False,
                   root: Root = None, json_: Json = False) -> int:
     """Remove agentmsg from every host, its private venv and caches; messages stay unless --purge."""
     return _uninstall("all", codex_home, keep_plugin, purge, root, json_)
+
+
+GeminiArgs = Annotated[list[str] | None, typer.Argument(help="Gemini CLI's own arguments, after `--`.")]
+
+
+def run_gemini(args: GeminiArgs = None) -> int:
+    """Start Gemini CLI (`agentmsg run gemini -- ARGS`) with a fixed --session-id, exported as GEMINI_SESSION_ID
+    so that agentmsg in its shell acts as gemini:<id>."""
+    from ..launch import run_gemini as launch
+
+    return launch(args or [])
 
 
 def mcp(self_: Self = None, root: Root = None) -> int:
@@ -490,8 +524,10 @@ GROUPS: dict[str, dict[str, Callable[..., int]]] = {
     "delivery": {"enable": delivery_enable, "disable": delivery_disable, "inspect": delivery_inspect,
                  "retry": delivery_retry},
     "wake": {"on": wake_on, "off": wake_off, "status": wake_status},
-    "install": {"codex": install_codex},
-    "uninstall": {"codex": uninstall_codex, "claude": uninstall_claude, "all": uninstall_all},
+    "install": {"codex": install_codex, "gemini": install_gemini, "copilot": install_copilot},
+    "run": {"gemini": run_gemini},
+    "uninstall": {"codex": uninstall_codex, "claude": uninstall_claude, "gemini": uninstall_gemini,
+                  "copilot": uninstall_copilot, "all": uninstall_all},
 }
 
 

@@ -33,13 +33,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .stubs import AnthropicStub, ChatCompletionsStub, OpenAIResponsesStub
+from .stubs import AnthropicStub, ChatCompletionsStub, GeminiStub, OpenAIResponsesStub
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NODE_BIN = REPO_ROOT / "node_modules" / ".bin"
 CLAUDE_VERSION = "2.1.328"
 CODEX_VERSION = "0.169.0"
 COPILOT_VERSION = "1.0.102"
+GEMINI_VERSION = "0.61.0"
 INSTALL_HINT = (
     "run `npm install` in the repository root (it installs the pinned "
     "@anthropic-ai/claude-code, @openai/codex and @github/copilot from package.json), then the "
@@ -119,6 +120,11 @@ def codex_bin() -> Path:
 def copilot_bin() -> Path:
     """Path of the pinned GitHub Copilot CLI (``node_modules/.bin/copilot``)."""
     return _host_bin("copilot", f"@github/copilot@{COPILOT_VERSION}")
+
+
+def gemini_bin() -> Path:
+    """Path of the pinned Gemini CLI (``node_modules/.bin/gemini``)."""
+    return _host_bin("gemini", f"@google/gemini-cli@{GEMINI_VERSION}")
 
 
 # --------------------------------------------------------------------------
@@ -592,6 +598,7 @@ def run_copilot(
     copilot_home: str | os.PathLike,
     stub: ChatCompletionsStub,
     session_id: str | None = None,
+    resume: str | None = None,
     mcp_config: Mapping[str, Any] | None = None,
     env_extra: Mapping[str, str] | None = None,
     timeout: float = 90,
@@ -601,7 +608,7 @@ def run_copilot(
 
     * ``session_id``: ``--session-id`` (a new session with that id; a fresh
       UUID4 if omitted), also what Copilot gives MCP servers as
-      ``COPILOT_AGENT_SESSION_ID``.
+      ``COPILOT_AGENT_SESSION_ID``; ``resume``: ``--resume ID`` continues it.
     * ``mcp_config``: ``{"mcpServers": {...}}``, written next to ``copilot_home``
       and passed with ``--additional-mcp-config @FILE``.  Copilot names an MCP
       tool ``<server>-<tool>``.
@@ -611,8 +618,9 @@ def run_copilot(
     copilot_home = Path(copilot_home)
     copilot_home.mkdir(parents=True, exist_ok=True)
     Path(home).mkdir(parents=True, exist_ok=True)
-    sid = session_id or str(uuid.uuid4())
-    argv = [str(copilot_bin()), "-p", prompt, "--allow-all-tools", "--silent", "--session-id", sid]
+    sid = resume or session_id or str(uuid.uuid4())
+    argv = [str(copilot_bin()), "-p", prompt, "--allow-all-tools", "--silent", "--resume" if resume else "--session-id",
+            sid]
     if mcp_config is not None:
         cfg = copilot_home.parent / f"mcp-config-{sid}.json"
         cfg.write_text(json.dumps(mcp_config, indent=2))
@@ -621,3 +629,94 @@ def run_copilot(
     run = _run("copilot", argv, cwd=cwd, env=copilot_env(home, copilot_home, stub, env_extra), timeout=timeout)
     return HostRun(run.returncode, run.stdout, run.stderr, sid, argv=argv, duration=run.duration, host="copilot",
                    events=[], result=run.stdout.strip())
+
+
+def copilot_plugin_cli(args: Sequence[str], *, home: str | os.PathLike, copilot_home: str | os.PathLike,
+                       cwd: str | os.PathLike | None = None) -> HostRun:
+    """``copilot plugin ARGS`` offline (``marketplace add DIR``, ``install NAME@MKT``, ``list``, ...)."""
+    env = scrubbed_env(home, env_extra={"COPILOT_HOME": str(copilot_home), "COPILOT_OFFLINE": "true",
+                                        "COPILOT_AUTO_UPDATE": "false"})
+    return _cli("copilot", [str(copilot_bin()), "plugin", *args], env=env, cwd=cwd or home)
+
+
+# --------------------------------------------------------------------------
+# Gemini CLI
+# --------------------------------------------------------------------------
+
+GEMINI_MODEL = "gemini-2.5-flash"
+#: Offline: API-key auth, no folder-trust prompt, no update check, no usage statistics (HOSTS-MORE.md).
+GEMINI_SETTINGS = {"security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
+                   "general": {"disableAutoUpdate": True}, "privacy": {"usageStatisticsEnabled": False}}
+
+
+def _gemini_settings(home: str | os.PathLike) -> None:
+    path = Path(home) / ".gemini" / "settings.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc = json.loads(path.read_text()) if path.exists() else {}
+    for key, value in GEMINI_SETTINGS.items():
+        doc.setdefault(key, {}).update(value)
+    path.write_text(json.dumps(doc, indent=2))
+
+
+def gemini_env(home: str | os.PathLike, stub: GeminiStub | None,
+               env_extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    _gemini_settings(home)
+    base = {"GEMINI_API_KEY": "stub-not-a-key", "GEMINI_CLI_NO_RELAUNCH": "true"}
+    if stub is not None:
+        base["GOOGLE_GEMINI_BASE_URL"] = stub.base_url
+    return scrubbed_env(home, stub=stub, env_extra={**base, **(env_extra or {})})
+
+
+def gemini_cli(args: Sequence[str], *, home: str | os.PathLike, cwd: str | os.PathLike | None = None,
+               check: bool = True) -> HostRun:
+    """``gemini ARGS`` offline, e.g. ``extensions install DIR --consent`` or ``extensions validate DIR``."""
+    run = _run("gemini", [str(gemini_bin()), *args], env=gemini_env(home, None), cwd=cwd or home, timeout=120)
+    return run.check() if check else run
+
+
+def run_gemini(
+    prompt: str,
+    *,
+    cwd: str | os.PathLike,
+    home: str | os.PathLike,
+    stub: GeminiStub,
+    session_id: str | None = None,
+    resume: str | None = None,
+    env_extra: Mapping[str, str] | None = None,
+    timeout: float = 120,
+    extra_args: Sequence[str] = (),
+    launcher: Sequence[str] = (),
+) -> HostRun:
+    """One real ``gemini -p PROMPT --yolo --output-format stream-json`` turn against ``stub``.
+
+    ``launcher``: a command put in front, which finds ``gemini`` on PATH (``agentmsg run gemini --``).
+
+    ``session_id``: ``--session-id`` (a fresh UUID4 if neither it nor ``resume`` is given); ``resume``:
+    ``--resume ID``.  ``run.events`` are the JSON lines; ``run.result`` is the last assistant message.
+    """
+    Path(home).mkdir(parents=True, exist_ok=True)
+    argv = [*launcher] if launcher else [str(gemini_bin())]
+    argv += ["-p", prompt, "-m", GEMINI_MODEL, "--yolo", "--output-format", "stream-json"]
+    sid = resume or session_id or str(uuid.uuid4())
+    argv += ["--resume", resume] if resume else ["--session-id", sid]
+    argv += list(extra_args)
+    env = gemini_env(home, stub, env_extra)
+    if launcher:  # the launcher finds the pinned gemini on PATH
+        env["PATH"] = f"{env['PATH']}:{NODE_BIN}"
+    run = _run("gemini", argv, cwd=cwd, env=env, timeout=timeout)
+    events = []
+    for line in run.stdout.splitlines():
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            continue
+    parts: list[str] = []
+    for ev in events:  # the last assistant message: its deltas, after the last event of any other kind
+        if ev.get("type") == "message" and ev.get("role") == "assistant":
+            parts.append(str(ev.get("content", "")))
+        elif ev.get("type") in ("message", "tool_use", "tool_result"):
+            parts = []
+        if ev.get("type") == "init":
+            sid = ev.get("session_id") or sid
+    return HostRun(run.returncode, run.stdout, run.stderr, sid, argv=argv, duration=run.duration, host="gemini",
+                   events=events, result="".join(parts) if events else None)

@@ -51,11 +51,15 @@ REPO = harness.REPO_ROOT
 PLUGIN = "agentmsg"
 VENV_PYTHON = Path(sys.executable)
 CLI = VENV_PYTHON.parent / "agentmsg"  # the dev console script, for the test process only
-RUNTIME = {"claude": "claude-code", "codex": "codex"}
+RUNTIME = {"claude": "claude-code", "codex": "codex", "gemini": "gemini", "copilot": "copilot"}
 # What each host substitutes for an oversized additionalContext (docs/HOSTS-NOTES.md).
 PREVIEW_MARKERS = {
     "claude": ("<persisted-output>", "Output too large", "Full output saved to"),
     "codex": ("Full hook output saved to", "Warning: truncated output", "tokens truncated"),
+    # Gemini and Copilot: no replacement was seen (their system text already says "truncated"); the proof that
+    # the text arrived verbatim is that the whole boundary parses out of the request at the size it was sent.
+    "gemini": (),
+    "copilot": (),
 }
 HOST_LIMIT = 10_000  # both hosts pass up to 10,000 units verbatim
 
@@ -107,8 +111,10 @@ def host_path(*dirs: str | Path) -> str:
 
 def cli(*args: str, root: Path | None, home: Path, ok: bool = True) -> dict[str, Any]:
     """``agentmsg <args> --json [--root ROOT]`` from the test process; the parsed envelope."""
-    argv = [str(CLI), *args, "--json", *(["--root", str(root)] if root is not None else [])]
-    proc = subprocess.run(argv, env=harness.scrubbed_env(home), capture_output=True, text=True, timeout=60)
+    argv = [str(VENV_PYTHON), "-m", "agentmsg.cli", *args, "--json",
+            *(["--root", str(root)] if root is not None else [])]
+    env = harness.scrubbed_env(home, env_extra={"PYTHONPATH": str(REPO)})  # this checkout's code, not the venv's
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, cwd=str(REPO))
     try:
         doc = json.loads(proc.stdout)
     except ValueError:
@@ -225,6 +231,13 @@ class Session:
         assert run.session_id == self.id, (run.session_id, self.id)
         reqs = [r for r in stub.snapshot()[n0:] if r.reply is not None]
         assert stub.remaining() == 0, f"{stub.remaining()} scripted replies unused: fewer model requests than expected"
+        if self.host.name in ("gemini", "copilot") and reqs and reqs[-1].reply is not None:
+            # Gemini's stream-json joins the assistant text before and after an AfterAgent continuation into one
+            # message, and Copilot prints every reply: the turn's final text is the stub's last reply, which the
+            # host's output must end with.
+            final = reqs[-1].reply.text
+            assert (run.result or "").endswith(final), (run.result, final)
+            run.__dict__["result"] = final
         return Turn(run, prompt, reqs, self.host)
 
 
@@ -260,6 +273,23 @@ class Host:
                                       home=self.home)["result"]
             self.plugin_root = REPO
             self.path = host_path(shim, REPO / "bin")
+        elif (name, mode) == ("gemini", "extension"):
+            assert export is not None  # `gemini extensions install <dir> --consent` copies it to ~/.gemini/extensions
+            self.install_result = harness.gemini_cli(["extensions", "install", str(export), "--consent"],
+                                                     home=self.home)
+            self.plugin_root = self.home / ".gemini" / "extensions" / PLUGIN
+            self.path = host_path(shim, self.plugin_root / "bin")
+        elif (name, mode) == ("copilot", "plugin-dir"):
+            self.plugin_root = REPO
+            self.path = host_path(shim, REPO / "bin")  # Copilot puts no plugin bin/ on PATH: named, as for Codex
+        elif (name, mode) == ("copilot", "marketplace"):
+            assert export is not None  # a directory marketplace is loaded in place
+            chome = self.base / "copilot_home"
+            harness.copilot_plugin_cli(["marketplace", "add", str(export)], home=self.home, copilot_home=chome)
+            self.install_result = harness.copilot_plugin_cli(["install", f"{PLUGIN}@{PLUGIN}"], home=self.home,
+                                                             copilot_home=chome)
+            self.plugin_root = export
+            self.path = host_path(shim, export / "bin")
         else:
             raise ValueError(f"unknown host mode {name}/{mode}")
 
@@ -269,7 +299,8 @@ class Host:
     # ---- running ---------------------------------------------------------
 
     def stub(self) -> Any:
-        return stubs.AnthropicStub() if self.name == "claude" else stubs.OpenAIResponsesStub()
+        return {"claude": stubs.AnthropicStub, "codex": stubs.OpenAIResponsesStub, "gemini": stubs.GeminiStub,
+                "copilot": stubs.ChatCompletionsStub}[self.name]()
 
     def run(self, stub: Any, prompt: str, *, root: Path, session_id: str | None = None, resume: str | None = None,
             env: Mapping[str, str] | None = None) -> harness.HostRun:
@@ -278,13 +309,21 @@ class Host:
             plugin_dir = REPO if self.mode == "plugin-dir" else None
             return harness.run_claude(prompt, cwd=self.cwd, home=self.home, stub=stub, plugin_dir=plugin_dir,
                                       env_extra=extra, session_id=session_id, resume=resume, timeout=90)
+        if self.name == "gemini":  # through `agentmsg run gemini`, which exports the id to the agent's shell
+            return harness.run_gemini(prompt, cwd=self.cwd, home=self.home, stub=stub, session_id=session_id,
+                                      resume=resume, env_extra=extra, timeout=90, launcher=LAUNCHER)
+        if self.name == "copilot":
+            plugin = ["--plugin-dir", str(REPO)] if self.mode == "plugin-dir" else []
+            return harness.run_copilot(prompt, cwd=self.cwd, home=self.home, copilot_home=self.base / "copilot_home",
+                                       stub=stub, session_id=session_id, resume=resume, env_extra=extra, timeout=90,
+                                       extra_args=plugin)
         assert session_id is None, "Codex session ids cannot be chosen"
         return harness.run_codex(prompt, cwd=self.cwd, codex_home=self.codex_home, home=self.home, stub=stub,
                                  env_extra=extra, resume=resume, timeout=90)
 
     def begin(self, stub: Any, *, root: Path) -> Session:
         """A new native session.  Codex: one first (unbound) turn to learn the thread id."""
-        if self.name == "claude":
+        if self.name != "codex":
             return Session(self, str(uuid.uuid4()), started=False)
         assert stub.remaining() == 0
         stub.push(stubs.text("session started"))
@@ -295,20 +334,20 @@ class Host:
     # ---- reading recorded requests ---------------------------------------
 
     def measure(self, text: str) -> int:
-        """Size as this host counts it against its 10,000 limit (UTF-16 units / UTF-8 bytes)."""
-        if self.name == "claude":
+        """Size as this host counts it (UTF-8 bytes for Codex; UTF-16 units for the JS hosts)."""
+        if self.name != "codex":
             return len(text.encode("utf-16-le", "surrogatepass")) // 2
         return len(text.encode("utf-8", "surrogatepass"))
 
     def contexts(self, req: stubs.Recorded, prompt: str) -> dict[str, str]:
         """``{event: additionalContext}`` injected in the turn whose user prompt is ``prompt``."""
-        return claude_contexts(req.body, prompt) if self.name == "claude" else codex_contexts(req.body, prompt)
+        return _READERS[self.name][0](req.body, prompt)
 
     def stop_reasons(self, req: stubs.Recorded) -> list[str]:
-        return claude_stop_reasons(req.body) if self.name == "claude" else codex_stop_reasons(req.body)
+        return _READERS[self.name][1](req.body)
 
     def shell_outputs(self, req: stubs.Recorded) -> list[str]:
-        return claude_shell_outputs(req.body) if self.name == "claude" else codex_shell_outputs(req.body)
+        return _READERS[self.name][2](req.body)
 
 
 def body_text(req: stubs.Recorded) -> str:
@@ -431,8 +470,117 @@ def codex_shell_outputs(body: Mapping[str, Any]) -> list[str]:
 
 
 # --------------------------------------------------------------------------
+# Gemini CLI request bodies (Gemini API contents)
+# --------------------------------------------------------------------------
+
+_HOOK_CONTEXT = re.compile(r"<hook_context>(.*)</hook_context>", re.S)
+
+
+def _gemini_texts(content: Mapping[str, Any]) -> list[str]:
+    return [p["text"] for p in content.get("parts", []) if isinstance(p, dict) and isinstance(p.get("text"), str)]
+
+
+def gemini_contexts(body: Mapping[str, Any], prompt: str) -> dict[str, str]:
+    """Gemini prepends SessionStart context to the prompt's text part as ``<hook_context>CTX</hook_context>\n\n``
+    and adds BeforeAgent context as another part of the same user content, ``<hook_context>CTX</hook_context>``."""
+    contents = body["contents"]
+    tail = "</hook_context>\n\n" + prompt
+
+    def is_prompt(t: str) -> bool:
+        return t == prompt or (t.startswith("<hook_context>") and t.endswith(tail))
+
+    i = _last_index(contents, lambda c: c.get("role") == "user" and any(is_prompt(t) for t in _gemini_texts(c)))
+    texts = _gemini_texts(contents[i])
+    j = next(k for k, t in enumerate(texts) if is_prompt(t))
+    out = {}
+    if texts[j] != prompt:
+        out["SessionStart"] = texts[j][len("<hook_context>"):-len(tail)]
+    after = [m.group(1) for t in texts[j + 1:] if (m := _HOOK_CONTEXT.fullmatch(t))]
+    assert len(after) <= 1, "BeforeAgent context appears more than once in one prompt"
+    if after:
+        out["UserPromptSubmit"] = after[0]
+    return out
+
+
+def gemini_stop_reasons(body: Mapping[str, Any]) -> list[str]:
+    """Reasons of AfterAgent blocks: Gemini makes the reason the next user turn's text, unwrapped."""
+    return [t for c in body["contents"] if c.get("role") == "user" for t in _gemini_texts(c)
+            if t.startswith("agentmsg: ")]
+
+
+_GEMINI_OUTPUT = re.compile(r"<untrusted_context>\nOutput: (.*?)(?:\nProcess Group PGID: \d+)?\n</untrusted_context>",
+                            re.S)
+
+
+def gemini_shell_outputs(body: Mapping[str, Any]) -> list[str]:
+    out = []
+    for c in body["contents"]:
+        for p in c.get("parts", []):
+            resp = p.get("functionResponse") if isinstance(p, dict) else None
+            if resp and resp.get("name") == "run_shell_command":
+                text = str(resp.get("response", {}).get("output", ""))
+                m = _GEMINI_OUTPUT.fullmatch(text)
+                out.append(m.group(1) if m else text)
+    return out
+
+
+# --------------------------------------------------------------------------
 # Copilot CLI request bodies (OpenAI chat completions)
 # --------------------------------------------------------------------------
+
+_DATETIME = re.compile(r"<current_datetime>[^<]*</current_datetime>\n\n", re.S)
+_REMINDER = re.compile(r"\n\n<system_reminder>\n(.*)</system_reminder>\Z", re.S)
+
+
+def _copilot_user(m: Any) -> str | None:
+    if not (isinstance(m, dict) and m.get("role") == "user"):
+        return None
+    content = m.get("content")
+    if isinstance(content, list):
+        content = "".join(b.get("text", "") for b in content if isinstance(b, dict))
+    return content if isinstance(content, str) else None
+
+
+def _copilot_split(text: str) -> tuple[str | None, str, str | None]:
+    """(datetime header or None, the prompt, the system reminder or None) of one user message."""
+    head = _DATETIME.match(text)
+    rest = text[head.end():] if head else text
+    m = _REMINDER.search(rest)
+    return (head.group(0) if head else None, rest[:m.start()] if m else rest, m.group(1) if m else None)
+
+
+def copilot_contexts(body: Mapping[str, Any], prompt: str) -> dict[str, str]:
+    """Copilot makes sessionStart context its own user message (before the prompt's), and appends prompt
+    context to the prompt's user message inside ``<system_reminder>``."""
+    msgs = body["messages"]
+    i = _last_index(msgs, lambda m: (t := _copilot_user(m)) is not None and _copilot_split(t)[1] == prompt)
+    out = {}
+    reminder = _copilot_split(_copilot_user(msgs[i]) or "")[2]
+    if reminder is not None:
+        out["UserPromptSubmit"] = reminder
+    before = _copilot_user(msgs[i - 1]) if i > 0 else None
+    if before is not None and _DATETIME.match(before) is None and before.startswith("agentmsg"):
+        out["SessionStart"] = before
+    return out
+
+
+def copilot_stop_reasons(body: Mapping[str, Any]) -> list[str]:
+    """Reasons of Stop blocks: Copilot makes the reason the next user prompt (after its datetime header)."""
+    out = []
+    for m in body["messages"]:
+        text = _copilot_user(m)
+        if text is None or _DATETIME.match(text) is None:
+            continue
+        prompt = _copilot_split(text)[1]
+        if prompt.startswith("agentmsg: "):
+            out.append(prompt)
+    return out
+
+
+def copilot_shell_outputs(body: Mapping[str, Any]) -> list[str]:
+    """The output of each ``bash`` tool call (without Copilot's ``<shellId: …>`` trailer)."""
+    return [re.sub(r"\n<shellId: [^>]*>\Z", "", c.result) for c in copilot_tool_calls(body)
+            if c.name == "bash" and c.result is not None]
 
 
 @dataclass
@@ -576,15 +724,22 @@ def parse_block(text: str) -> Block:
 # --------------------------------------------------------------------------
 
 
+HOOK_FILES = {"claude": "hooks.json", "codex": "codex-hooks.json", "gemini": "hooks.json",
+              "copilot": "copilot-hooks.json"}
+GEMINI_EVENTS = {"UserPromptSubmit": "BeforeAgent", "Stop": "AfterAgent"}
+
+
 def hook_command(host: str, event: str) -> str:
-    """The command line the plugin's hooks file gives ``event`` (hooks.json / codex-hooks.json)."""
-    path = REPO / "hooks" / ("hooks.json" if host == "claude" else "codex-hooks.json")
-    groups = json.loads(path.read_text())["hooks"][event]
+    """The command line the plugin's hooks file gives ``event`` (Gemini: its own event names in hooks.json,
+    with ``${extensionPath}`` substituted as Gemini does)."""
+    if host == "gemini":
+        event = GEMINI_EVENTS.get(event, event)
+    groups = json.loads((REPO / "hooks" / HOOK_FILES[host]).read_text())["hooks"][event]
     # Claude's asyncRewake wake-up waiter (issue 11) is a group of its own beside the delivery hook.
     (group,) = [g for g in groups if not any(h.get("asyncRewake") for h in g["hooks"])]
     (hook,) = group["hooks"]
     assert hook["type"] == "command"
-    return hook["command"]
+    return hook["command"].replace("${extensionPath}", str(REPO)) if host == "gemini" else hook["command"]
 
 
 def run_hook_command(host: str, event: str, stdin: bytes, *, root: Path, base: Path, path: str,
@@ -595,8 +750,25 @@ def run_hook_command(host: str, event: str, stdin: bytes, *, root: Path, base: P
     env = harness.scrubbed_env(home, env_extra={"AGENTMSG_HOME": str(root), "PATH": path})
     if host == "claude":
         env.update(CLAUDE_PLUGIN_ROOT=str(REPO), CLAUDE_PLUGIN_DATA=str(data), CLAUDE_PROJECT_DIR=str(base))
+    elif host == "gemini":  # Gemini: the session id, and Claude's project variable too (HOSTS-MORE.md)
+        env.update(GEMINI_SESSION_ID=str(uuid.uuid4()), GEMINI_PROJECT_DIR=str(base), CLAUDE_PROJECT_DIR=str(base))
+    elif host == "copilot":  # Copilot also sets Claude's plugin variables: COPILOT_CLI tells it apart
+        env.update(COPILOT_CLI="1", COPILOT_PLUGIN_ROOT=str(REPO), PLUGIN_ROOT=str(REPO), PLUGIN_DATA=str(data),
+                   CLAUDE_PLUGIN_ROOT=str(REPO), CLAUDE_PLUGIN_DATA=str(data), CLAUDE_PROJECT_DIR=str(base))
     else:
         env.update(CODEX_HOME=str(base / "codex_home"), PLUGIN_ROOT=str(REPO), PLUGIN_DATA=str(data),
                    CLAUDE_PLUGIN_ROOT=str(REPO), CLAUDE_PLUGIN_DATA=str(data))
     return subprocess.run(["/bin/sh", "-c", hook_command(host, event)], input=stdin, env=env, capture_output=True,
                           timeout=timeout)
+
+
+#: Per host: (contexts, stop_reasons, shell_outputs) readers of one recorded request body.
+_READERS = {
+    "claude": (claude_contexts, claude_stop_reasons, claude_shell_outputs),
+    "codex": (codex_contexts, codex_stop_reasons, codex_shell_outputs),
+    "gemini": (gemini_contexts, gemini_stop_reasons, gemini_shell_outputs),
+    "copilot": (copilot_contexts, copilot_stop_reasons, copilot_shell_outputs),
+}
+#: The Gemini CLI runs through `agentmsg run gemini --` (this checkout's CLI), so its shell has GEMINI_SESSION_ID.
+LAUNCHER = [str(VENV_PYTHON), "-c", f"import sys; sys.path.insert(0, {str(REPO)!r}); from agentmsg.cli import main; "
+            "sys.exit(main())", "run", "gemini", "--"]

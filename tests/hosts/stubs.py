@@ -641,3 +641,62 @@ class ChatCompletionsStub(_StubBase):
         h.end_headers()
         h.wfile.write(payload)
         h.wfile.flush()
+
+
+# --------------------------------------------------------------------------
+# Gemini API (Gemini CLI with GOOGLE_GEMINI_BASE_URL)
+# --------------------------------------------------------------------------
+
+
+class GeminiStub(_StubBase):
+    """Stub for Gemini CLI's ``GOOGLE_GEMINI_BASE_URL`` (/work/shared/HOSTS-MORE.md).
+
+    * ``POST /v1beta/models/<model>:streamGenerateContent?alt=sse`` -> SSE ``data: {"candidates": [...]}``
+    * ``POST /v1beta/models/<model>:generateContent`` -> one JSON response (Gemini's side calls)
+    * ``POST /v1beta/models/<model>:countTokens`` -> ``{"totalTokens": 10}``
+    * anything else -> 404 JSON error (recorded)
+
+    Agent-loop requests carry ``tools`` (function declarations), as on the other hosts.  :func:`shell`
+    replies call ``run_shell_command`` with ``{"command"}``; the result comes back as a ``functionResponse``.
+    """
+
+    name = "gemini-stub"
+    tool_name = "run_shell_command"
+
+    def route(self, h: BaseHTTPRequestHandler, rec: Recorded) -> None:
+        path = rec.path.rstrip("/")
+        if h.command == "POST" and path.endswith((":streamGenerateContent", ":generateContent")):
+            agent = self.is_agent_request(rec.body)
+            reply = self._take(agent, rec)
+            with self._lock:
+                rec.agent, rec.reply = agent, reply
+            doc = self._response(reply)
+            if path.endswith(":streamGenerateContent"):
+                payload = f"data: {json.dumps(doc)}\r\n\r\n".encode()
+                h.send_response(200)
+                h.send_header("Content-Type", "text/event-stream")
+                h.send_header("Content-Length", str(len(payload)))
+                h.end_headers()
+                h.wfile.write(payload)
+                h.wfile.flush()
+            else:
+                self._send_json(h, 200, doc)
+            return
+        if h.command == "POST" and path.endswith(":countTokens"):
+            self._send_json(h, 200, {"totalTokens": 10})
+            return
+        self._send_json(h, 404, {"error": {"code": 404, "message": f"stub: no route {h.command} {rec.path}",
+                                           "status": "NOT_FOUND"}})
+
+    def _response(self, reply: Reply) -> dict:
+        if reply.kind == "shell":
+            part: dict[str, Any] = {"functionCall": {"name": self.tool_name, "args": {"command": reply.cmd}}}
+        elif reply.kind == "tool":
+            part = {"functionCall": {"name": reply.cmd, "args": json.loads(reply.args)}}
+        else:
+            part = {"text": reply.text}
+        return {
+            "candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+            "modelVersion": "gemini-2.5-flash",
+        }
