@@ -16,7 +16,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SHIPPED = ("hooks/run", "hooks/agentmsg_hook.py", "hooks/hooks.json", "hooks/codex-hooks.json", "bin/agentmsg",
            "skills/agentmsg/SKILL.md",
            "hooks/copilot-hooks.json", "plugin.json", ".claude-plugin/plugin.json", ".claude-plugin/marketplace.json",
-           ".plugin/plugin.json", "gemini-extension.json", "GEMINI.md")
+           ".plugin/plugin.json", "gemini-extension.json", "GEMINI.md",
+           "opencode/agentmsg.js", "opencode/package.json")
 
 
 class BuildWithPlugin(build_py):

@@ -60,6 +60,30 @@ def install_host(ctx: Ctx, host: str) -> Payload:
     return (hostinstall.install_gemini if host == "gemini" else hostinstall.install_copilot)(root, ctx.env)
 
 
+def install_opencode(ctx: Ctx, project: str | None) -> Payload:
+    """The OpenCode plugin and skill, naming this copy's hooks/run (a wheel: its console script for the CLI)."""
+    from . import installer, opencode
+
+    root = installer.plugin_root()
+    if root is None or not (root / opencode.TEMPLATE).is_file():
+        raise UsageError("this agentmsg has no OpenCode plugin file (neither a plugin checkout nor a wheel with "
+                         "agentmsg/_plugin/opencode); reinstall it")
+    cli = installer.cli_path() if root.name == "_plugin" else None
+    return opencode.install(ctx.env, root, cli=cli, project=project)
+
+
+def uninstall_opencode_project(project: str) -> Payload:
+    """The two files ``agentmsg install opencode --project`` wrote, and nothing else."""
+    import os
+
+    from . import opencode
+
+    done = opencode.uninstall(os.environ, project)
+    return {"hosts": ["opencode"], "removed": [done[f"{k}_file"] for k in ("plugin", "skill") if done[k] == "removed"],
+            "ran": [], "left": [f"{done[f'{k}_file']}: {done[k]}" for k in ("plugin", "skill")
+                                if done[k] not in ("removed", "absent")], "state_root": None, "messages": "kept"}
+
+
 def uninstall(ctx: Ctx, host: str, codex_home: str | None, keep_plugin: bool, purge: bool) -> Payload:
     """Remove what agentmsg put outside the state root for ``host`` (the messages stay unless ``purge``)."""
     from . import installer

@@ -376,6 +376,47 @@ def append_raw(path: StrPath, data: bytes) -> None:
         os.close(fd)
 
 
+class LineReader:
+    """One open file for the lines at several known offsets: one ``open`` instead of one per line."""
+
+    __slots__ = ("fd",)
+
+    def __init__(self, path: StrPath) -> None:
+        try:
+            self.fd: int | None = _open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            self.fd = None
+
+    def line_at(self, offset: int) -> tuple[bytes, bool] | None:
+        """``(line, complete)`` starting exactly at ``offset``; None past the end or with no file."""
+        if self.fd is None:
+            return None
+        buf, pos = b"", offset
+        while True:
+            chunk = os.pread(self.fd, 4096, pos)
+            if not chunk:
+                return (buf, False) if buf else None
+            cut = chunk.find(b"\n")
+            if cut >= 0:
+                return buf + chunk[:cut], True
+            buf += chunk
+            pos += len(chunk)
+
+    def read_at(self, offset: int, size: int) -> bytes | None:
+        return os.pread(self.fd, size, offset) if self.fd is not None else None
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def __enter__(self) -> LineReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def read_bytes_at(path: StrPath, offset: int, size: int) -> bytes | None:
     """``size`` bytes at ``offset`` (fewer at the end); None when the file does not exist."""
     try:

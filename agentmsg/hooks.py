@@ -1,4 +1,4 @@
-"""The hooks: SessionStart, UserPromptSubmit and Stop, for Claude Code, Codex, Copilot CLI and Gemini CLI.
+"""The hooks: SessionStart, UserPromptSubmit, Stop and PostToolUse, for Claude Code, Codex, Copilot CLI and Gemini CLI.
 
 Entry points: ``hooks/run claude|codex`` (the plugin's launcher), which runs
 ``hooks/agentmsg_hook.py``, which calls :func:`main`; or
@@ -25,6 +25,12 @@ Rules for all three:
 * **Lean.**  Imports only the lean core (``records``, ``fsio``,
   ``journal``, ``paths``, ``mailbox``: the same code the store uses),
   ``boundary`` and the pure part of ``delivery``: it runs on every prompt.
+
+PostToolUse (mid-turn delivery, opt-in per binding with ``agentmsg delivery
+midturn on``; rules in ``domain.midturn``) shows, between tool calls, the due
+messages the binding's setting lets interrupt a turn (by default only
+``--priority high``), at most once per ``min_gap``, with the prompt's cap and
+boundary; presented, never acknowledged.
 
 ``{"hook_event_name": "AgentmsgProbe"}`` on stdin (an event no host sends)
 answers ``agentmsg doctor``: one JSON object naming the version, the
@@ -60,8 +66,10 @@ if TYPE_CHECKING:
 
     Binding = tuple[str, str, Registry]
 
-HOSTS = {"claude": "claude-code", "codex": "codex", "copilot": "copilot", "gemini": "gemini"}
-EVENTS = ("SessionStart", "UserPromptSubmit", "Stop")
+HOSTS = {"claude": "claude-code", "codex": "codex", "copilot": "copilot", "gemini": "gemini",
+         "opencode": "opencode"}  # opencode: its plugin (opencode/agentmsg.js) runs them
+MIDTURN = "PostToolUse"
+EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", MIDTURN)
 #: Other hosts' names for the same three events: Gemini CLI's, and Copilot CLI's camelCase hooks.
 EVENT_ALIASES = {"BeforeAgent": "UserPromptSubmit", "AfterAgent": "Stop", "sessionStart": "SessionStart",
                  "userPromptSubmitted": "UserPromptSubmit", "agentStop": "Stop"}
@@ -156,6 +164,7 @@ class Hook:
         self.pin = "?"
         self.root: str | None = None
         self.busy = True  # no idle marker unless a run proves there is nothing (see run)
+        self.mid_busy = False  # PostToolUse: something qualifies but the gap holds it (no mid-turn marker)
         try:
             self.lock_timeout = min(10.0, max(0.05, float(env.get("AGENTMSG_HOOK_LOCK_TIMEOUT") or LOCK_TIMEOUT)))
         except ValueError:
@@ -196,7 +205,7 @@ class Hook:
         if self.root is None or not os.path.isdir(self.root):
             return self.unbound(event), _nothing  # no state root: this machine never used agentmsg
         # The fast path's generation, read before any state (docs/DELIVERY.md, "Fast path").
-        token = self._idle_token(str(session)) if event in FAST_EVENTS else None
+        token = self._idle_token(str(session)) if event in FAST_EVENTS or event == MIDTURN else None
         self.busy = token is None
         self.store = FileStore(self.root, lock_timeout=self.lock_timeout)
         if event == "SessionStart":
@@ -206,10 +215,17 @@ class Hook:
         if not binds:
             out, after = self.unbound(event), _nothing  # not joined: joining never happens implicitly
         else:
-            handler = {"SessionStart": self.session_start, "UserPromptSubmit": self.prompt, "Stop": self.stop}[event]
+            handler = {"SessionStart": self.session_start, "UserPromptSubmit": self.prompt, "Stop": self.stop,
+                       MIDTURN: self.post_tool}[event]
             out, after = handler(data, binds)
-        if token is not None and not self.busy and not out:
+        if event == MIDTURN:
+            if token is not None and not self.mid_busy and not out:
+                views.quietly(views.mark_midturn_quiet, self.root, self.pin, token)  # until a writer wakes it
+        elif token is not None and not self.busy and not out:
             views.quietly(views.mark_idle, self.root, self.pin, token)  # nothing to show until a writer wakes it
+        elif binds and self.host == "claude":
+            # A prompt counted or a context cleared may bring a shown message due again between tool calls.
+            views.quietly(views.clear_midturn, self.root, self.pin)
         return out, after
 
     def _wake_step(self, step: Callable[..., Any], *args: Any) -> Any:
@@ -485,6 +501,67 @@ class Hook:
 
         return self.output(rendered.text), after
 
+    # ---- PostToolUse: mid-turn delivery ------------------------------------------------------
+
+    def post_tool(self, data: Mapping[str, Any], binds: list[Binding]) -> tuple[bytes, Callable[[], None]]:
+        """Between tool calls: the due messages the binding opted to be interrupted by, gap permitting."""
+        from .domain import midturn  # PostToolUse only
+
+        now = time.time()
+        work = []
+        due_all: list[Message] = []
+        for collab, alias, reg in binds:
+            with self.txn(collab) as tx:
+                setting = midturn.active(tx.delivery_records(), alias, self.pin, holder=reg.holder(alias),
+                                         closed=reg.closed)
+                if setting is None:
+                    continue
+                st = self.load_state(tx, alias)
+                wanted = [m for m in self._due(tx, alias, st).messages if setting.wants(m)]
+                if not wanted:
+                    continue
+                last = st.get("mid")
+                if not setting.may_inject(last if type(last) in (int, float) else None, now):
+                    self.mid_busy = True  # due, held by the gap: time alone will let it through
+                    continue
+            work.append((collab, alias, st, wanted))
+            due_all += wanted
+        if not due_all:
+            return b"", _nothing
+        aliases = ", ".join(sorted({alias for _c, alias, *_ in work}))
+        collabs = list(dict.fromkeys(m.collab for m in due_all))
+        where = f" in collaboration {collabs[0]}" if len(collabs) == 1 else ""
+        n = len(due_all)
+
+        def lead(shown: int) -> str:
+            return (f"agentmsg (mid-turn delivery, between tool calls): {n} peer message{'s' * (n != 1)} for "
+                    f"{aliases}{where} {'are' if n != 1 else 'is'} unacknowledged and chosen to reach this "
+                    f"session before its turn ends; {shown} quoted below.\n")
+
+        rendered = boundary.render(due_all, alias=aliases, cap=self.cap, unit=self.unit, lead=lead)
+        included = set(rendered.included)
+        if not included:
+            self.mid_busy = True  # nothing fit: still due, so no marker
+            return b"", _nothing
+        completers = []
+        for collab, alias, st, wanted in work:
+            ids = tuple(m.id for m in wanted if m.id in included)
+            if not ids:
+                continue
+            with self.txn(collab) as tx:
+                completers.append(self.claim(tx, alias, ids, uuid4()))
+                for m in wanted:
+                    if m.id in included:
+                        st["shown"][str(m.seq)] = st["prompt"]
+                st["mid"] = now
+                self.save_state(tx, alias, st)
+
+        def after() -> None:
+            for complete in completers:
+                complete()
+
+        return self.output(rendered.text), after
+
     # ---- Stop -------------------------------------------------------------------------
 
     def _envelope(self, tx: FileTxn, alias: str, reg: Registry) -> envelope.Envelope | None:
@@ -592,7 +669,7 @@ def parse_stdin(raw: bytes) -> dict[str, Any]:
 
 
 _SESSION_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
-_SESSION_REST = _SESSION_FIRST | frozenset("._@-")
+_SESSION_REST = _SESSION_FIRST | frozenset("_.@-")
 
 
 def is_session(value: object) -> bool:

@@ -18,7 +18,9 @@ HOST_VARS = (("CLAUDE_CODE_SESSION_ID", "claude-code"), ("CODEX_THREAD_ID", "cod
              # Copilot CLI gives its shell tool and its MCP servers the session id (docs/MCP.md).
              ("COPILOT_AGENT_SESSION_ID", "copilot"),
              # Gemini CLI sets it only for hooks; `agentmsg run gemini` exports it to the shell (agentmsg.launch).
-             ("GEMINI_SESSION_ID", "gemini"))
+             ("GEMINI_SESSION_ID", "gemini"),
+             # OpenCode sets no session variable itself; agentmsg's plugin sets this one (shell.env).
+             ("OPENCODE_SESSION_ID", "opencode"))
 
 
 def host_pins(env: Mapping[str, str]) -> list[Pin]:
@@ -42,5 +44,5 @@ def resolve(self_flag: str | None, env: Mapping[str, str] | None = None) -> Pin:
     raise IdentityError(
         "no identity: pass --self RUNTIME:SESSION_ID (or run inside Claude Code / Codex / Copilot CLI, "
         "which set CLAUDE_CODE_SESSION_ID / CODEX_THREAD_ID / COPILOT_AGENT_SESSION_ID, or a Gemini CLI started "
-        "with `agentmsg run gemini`)"
+        "with `agentmsg run gemini`, or OpenCode with agentmsg's plugin, which sets OPENCODE_SESSION_ID)"
     )

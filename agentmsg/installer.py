@@ -34,7 +34,7 @@ from .errors import UsageError
 HOOK_MARK = "# agentmsg-managed-hook"
 SKILL_MARK = "<!-- agentmsg-managed: written by `agentmsg install codex`; `agentmsg uninstall codex` removes it -->"
 EVENTS = {"SessionStart": 15, "UserPromptSubmit": 15, "Stop": 60}  # event -> timeout (seconds)
-HOSTS = ("claude", "codex", "gemini", "copilot")
+HOSTS = ("claude", "codex", "gemini", "copilot", "opencode")
 
 
 def plugin_root() -> Path | None:
@@ -268,7 +268,19 @@ def detect(*, home: str | os.PathLike[str] | None = None,
             "note": "hook trust (Codex /hooks) is not visible from these files",
         },
         **hostinstall.detect(_host_env(h)),
+        "opencode": _opencode().detect(_opencode_env(h)),
     }
+
+
+def _opencode() -> Any:
+    from . import opencode
+
+    return opencode
+
+
+def _opencode_env(home: Path) -> dict[str, str]:
+    """This environment with ``home`` as HOME (OpenCode's folders follow XDG_CONFIG_HOME, else HOME)."""
+    return dict(os.environ, HOME=str(home))
 
 
 def default_codex_home(home: str | os.PathLike[str] | None = None) -> Path:
@@ -389,7 +401,7 @@ def copies(*, home: str | os.PathLike[str] | None = None,
                       "hooks_file": str(chome / "hooks.json"), "command": command, "env": {}})
     from . import hostinstall
 
-    return found + hostinstall.copies(_host_env(h))
+    return found + hostinstall.copies(_host_env(h)) + _opencode().copies(_opencode_env(h))
 
 
 def _host_env(home: Path) -> dict[str, str]:
@@ -407,8 +419,9 @@ def duplicates(found: list[dict[str, Any]]) -> list[str]:
         running = [c for c in found if c["host"] == host and c["enabled"]]
         if len(running) > 1:
             what = "; ".join(f"{c['kind']} {c['id']} ({c['root']})" for c in running)
-            fix = ("`agentmsg uninstall codex --keep-plugin` removes the user hooks and keeps the plugin"
-                   if host == "codex" else "`claude plugin uninstall` all but one")
+            fix = {"codex": "`agentmsg uninstall codex --keep-plugin` removes the user hooks and keeps the plugin",
+                   "opencode": "`agentmsg uninstall opencode` or `agentmsg uninstall opencode --project DIR` "
+                               "removes one"}.get(host, "`claude plugin uninstall` all but one")
             lines.append(f"{host}: agentmsg is installed {len(running)} times and every hook runs "
                          f"{len(running)} times: {what}; {fix}")
     return lines
@@ -480,6 +493,9 @@ def uninstall(host: str, env: Mapping[str, str], *, codex_home: str | os.PathLik
             removed.append(f"{out['hooks_file']} ({out['removed_hooks']} agentmsg hooks)")
         if out["skill"] == "removed":
             removed.append(out["skill_file"])
+    if "opencode" in hosts:
+        done = _opencode().uninstall(env)
+        removed += [done[f"{k}_file"] for k in ("plugin", "skill") if done[k] == "removed"]
     found = copies(home=home, codex_home=chome)
     if not keep_plugin:
         from . import hostinstall

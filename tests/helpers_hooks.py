@@ -40,6 +40,22 @@ def python_dir() -> str:
     return str(Path(sys.executable).parent)
 
 
+def python_shim(tmp: Path) -> Path:
+    """An interpreter that records every start in ``tmp/python-starts``, then runs the real one."""
+    log = tmp / "python-starts"
+    path = tmp / "python3-shim"
+    real = Path(python_dir()) / "python3"
+    path.write_text(f'#!/bin/sh\necho start >> "{log}"\nexec "{real}" "$@"\n')
+    path.chmod(0o755)
+    return path
+
+
+def starts(tmp: Path) -> int:
+    """How many interpreters :func:`python_shim` started so far."""
+    log = tmp / "python-starts"
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
 def host_env(host: str, tmp: Path, root: Path | None, session: str, event: str,
              extra: dict[str, str] | None = None) -> dict[str, str]:
     home = tmp / "home"
@@ -106,7 +122,8 @@ def run_hook(host: str, event: str, tmp: Path, root: Path | None, session: str, 
     if stdin is None:
         stdin = payload(event, session, host, **fields)
     data = stdin if isinstance(stdin, bytes) else json.dumps(stdin).encode()
-    command = hook_command(host, event if event in ("SessionStart", "UserPromptSubmit", "Stop") else "Stop")
+    wired = json.loads(HOOK_FILES[host].read_text())["hooks"]
+    command = hook_command(host, event if event in wired else "Stop")
     env = host_env(host, tmp, root, session, event, extra_env)
     shell = ["/bin/sh", "-c", command] if host == "claude" else [env["SHELL"], "-c", command]
     proc = subprocess.run(shell, input=data, capture_output=True, env=env, cwd=tmp, timeout=timeout)

@@ -44,7 +44,7 @@ def test_enable_inspect_disable(collab: tuple[Path, str]) -> None:
     code, doc, err = run_json("delivery", "inspect", "--collab", cid, "--self", REVIEWER, root=root)
     assert code == 0, err
     assert doc["result"]["envelope"]["envelope"] == env["envelope"]
-    assert set(doc["result"]["adapters"]) == {"claude", "codex", "gemini", "copilot"}
+    assert set(doc["result"]["adapters"]) == {"claude", "codex", "gemini", "copilot", "opencode"}
 
     code, doc, err = run_json("delivery", "disable", "--collab", cid, "--self", REVIEWER, root=root)
     assert code == 0 and doc["result"]["status"] == "disabled"

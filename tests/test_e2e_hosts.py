@@ -173,7 +173,8 @@ def log_lines(root: Path) -> list[str]:
 
 
 LOG_LINE = re.compile(
-    r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z) agentmsg/\S+ (?P<host>claude|codex|gemini|copilot) (?P<event>\S+) "
+    r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z) agentmsg/\S+ (?P<host>claude|codex|gemini|copilot|opencode) "
+    r"(?P<event>\S+) "
     r"(?P<pin>\S+): (?P<what>.+)"
 )
 

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers_hooks import REVIEWER_SESSION, python_dir, run_hook
+from helpers_hooks import REVIEWER_SESSION, python_shim, run_hook, starts
 
 from agentmsg.backends.file import layout, views
 from agentmsg.domain import validate as model
@@ -24,18 +24,7 @@ NEW_SESSION = "9999c0de-1111-4222-8333-944455556666"
 
 @pytest.fixture
 def shim(tmp_path: Path) -> Path:
-    """An interpreter that records every start, then runs the real one."""
-    log = tmp_path / "python-starts"
-    path = tmp_path / "python3-shim"
-    real = Path(python_dir()) / "python3"
-    path.write_text(f'#!/bin/sh\necho start >> "{log}"\nexec "{real}" "$@"\n')
-    path.chmod(0o755)
-    return path
-
-
-def starts(tmp_path: Path) -> int:
-    log = tmp_path / "python-starts"
-    return len(log.read_text().splitlines()) if log.exists() else 0
+    return python_shim(tmp_path)
 
 
 def hook(tmp_path, root, shim, event="UserPromptSubmit", session=REVIEWER_SESSION, **fields):

@@ -514,7 +514,8 @@ def test_hooks_files_name_the_launcher_for_each_host():
     gemini = {"BeforeAgent": 15000, "AfterAgent": 60000}
     for name, host in (("hooks.json", "claude"), ("codex-hooks.json", "codex"), ("copilot-hooks.json", "copilot")):
         doc = json.loads((REPO / "hooks" / name).read_text())
-        extra = set(gemini) if host == "claude" else set()
+        # Claude Code also runs PostToolUse: mid-turn delivery (docs/DELIVERY.md, "Mid-turn delivery")
+        extra = set(gemini) | {"PostToolUse"} if host == "claude" else set()
         assert set(doc["hooks"]) == {"SessionStart", "UserPromptSubmit", "Stop"} | extra
         for event, groups in doc["hooks"].items():
             waiters = [g for g in groups if any(h.get("asyncRewake") for h in g["hooks"])]
@@ -529,6 +530,7 @@ def test_hooks_files_name_the_launcher_for_each_host():
             runs = "gemini" if event in gemini else host
             # Claude's and Gemini's prompt and Stop hooks may skip the interpreter (docs/DELIVERY.md, "Fast path")
             fast = " fast" if runs in ("claude", "gemini") and event != "SessionStart" else ""
+            fast = " midturn" if event == "PostToolUse" else fast
             assert hook["command"].startswith('/bin/sh "${') and hook["command"].endswith(f'/hooks/run" {runs}{fast}')
             if (host, event) == ("claude", "SessionStart"):
                 assert hook["command"] == '/bin/sh "${CLAUDE_PLUGIN_ROOT}${extensionPath}/hooks/run" claude'

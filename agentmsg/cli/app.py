@@ -385,6 +385,21 @@ def delivery_inspect(collab: Collab = None, self_: Self = None, root: Root = Non
     return _done("delivery inspect", _delivery().inspect(_ctx(root), collab=collab, self_flag=self_), json_)
 
 
+def delivery_midturn(
+    state: Annotated[str, typer.Argument(help="on or off.")],
+    priority: Annotated[str, typer.Option(help="Which messages may interrupt a turn: high or all.")] = "high",
+    min_gap: Annotated[str, typer.Option(help="Least time between two mid-turn injections.")] = "60s",
+    collab: Collab = None,
+    self_: Self = None,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Show due messages between tool calls (PostToolUse), not only at the next prompt; opt-in, bounded."""
+    payload = _delivery().midturn(_ctx(root), state=state, priority=priority, min_gap=min_gap, collab=collab,
+                                  self_flag=self_)
+    return _done("delivery midturn", payload, json_)
+
+
 def delivery_retry(
     attempt: Annotated[str, typer.Option(help="The interrupted attempt id (from delivery inspect).")],
     message: Annotated[str, typer.Option(help="The message id to present again.")],
@@ -438,6 +453,15 @@ def install_copilot(json_: Json = False) -> int:
     return _done("install copilot", _admin().install_host(_ctx(None), "copilot"), json_)
 
 
+OpencodeProject = Annotated[str | None, typer.Option(help="This project's .opencode/plugins and .agents/skills "
+                                                           "instead of ~/.config/opencode.")]
+
+
+def install_opencode(project: OpencodeProject = None, json_: Json = False) -> int:
+    """Write agentmsg's OpenCode plugin and skill (user config, or --project); idempotent."""
+    return _done("install opencode", _admin().install_opencode(_ctx(None), project), json_)
+
+
 KeepPlugin = Annotated[bool, typer.Option("--keep-plugin", help="Remove only what `agentmsg install` wrote; keep "
                                                                "the host's plugin install.")]
 Purge = Annotated[bool, typer.Option("--purge", help="Also delete the state root: every message.")]
@@ -470,6 +494,14 @@ def uninstall_copilot(keep_plugin: KeepPlugin = False, purge: Purge = False, roo
                       json_: Json = False) -> int:
     """Remove agentmsg from Copilot CLI (plugin and marketplace), and the caches if no copy is left."""
     return _uninstall("copilot", None, keep_plugin, purge, root, json_)
+
+
+def uninstall_opencode(project: OpencodeProject = None, purge: Purge = False, root: Root = None,
+                       json_: Json = False) -> int:
+    """Remove agentmsg from OpenCode: the plugin and skill files `agentmsg install opencode` wrote."""
+    if project is not None:  # only that project's two files: the user-level install and the caches stay
+        return _done("uninstall", _admin().uninstall_opencode_project(project), json_)
+    return _uninstall("opencode", None, False, purge, root, json_)
 
 
 def uninstall_all(codex_home: CodexHome = None, keep_plugin: KeepPlugin = False, purge: Purge = False,
@@ -522,12 +554,13 @@ COMMANDS: dict[str, Callable[..., int]] = {
 GROUPS: dict[str, dict[str, Callable[..., int]]] = {
     "log": {"append": log_append, "render": log_render, "show": log_show},
     "delivery": {"enable": delivery_enable, "disable": delivery_disable, "inspect": delivery_inspect,
-                 "retry": delivery_retry},
+                 "retry": delivery_retry, "midturn": delivery_midturn},
     "wake": {"on": wake_on, "off": wake_off, "status": wake_status},
-    "install": {"codex": install_codex, "gemini": install_gemini, "copilot": install_copilot},
+    "install": {"codex": install_codex, "gemini": install_gemini, "copilot": install_copilot,
+                "opencode": install_opencode},
     "run": {"gemini": run_gemini},
     "uninstall": {"codex": uninstall_codex, "claude": uninstall_claude, "gemini": uninstall_gemini,
-                  "copilot": uninstall_copilot, "all": uninstall_all},
+                  "copilot": uninstall_copilot, "opencode": uninstall_opencode, "all": uninstall_all},
 }
 
 

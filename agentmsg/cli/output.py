@@ -220,10 +220,23 @@ def _inspect(p: Payload) -> None:
     for a in p["interrupted"]:
         print(f"interrupted attempt {a['attempt']} ({a['host']} {a['hook']}, {a['ts']}): "
               f"{', '.join(a['messages'])}; retry: agentmsg delivery retry --attempt {a['attempt']} --message ID")
+    _midturn_line(p.get("midturn"))
     run = p["last_hook_run"]
     print(f"last hook run: {run['host']} {run['event']} at {run['ts']}" if run else "last hook run: none seen")
     for host, info in p["adapters"].items():
         print(f"{host} adapter: {'installed' if info['installed'] else 'not installed'}")
+
+
+def _midturn_line(m: Payload | None) -> None:
+    if not m or not m["on"]:
+        print("mid-turn delivery: off (messages wait for the next prompt)")
+    else:
+        print(f"mid-turn delivery: on, priority {m['priority']}, at least {m['min_gap_seconds']:g}s apart")
+
+
+def _midturn(p: Payload) -> None:
+    print(f"binding: {p['alias']} = {p['pin']} in {p['collab']}")
+    _midturn_line(p)
 
 
 def _doctor(p: Payload) -> None:
@@ -389,4 +402,5 @@ HUMAN: dict[str, Callable[[Payload], None]] = {
     "log append": _log_append,
     "log render": _log_render, "verify": _verify, "notify": _notify, "delivery enable": _envelope,
     "delivery disable": _envelope, "delivery inspect": _inspect, "doctor": _doctor,
+    "delivery midturn": _midturn,
 }

@@ -38,6 +38,9 @@ REQUEST = "request"
 UPDATE = "update"
 KINDS = (REQUEST, UPDATE)
 
+# delivery.jsonl: a binding's mid-turn (PostToolUse) delivery setting, newest wins
+MIDTURN = "delivery-midturn"
+
 # delivery.jsonl: wake consent (domain/wake.py), its rings, and the prompts that answer them
 WAKE_ON = "wake-on"
 WAKE_OFF = "wake-off"

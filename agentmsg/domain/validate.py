@@ -14,7 +14,7 @@ from . import kinds
 from .values import Pin
 
 ALIAS_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}")
-SESSION_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,127}")
+SESSION_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}")  # "_": OpenCode's ses_... ids
 RUNTIMES = ("claude-code", "codex", "cursor", "gemini", "copilot", "opencode", "aider", "human")
 RESERVED_ALIASES = ("all",)
 KINDS = kinds.KINDS

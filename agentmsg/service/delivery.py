@@ -12,7 +12,7 @@ import uuid
 from typing import Any
 
 from ..domain import envelope as env_
-from ..domain import kinds, rules, validate
+from ..domain import kinds, midturn, rules, validate
 from ..domain.values import Pin, Registry
 from ..errors import Closed, Conflict, DeliveryInactive, IdentityError, NotFound, UsageError
 from ..ports import Store
@@ -92,12 +92,28 @@ def inspect(store: Store, collab: str, who: Pin | str, *, last_hook_run: dict[st
     holder = reg.holder(alias)
     mine = [e for e in envs.values() if e.alias == alias and e.pin == pin]
     described = [e.describe(t, holder=holder, closed=reg.closed) for e in mine]
+    setting = midturn.latest(store.delivery_records(collab), alias, pin)
     return {
         "collab": collab, "alias": alias, "pin": pin,
         "envelope": described[-1] if described else None, "history": described[:-1],
+        "midturn": setting.describe() if setting is not None else None,
         "interrupted": env_.interrupted(store.receipts(collab, alias), t), "last_hook_run": last_hook_run,
         "adapters": adapters or {},
     }
+
+
+def set_midturn(store: Store, collab: str, who: Pin | str, *, on: bool, priority: str = midturn.DEFAULT_PRIORITY,
+                min_gap: float = midturn.DEFAULT_GAP) -> dict[str, Any]:
+    """Turn mid-turn (PostToolUse) delivery on or off for this exact binding: one record, newest wins."""
+    priority = validate.choice(priority, midturn.PRIORITIES, "--priority")
+    if not 0 <= min_gap <= midturn.MAX_GAP:
+        raise UsageError(f"--min-gap must be between 0 and {midturn.MAX_GAP:g}s")
+    who = _pin(who)
+    with store.transaction(collab) as tx:
+        alias = _binding(tx.registry(), who)
+        rec = tx.append_delivery({"type": kinds.MIDTURN, "collab": collab, "alias": alias, "pin": str(who),
+                                  "by": str(who), "on": on, "priority": priority, "min_gap": min_gap})
+    return {"collab": collab, "alias": alias, "pin": str(who)} | midturn.Setting(rec).describe()
 
 
 def retry(store: Store, collab: str, who: Pin | str, attempt: str, message: str) -> dict[str, Any]:

@@ -28,6 +28,16 @@ def disable(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
     return delivery.disable(ctx.store, ctx.collab(collab, who), who)
 
 
+def midturn(ctx: Ctx, *, state: str, priority: str, min_gap: str, collab: str | None,
+            self_flag: str | None) -> Payload:
+    from ..domain import midturn as mt
+
+    on = validate.choice(state, ("on", "off"), "state") == "on"
+    who = ctx.who(self_flag)
+    return delivery.set_midturn(ctx.store, ctx.collab(collab, who), who, on=on, priority=priority,
+                                min_gap=validate.duration(min_gap, "--min-gap", maximum=mt.MAX_GAP, allow_zero=True))
+
+
 def inspect(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
     from .. import installer
 

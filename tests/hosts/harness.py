@@ -720,3 +720,155 @@ def run_gemini(
             sid = ev.get("session_id") or sid
     return HostRun(run.returncode, run.stdout, run.stderr, sid, argv=argv, duration=run.duration, host="gemini",
                    events=events, result="".join(parts) if events else None)
+
+
+# --------------------------------------------------------------------------
+# OpenCode
+# --------------------------------------------------------------------------
+
+OPENCODE_VERSION = "1.18.33"
+OPENCODE_QUIET_ENV = {"OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1"}
+
+
+def opencode_bin() -> Path:
+    """Path of the pinned OpenCode CLI (``node_modules/.bin/opencode``)."""
+    return _host_bin("opencode", f"opencode-ai@{OPENCODE_VERSION}")
+
+
+def write_opencode_config(home: str | os.PathLike, stub: ChatCompletionsStub) -> Path:
+    """``$XDG_CONFIG_HOME/opencode/opencode.json`` (XDG_CONFIG_HOME = ``home/.config``, as :func:`scrubbed_env`
+    sets it): the stub as an OpenAI-compatible provider, bash allowed, and commands may name paths outside
+    the project (the state root), per /work/shared/HOSTS-MORE.md."""
+    path = Path(home) / ".config" / "opencode" / "opencode.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    provider = {"npm": "@ai-sdk/openai-compatible", "name": "Stub",
+                "options": {"baseURL": f"{stub.base_url}/v1", "apiKey": "stub-not-a-key"},
+                "models": {ChatCompletionsStub.model: {"name": "Stub", "tool_call": True}}}
+    path.write_text(json.dumps({
+        "autoupdate": False, "share": "disabled", "model": f"stub/{ChatCompletionsStub.model}",
+        "provider": {"stub": provider}, "permission": {"bash": "allow", "external_directory": "allow"},
+    }, indent=2))
+    return path
+
+
+def opencode_env(home: str | os.PathLike, stub: ChatCompletionsStub,
+                 env_extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    write_opencode_config(home, stub)
+    return scrubbed_env(home, stub=stub, env_extra={**OPENCODE_QUIET_ENV, **(env_extra or {})})
+
+
+def _opencode_events(stdout: str) -> list[Any]:
+    events = []
+    for line in stdout.splitlines():
+        if line.strip().startswith("{"):
+            try:
+                events.append(json.loads(line))
+            except ValueError:
+                pass
+    return events
+
+
+def run_opencode(
+    prompt: str,
+    *,
+    cwd: str | os.PathLike,
+    home: str | os.PathLike,
+    stub: ChatCompletionsStub,
+    session: str | None = None,
+    attach: str | None = None,
+    env_extra: Mapping[str, str] | None = None,
+    timeout: float = 90,
+) -> HostRun:
+    """One real ``opencode run PROMPT --format json`` turn against ``stub``.
+
+    * ``session``: continue that session (``--session``); OpenCode's ids
+      (``ses_...``) cannot be chosen, so a new one is learned from the events.
+    * ``attach``: a running :class:`OpencodeServer` URL (``--attach URL --dir
+      CWD``): the turn runs in that server, where plugins live on past
+      ``session.idle``.
+    * ``run.events`` are the JSON events; ``run.result`` the last text part.
+    """
+    Path(home).mkdir(parents=True, exist_ok=True)
+    argv = [str(opencode_bin()), "run", prompt, "--format", "json"]
+    if session:
+        argv += ["--session", session]
+    if attach:
+        argv += ["--attach", attach, "--dir", str(cwd)]
+    run = _run("opencode", argv, cwd=cwd, env=opencode_env(home, stub, env_extra), timeout=timeout)
+    events = _opencode_events(run.stdout)
+    sid = next((e.get("sessionID") for e in events if e.get("sessionID")), None) or session
+    texts = [e["part"].get("text") for e in events if e.get("type") == "text" and isinstance(e.get("part"), dict)]
+    return HostRun(run.returncode, run.stdout, run.stderr, sid, argv=argv, duration=run.duration, host="opencode",
+                   events=events, result=texts[-1] if texts else None)
+
+
+class OpencodeServer:
+    """``opencode serve`` on a free loopback port, in its own process group (killed on exit).
+
+    Plugins load in the server, and it outlives each attached ``opencode run``:
+    the only place an idle session can be continued (HOSTS-MORE.md).
+    """
+
+    def __init__(self, *, cwd: str | os.PathLike, home: str | os.PathLike, stub: ChatCompletionsStub,
+                 env_extra: Mapping[str, str] | None = None, timeout: float = 60) -> None:
+        import socket
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.known: set[str] = set()
+        Path(cwd).mkdir(parents=True, exist_ok=True)
+        self.log = Path(home) / f"opencode-serve-{self.port}.log"
+        Path(home).mkdir(parents=True, exist_ok=True)
+        with self.log.open("wb") as out:
+            self.proc = subprocess.Popen(
+                [str(opencode_bin()), "serve", "--port", str(self.port), "--hostname", "127.0.0.1"],
+                cwd=str(cwd), env=opencode_env(home, stub, env_extra), stdin=subprocess.DEVNULL, stdout=out,
+                stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"opencode serve exited {self.proc.returncode}: {self.log.read_text()[-2000:]}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.2)
+        self.close()
+        raise HostTimeout(f"opencode serve did not listen within {timeout}s", self.log.read_text(), "")
+
+    def sessions(self) -> list[dict[str, Any]]:
+        """The server's sessions (``GET /session``)."""
+        import urllib.request
+
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with opener.open(f"{self.url}/session", timeout=10) as resp:
+            return list(json.loads(resp.read()))
+
+    def run(self, prompt: str, *, cwd: str | os.PathLike, home: str | os.PathLike, stub: ChatCompletionsStub,
+            session: str | None = None, env_extra: Mapping[str, str] | None = None, timeout: float = 90) -> HostRun:
+        """One ``opencode run --attach`` turn in this server.  Attached runs print no events, so a new
+        session's id is the one ``GET /session`` lists that no earlier run of this helper saw (asking before
+        the first run blocks until the server has set up its project)."""
+        run = run_opencode(prompt, cwd=cwd, home=home, stub=stub, session=session, attach=self.url,
+                           env_extra=env_extra, timeout=timeout)
+        listed = self.sessions()
+        new = sorted((s for s in listed if s["id"] not in self.known), key=lambda s: s["time"]["created"])
+        self.known.update(s["id"] for s in listed)
+        if session is None and new:  # the newest: sessions of earlier one-shot runs in this HOME are listed too
+            run = HostRun(*run[:3], new[-1]["id"], **run.__dict__)
+        return run
+
+    def close(self) -> None:
+        _killpg(self.proc.pid)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def __enter__(self) -> OpencodeServer:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

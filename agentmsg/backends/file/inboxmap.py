@@ -188,14 +188,23 @@ class InboxMap:
 
     # ---- queries ------------------------------------------------------------------------
 
-    def offset(self, seq: int) -> int | None:
-        """Where message ``seq`` starts in the inbox (checked by the caller against the record)."""
+    def offset(self, seq: int, reader: fsio.LineReader | None = None) -> int | None:
+        """Where message ``seq`` starts in the inbox (checked by the caller against the record).
+
+        ``reader``: the offsets file, already open (:meth:`offsets_reader`), for a page of lookups.
+        """
         first_new = len(self.status) - len(self.new_offsets)
         if seq > first_new:
             return self.new_offsets[seq - first_new - 1]
-        raw = fsio.read_bytes_at(layout.inbox_offsets(self.base, self.alias), (seq - 1) * _OFF, _OFF)
+        if reader is not None:
+            raw = reader.read_at((seq - 1) * _OFF, _OFF)
+        else:
+            raw = fsio.read_bytes_at(layout.inbox_offsets(self.base, self.alias), (seq - 1) * _OFF, _OFF)
         off = int.from_bytes(raw, "little") if raw is not None and len(raw) == _OFF else None
         return off if off is not None and off < self.ie else None  # past the folded inbox: damaged
+
+    def offsets_reader(self) -> fsio.LineReader:
+        return fsio.LineReader(layout.inbox_offsets(self.base, self.alias))
 
     def skipped_lines(self) -> list[Problem]:
         """Every line skipped so far: kept ones, then this fold's."""

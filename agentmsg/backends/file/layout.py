@@ -13,7 +13,7 @@ from ...domain import rules
 COLLABS = "collabs"
 PINS = "pins"
 HOOKS_LOG = "hooks.log"
-#: The hook fast path's markers (docs/DELIVERY.md, "Fast path"): ``idle/<runtime>/<session>.{gen,idle}``.
+#: The hook fast path's markers (docs/DELIVERY.md, "Fast path"): ``idle/<runtime>/<session>.{gen,idle,mid}``.
 IDLE = "idle"
 #: Subdirectories of a collaboration; each is checked for a symlink on every access.
 COLLAB_SUBDIRS = ("inbox", "receipts", "state", "ids", "transcripts")
@@ -45,7 +45,7 @@ def pin_key(pin: str) -> str:
 
 
 _SESSION_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
-_SESSION_REST = _SESSION_FIRST | frozenset("._@-")
+_SESSION_REST = _SESSION_FIRST | frozenset("_.@-")
 _RUNTIME = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
 
 
@@ -53,7 +53,7 @@ def idle_files(root: str, pin: str) -> tuple[str, str] | None:
     """The fast path's two files for a pin, ``(generation, idle)``; None for a pin no hook launcher can name.
 
     ``hooks/run`` builds the same names in sh, without hashing: the runtime
-    and the session id (``[A-Za-z0-9][A-Za-z0-9._@-]{0,127}``) are safe file
+    and the session id (``[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}``) are safe file
     names, and the two suffixes cannot collide across sessions.
     """
     runtime, sep, session = pin.partition(":")
@@ -62,6 +62,12 @@ def idle_files(root: str, pin: str) -> tuple[str, str] | None:
         return None
     base = os.path.join(root, IDLE, runtime, session)
     return base + ".gen", base + ".idle"
+
+
+def midturn_file(root: str, pin: str) -> str | None:
+    """The mid-turn marker beside :func:`idle_files`: ``<session>.mid``, "nothing due between tool calls"."""
+    files = idle_files(root, pin)
+    return files[0][: -len(".gen")] + ".mid" if files is not None else None
 
 
 def collab(root: str, cid: str) -> str:

@@ -197,9 +197,15 @@ def ensure_pins(store: FileStore, *, force: bool = False) -> None:
 # ---- ids/: message id -> where it is, and its receipts ------------------------------------------
 
 
-def refuse_index_link(tx: FileTxn, message: str) -> None:
-    if layout.is_uuid(message):
-        fsio.existing_dir(tx.base, "ids", message[:2])
+def refuse_index_links(tx: FileTxn, messages: Iterable[str]) -> None:
+    """Refuse a planted link at these messages' ids/ entries (each shard directory checked once)."""
+    shards: set[str] = set()
+    for message in messages:
+        if not layout.is_uuid(message):
+            continue
+        if message[:2] not in shards:
+            fsio.existing_dir(tx.base, "ids", message[:2])
+            shards.add(message[:2])
         fsio.refuse_link(layout.index(tx.base, message))
 
 
@@ -520,10 +526,11 @@ def wake(root: str, pins: Iterable[str]) -> None:
 
 
 def _invalidate(files: tuple[str, str]) -> None:
-    try:
-        os.unlink(files[1])
-    except FileNotFoundError:
-        pass
+    for path in (files[1], files[0][: -len(".gen")] + ".mid"):
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
 
 
 def wake_aliases(tx: FileTxn, aliases: Iterable[str]) -> None:
@@ -559,3 +566,26 @@ def clear_idle(root: str, pin: str) -> None:
     files = layout.idle_files(root, pin)
     if files is not None:
         quietly(_invalidate, files)
+
+
+# The mid-turn marker, ``<session>.mid``: the same generation scheme as ``.idle``, for PostToolUse
+# (``hooks/run claude midturn``).  A PostToolUse hook that finds nothing due between tool calls copies
+# the generation it read first into it.  Every writer's :func:`wake` voids it with ``.gen``; a full
+# prompt or SessionStart run that may change what is due (a prompt counted, a cleared context) drops it.
+
+
+def mark_midturn_quiet(root: str, pin: str, token: str) -> None:
+    """Record that nothing was due mid-turn for the pin as of generation ``token``."""
+    path = layout.midturn_file(root, pin)
+    if path is not None:
+        fsio.atomic_write(path, (token + "\n").encode(), durable=False)
+
+
+def clear_midturn(root: str, pin: str) -> None:
+    """Drop the pin's mid-turn marker: the next PostToolUse hook runs in full."""
+    path = layout.midturn_file(root, pin)
+    if path is not None:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
