@@ -112,6 +112,11 @@ def claude_tui(tmp: Path, stub: AnthropicStub, *, root: Path, session: str,
             "--permission-mode", "default", *(["--allowedTools", "Bash"] if allow_bash else [])]
     tui = _start(tmp, argv, env, cwd)
     wait_for(lambda: "❯" in tui.screen(), 30, "claude's prompt", tui)
+    if root.is_dir():  # the SessionStart hook records the session facts; it may finish after the prompt shows
+        from agentmsg.backends.file import layout
+
+        facts = Path(layout.session_file(str(root), f"claude-code:{session}", "json"))
+        wait_for(facts.exists, 20, "the session facts", tui)
     return tui
 
 
