@@ -49,7 +49,7 @@ import os
 import sys
 import time
 
-from . import TOOL, __version__, fsio, hostcmd, mirrorstart, records
+from . import TOOL, __version__, fsio, hostcmd, mirrorstart, records, sessionfacts, wakehook
 from .backends.file import layout, outbox, views
 from .backends.file.store import FileStore, FileTxn
 from .domain import envelope, kinds, rules
@@ -210,6 +210,9 @@ class Hook:
         token = self._idle_token(str(session)) if event in FAST_EVENTS or event == MIDTURN else None
         self.busy = token is None
         self.store = FileStore(self.root, lock_timeout=self.lock_timeout)
+        if event == "SessionStart":
+            self._wake_step(sessionfacts.record, self.root, self.pin,
+                            sessionfacts.gather(self.host, str(session), self.env))
         binds = self._locked_call(self.store.bound, self.pin)
         if not binds:
             out, after = self.unbound(event), _nothing  # not joined: joining never happens implicitly
@@ -234,6 +237,14 @@ class Hook:
         command = [explicit] if explicit else ["/bin/sh", found] if found else None
         if command is not None and self.root is not None:
             mirrorstart.ensure(self.root, self.env, command)
+
+    def _wake_step(self, step: Callable[..., Any], *args: Any) -> Any:
+        """A wake-up bookkeeping step (issue 11): its failure is logged and never costs the delivery."""
+        try:
+            return step(*args)
+        except Exception as exc:
+            self.log(exc)
+            return None
 
     def _idle_token(self, session: str) -> str | None:
         """The generation the launcher's idle marker must match; None when this run must not write one."""
@@ -466,6 +477,9 @@ class Hook:
             with self.txn(collab) as tx:
                 st = self.load_state(tx, alias)
                 st["prompt"] += 1
+                if self._wake_step(wakehook.prompt, tx, alias, self.pin, reg, data.get("prompt")):
+                    self.busy = True  # the launcher must run every prompt and Stop: they count wakes and turns
+                    self._wake_step(wakehook.turn, self.root, self.pin, "busy")
                 page = self._due(tx, alias, st)
                 self._pending(tx, alias, reg, page.total)
                 if not page.messages:
@@ -585,6 +599,9 @@ class Hook:
         for collab, alias, reg in binds:
             with self.txn(collab) as tx:
                 self._pending(tx, alias, reg)
+                if self._wake_step(wakehook.active, tx, alias, self.pin, reg) is not None:
+                    self.busy = True
+                    self._wake_step(wakehook.turn, self.root, self.pin, "idle")
                 env = self._envelope(tx, alias, reg)
                 if env is None:
                     continue

@@ -29,6 +29,7 @@ HELP = "Durable, addressed messaging between coding-agent sessions."
 GROUP_HELP = {
     "log": "The collaboration log: immutable notes and the rendered transcript.",
     "delivery": "Stop continuations for one binding, inside a finite, immutable envelope.",
+    "wake": "Opt-in, bounded wake-ups of this idle session when mail arrives (off by default).",
     "install": "Install host adapters that are not installed as a plugin.",
     "uninstall": "Remove agentmsg from a host (what it wrote, the host's plugin, caches).",
     "run": "Start a host with the session identity its shell lacks.",
@@ -72,6 +73,12 @@ def _delivery() -> Any:
     from ..service import delivery_commands
 
     return delivery_commands
+
+
+def _wake() -> Any:
+    from ..service import wake_commands
+
+    return wake_commands
 
 
 def _admin() -> Any:
@@ -407,6 +414,28 @@ def delivery_retry(
                                                                    message=message), json_)
 
 
+def wake_on(
+    expires_in: Annotated[str, typer.Option(help="When the consent ends (at most 24h); nothing renews it.")] = "8h",
+    collab: Collab = None,
+    self_: Self = None,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Let senders ring this idle session with a fixed doorbell line (bounded; only for yourself)."""
+    payload = _wake().on(_ctx(root), collab=collab, self_flag=self_, expires_in=expires_in)
+    return _done("wake on", payload, json_)
+
+
+def wake_off(collab: Collab = None, self_: Self = None, root: Root = None, json_: Json = False) -> int:
+    """End this binding's wake consent now. History is kept."""
+    return _done("wake off", _wake().off(_ctx(root), collab=collab, self_flag=self_), json_)
+
+
+def wake_status(collab: Collab = None, self_: Self = None, root: Root = None, json_: Json = False) -> int:
+    """Show this binding's wake consent: expiry, session facts, rings, the bounds."""
+    return _done("wake status", _wake().status(_ctx(root), collab=collab, self_flag=self_), json_)
+
+
 CodexHome = Annotated[str | None, typer.Option(help="Codex home (default: $CODEX_HOME, else ~/.codex).")]
 
 
@@ -562,6 +591,7 @@ GROUPS: dict[str, dict[str, Callable[..., int]]] = {
     "log": {"append": log_append, "render": log_render, "show": log_show},
     "delivery": {"enable": delivery_enable, "disable": delivery_disable, "inspect": delivery_inspect,
                  "retry": delivery_retry, "midturn": delivery_midturn},
+    "wake": {"on": wake_on, "off": wake_off, "status": wake_status},
     "install": {"codex": install_codex, "gemini": install_gemini, "copilot": install_copilot,
                 "opencode": install_opencode},
     "run": {"gemini": run_gemini},

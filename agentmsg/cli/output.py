@@ -26,7 +26,7 @@ Payload = dict[str, Any]
 
 def command_name(args: Sequence[str]) -> str:
     words = [a for a in args if not a.startswith("-")]
-    if words[:1] and words[0] in ("log", "delivery", "install", "uninstall", "run", "db") and len(words) > 1:
+    if words[:1] and words[0] in ("log", "delivery", "wake", "install", "uninstall", "run", "db") and len(words) > 1:
         return f"{words[0]} {words[1]}"
     return words[0] if words else ""
 
@@ -121,6 +121,9 @@ def _send(p: Payload) -> None:
     for r in p["results"]:
         detail = f" ({r['detail']})" if r.get("detail") else ""
         print(f"{r['state']}: {r['id']} -> {r['to']}{detail}")
+        if r.get("wake") and r["wake"]["outcome"] != "wake off":
+            how = f" via {r['wake']['mechanism']}" if r["wake"].get("mechanism") else ""
+            print(f"  wake: {r['wake']['outcome']}{how}")
     if p.get("redacted"):
         print(f"redacted {p['redacted']} secret(s) before storing")
 
@@ -189,6 +192,8 @@ def _status(p: Payload) -> None:
             "acked"], rows, title="participants (enqueued/presented/replied count pending mail)",
            essential=("alias", "pin", "active", "pending"),
            drop=("enqueued", "presented", "replied", "notify", "acked", "requests"))
+    woken = [f"{x['alias']}: {x['wake']}" for x in p["participants"] if x.get("wake", "off") != "off"]
+    print(f"wake: {', '.join(woken) or 'off for everyone'}")
     print(f"awaiting notification: {', '.join(p['awaiting_notification']) or 'none'}")
 
 
@@ -222,6 +227,8 @@ def _inspect(p: Payload) -> None:
         _envelope(p["envelope"])
     else:
         print("no delivery envelope: Stop is never held (inbox at turn start and end is the fallback)")
+    if p.get("wake"):
+        _wake(p["wake"])
     for a in p["interrupted"]:
         print(f"interrupted attempt {a['attempt']} ({a['host']} {a['hook']}, {a['ts']}): "
               f"{', '.join(a['messages'])}; retry: agentmsg delivery retry --attempt {a['attempt']} --message ID")
@@ -393,7 +400,30 @@ def _cards(headers: list[str], rows: list[list[str]], title: str, essential: Seq
             print(line)
 
 
+def _wake(w: Payload) -> None:
+    if w.get("status") == "off" and "consent" not in w:
+        print("wake: off (agentmsg wake on lets senders ring this idle session)")
+        return
+    last = w["last_ring"]
+    ring = f"{last['outcome']} at {last['ts']}" if last else "none"
+    print(f"wake: {w['status']} (consent {w['consent']}, expires {w['expires']}); "
+          f"{w['consecutive']} of {w['consecutive_cap']} consecutive wakes, {w['rings_last_hour']} of "
+          f"{w['hourly_cap']} this hour; last ring: {ring}")
+    facts = w.get("facts") or {}
+    print("  session: " + ", ".join(f"{k} {facts[k]}" for k in ("host", "pid", "pane", "thread") if k in facts))
+
+
+def _wake_status(p: Payload) -> None:
+    print(f"binding: {p['alias']} = {p['pin']} in {p['collab']}")
+    _wake(p["wake"])
+
+
+def _wake_change(p: Payload) -> None:
+    print(f"wake {p['status']} for {p['alias']} ({p['owner']['pin']}) until {p['expires']}")
+
+
 HUMAN: dict[str, Callable[[Payload], None]] = {
+    "wake on": _wake_change, "wake off": _wake_change, "wake status": _wake_status,
     "open": _open, "join": _join, "send": _send, "inbox": _inbox, "show": _show, "ack": _ack,
     "status": _status, "search": _search, "close": _close, "leave": _leave, "log show": _log_show,
     "log append": _log_append,

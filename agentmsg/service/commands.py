@@ -106,6 +106,7 @@ def send(ctx: Ctx, *, collab: str | None, self_flag: str | None, draft: Draft, r
     sent = ctx.mailbox.send(cid, who, draft, flags=_flags(subject + "\n" + body))
     reg = ctx.mailbox.registry(cid)
     results = [_notify(ctx, cid, s, reg.participants[s.message.to].notify) for s in sent]
+    _wake(ctx, cid, sent, results)
     payload: Payload = {"collab": cid, "redacted": redacted, "results": results}
     failed = [r for r in results if r["notify_error"]]
     if failed:
@@ -113,6 +114,15 @@ def send(ctx: Ctx, *, collab: str | None, self_flag: str | None, draft: Draft, r
         err.result = payload
         raise err
     return payload
+
+
+def _wake(ctx: Ctx, cid: str, sent: list[Sent], results: list[Payload]) -> None:
+    """After storing: ring each recipient whose wake consent allows it (issue 11); never fails the send."""
+    from . import wake
+
+    rung = wake.after_send(ctx.store, str(ctx.root), cid, [s.message.to for s in sent if not s.already])
+    for result in results:
+        result["wake"] = rung.get(result["to"], {"outcome": "not rung (already stored)", "mechanism": None})
 
 
 def _reply_ref(ref: str | None) -> str | None:
@@ -238,6 +248,7 @@ def status(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
         row = {"alias": alias, "pin": p.pin, "runtime": p.runtime, "active": p.active,
                "notify": p.notify.get("adapter", "hook")}
         row.update(_mail_states(ctx, cid, alias, awaiting))
+        row["wake"] = _wake_state(ctx, cid, alias, p.pin, reg)
         people.append(row)
     return {
         **base, "collab": cid, "label": reg.label, "task": reg.task, "self": str(who) if who else None,
@@ -245,6 +256,13 @@ def status(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
         "participants": people, "awaiting_notification": awaiting,
         "closed_at": reg.closed_at, "closed": reg.closed,
     }
+
+
+def _wake_state(ctx: Ctx, cid: str, alias: str, pin: str, reg: Any) -> str:
+    from . import wake
+
+    found = wake.describe(ctx.store, cid, alias, pin, reg)
+    return "off" if found is None else str(found["status"])
 
 
 def _mail_states(ctx: Ctx, cid: str, alias: str, awaiting: list[str]) -> Payload:

@@ -133,3 +133,11 @@ def stream(base: str, name: str) -> str:
     from ...errors import UsageError
 
     raise UsageError(f"unknown stream {name[:40]!r}")
+
+
+WAKE = "wake"
+
+
+def session_file(root: str, pin: str, suffix: str) -> str:
+    """``ROOT/wake/<pin key>.<suffix>``: one session's facts (``json``), its waiter's lock, token and ring."""
+    return os.path.join(root, WAKE, f"{pin_key(pin)}.{suffix}")
