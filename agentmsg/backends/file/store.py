@@ -44,7 +44,13 @@ class FileStore(TxnReads):
         self._replica: str | bool | None = False  # not read yet
 
     def describe(self) -> dict[str, Any]:
-        return {"store": "file", "location": self.root, "reachable": os.path.isdir(self.root)}
+        """A root that does not exist yet is fine (the first write creates it); anything else there is not."""
+        out: dict[str, Any] = {"store": "file", "location": self.root, "reachable": True}
+        if os.path.lexists(self.root) and not os.path.isdir(self.root):
+            out.update(reachable=False, problem="it is not a directory")
+        elif not os.path.lexists(self.root):
+            out["created"] = False
+        return out
 
     # ---- collaborations ---------------------------------------------------------------
 
