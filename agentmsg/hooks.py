@@ -599,10 +599,10 @@ class Hook:
         for collab, alias, reg in binds:
             with self.txn(collab) as tx:
                 self._pending(tx, alias, reg)
+                env = self._envelope(tx, alias, reg)  # first: an unsafe delivery journal ends the hook here, once
                 if self._wake_step(wakehook.active, tx, alias, self.pin, reg) is not None:
                     self.busy = True
                     self._wake_step(wakehook.turn, self.root, self.pin, "idle")
-                env = self._envelope(tx, alias, reg)
                 if env is None:
                     continue
                 st = self.load_state(tx, alias)

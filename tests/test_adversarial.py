@@ -249,7 +249,9 @@ def _is_derived(rel: str) -> bool:
     parts = rel.split("/")
     if rel.endswith(".head") or parts[-1] in ("registry.yaml", "collaboration.md"):
         return True
-    if parts[0] in ("idle", "search.sqlite"):  # the hooks' fast-path markers, the search index
+    # The hooks' fast-path markers, the search index, and the session facts SessionStart records for
+    # wake-ups (runtime observations of a host process, kept outside every collaboration).
+    if parts[0] in ("idle", "search.sqlite", "wake"):
         return True
     return len(parts) >= 3 and parts[0] == "collabs" and parts[2] in _DERIVED_DIRS
 
