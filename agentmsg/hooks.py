@@ -75,6 +75,8 @@ EVENT_ALIASES = {"BeforeAgent": "UserPromptSubmit", "AfterAgent": "Stop", "sessi
                  "userPromptSubmitted": "UserPromptSubmit", "agentStop": "Stop"}
 #: The variable equal to the session id in every hook a host runs (the fast path's key); Codex and Copilot have none.
 SESSION_VARS = {"claude": "CLAUDE_CODE_SESSION_ID", "gemini": "GEMINI_SESSION_ID"}
+#: Hosts whose launcher fast path reads the session id from stdin instead (``hooks/run``), as this process does.
+STDIN_SESSION_HOSTS = ("codex", "copilot")
 #: How each host counts its context limit: the JS hosts in UTF-16 code units, Codex in UTF-8 bytes.
 UNITS = {"codex": "bytes"}
 #: Events ``hooks/run <host> fast`` may answer from the idle marker alone (never SessionStart).
@@ -228,8 +230,10 @@ class Hook:
     def _idle_token(self, session: str) -> str | None:
         """The generation the launcher's idle marker must match; None when this run must not write one."""
         var = SESSION_VARS.get(self.host)
-        if var is None or self.env.get(var) != session:
-            return None  # the launcher keys the marker by this variable (Codex's is inherited: no fast path)
+        if self.host in STDIN_SESSION_HOSTS:
+            pass  # the launcher keys the marker by stdin's session_id, the one this run read
+        elif var is None or self.env.get(var) != session:
+            return None  # the launcher keys the marker by this variable (Codex's is inherited: not its key)
         try:
             return views.idle_token(self.root or "", self.pin)
         except OSError:
