@@ -333,10 +333,17 @@ class Hook:
         skip = {int(k) for k, v in st["shown"].items() if st["prompt"] - v < REPRESENT_AFTER}
         return tx.unacked(alias, limit=CANDIDATES, skip=skip, requests_only=requests_only)
 
-    def claim(self, tx: FileTxn, alias: str, ids: tuple[str, ...], attempt: str) -> Callable[[], None]:
-        """Record one presented attempt for ``ids`` (inside ``tx``), durable before printing; returns its completer."""
+    def claim(self, tx: FileTxn, alias: str, ids: tuple[str, ...], attempt: str, *,
+              durable: bool = True) -> Callable[[], None]:
+        """Record one presented attempt for ``ids`` (inside ``tx``), written before printing; returns its completer.
+
+        ``durable=False`` (prompt and PostToolUse) skips the fsync: a presented receipt lost in a power cut
+        only makes its messages come due again, never acknowledged, never lost (docs/DELIVERY.md,
+        "Presented receipts are not fsynced").  A Stop block keeps it durable beside the slot it spends.
+        """
         tx.append_receipts(alias, [{"type": kinds.PRESENTED, "message": mid, "attempt": attempt, "host": self.host,
-                                    "hook": self.event, "pin": self.pin} for mid in ids], head=False)
+                                    "hook": self.event, "pin": self.pin} for mid in ids], durable=durable,
+                           head=False)
         collab = tx.collab
 
         def complete() -> None:
@@ -479,7 +486,7 @@ class Hook:
                 continue
             with self.txn(collab) as tx:
                 if ids:
-                    completers.append(self.claim(tx, alias, ids, uuid4()))
+                    completers.append(self.claim(tx, alias, ids, uuid4(), durable=False))
                 for m in page.messages:
                     if m.id in included:
                         st["shown"][str(m.seq)] = st["prompt"]
@@ -539,7 +546,7 @@ class Hook:
             if not ids:
                 continue
             with self.txn(collab) as tx:
-                completers.append(self.claim(tx, alias, ids, uuid4()))
+                completers.append(self.claim(tx, alias, ids, uuid4(), durable=False))
                 for m in wanted:
                     if m.id in included:
                         st["shown"][str(m.seq)] = st["prompt"]
