@@ -69,6 +69,8 @@ if TYPE_CHECKING:
 HOSTS = {"claude": "claude-code", "codex": "codex", "copilot": "copilot", "gemini": "gemini",
          "opencode": "opencode"}  # opencode: its plugin (opencode/agentmsg.js) runs them
 MIDTURN = "PostToolUse"
+#: Hosts whose hooks file runs ``hooks/run <host> midturn`` after every tool call (docs/DELIVERY.md, "Mid-turn").
+MIDTURN_HOSTS = ("claude", "codex")
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", MIDTURN)
 #: Other hosts' names for the same three events: Gemini CLI's, and Copilot CLI's camelCase hooks.
 EVENT_ALIASES = {"BeforeAgent": "UserPromptSubmit", "AfterAgent": "Stop", "sessionStart": "SessionStart",
@@ -222,7 +224,7 @@ class Hook:
                 views.quietly(views.mark_midturn_quiet, self.root, self.pin, token)  # until a writer wakes it
         elif token is not None and not self.busy and not out:
             views.quietly(views.mark_idle, self.root, self.pin, token)  # nothing to show until a writer wakes it
-        elif binds and self.host == "claude":
+        elif binds and self.host in MIDTURN_HOSTS:
             # A prompt counted or a context cleared may bring a shown message due again between tool calls.
             views.quietly(views.clear_midturn, self.root, self.pin)
         return out, after

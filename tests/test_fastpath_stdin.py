@@ -206,3 +206,31 @@ def test_a_huge_stdin_on_the_fast_path_is_drained(tmp_path, store, collab, shim)
     settle(tmp_path, collab.root, shim)
     huge = compact({**meta(), "prompt": "p" * (4 << 20)})
     assert codex(tmp_path, collab.root, shim, stdin=huge) == ("", False)
+
+
+# ---- Codex PostToolUse (hooks/run codex midturn) ------------------------------------------------------
+
+
+def codex_tool(tmp_path: Path, root: Path, shim: Path, stdin: bytes | None = None) -> tuple[str, bool]:
+    doc = {**meta(event="PostToolUse"), "tool_name": "Bash", "tool_input": {"command": "ls"},
+           "tool_response": "x" * 100_000, "tool_use_id": "call-1"}
+    return codex(tmp_path, root, shim, stdin=stdin if stdin is not None else compact(doc), event="PostToolUse")
+
+
+def test_codex_post_tool_use_with_nothing_due_starts_no_interpreter(tmp_path, store, collab, shim):
+    from agentmsg.service import delivery
+
+    delivery.set_midturn(store, collab.id, collab.driver, on=True, min_gap=0)
+    assert codex_tool(tmp_path, collab.root, shim) == ("", True)
+    assert (collab.root / layout.IDLE / "codex" / f"{DRIVER_SESSION}.mid").is_file()
+    assert codex_tool(tmp_path, collab.root, shim) == ("", False)
+    store.send(collab.id, collab.reviewer, Draft(to="driver", kind="request", priority="high", subject="urgent-mid",
+                                                 body="body"))
+    out, ran = codex_tool(tmp_path, collab.root, shim)
+    assert ran and "urgent-mid" in out and '"hookEventName":"PostToolUse"' in out.replace(" ", "")
+
+
+def test_codex_post_tool_use_without_a_state_root_starts_nothing(tmp_path, shim):
+    root = tmp_path / "nothing-here"
+    assert codex_tool(tmp_path, root, shim) == ("", False)
+    assert not root.exists()
