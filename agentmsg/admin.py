@@ -30,11 +30,68 @@ def doctor(ctx: Ctx) -> Payload:
     # entry point resolves on its own, not whether it can be told one.
     payload = checks.run(ctx.env, str(ctx.root))
     payload["store"] = ctx.store.describe()
+    if not payload["store"].get("reachable", True):
+        payload["warnings"].append(f"the {payload['store']['store']} store at {payload['store']['location']} "
+                                   f"cannot be reached: {payload['store'].get('problem', 'unknown reason')}")
+        payload["verdict"] = "error"
+    elif payload["store"].get("schema_known") not in (None, payload["store"].get("schema")):
+        have, know = payload["store"].get("schema"), payload["store"]["schema_known"]
+        payload["warnings"].append(f"the database schema is version {have or 'none'}, this client's is {know}: "
+                                   + ("upgrade agentmsg" if have and have > know else "run `agentmsg db migrate`"))
+        payload["verdict"] = "error"
     if payload["warnings"]:
         err = Disagreement(f"{len(payload['warnings'])} warning(s); first: {payload['warnings'][0]}")
         err.result = payload
         raise err
     return payload
+
+
+def _pg(ctx: Ctx, what: str) -> Any:
+    """The PostgreSQL store the command names, or a usage error saying how to name one."""
+    if not ctx.store_url:
+        raise UsageError(f"{what} needs a database: pass --store postgresql://... or set AGENTMSG_STORE")
+    from .backends.postgres.store import PgStore
+
+    store = ctx.store
+    if not isinstance(store, PgStore):
+        raise UsageError(f"{what} needs a postgresql:// store")
+    return store
+
+
+def db_migrate(ctx: Ctx) -> Payload:
+    """Bring the database's schema up to this copy's migrations (one transaction, under an advisory lock)."""
+    from .backends.postgres import schema
+    from .backends.postgres.store import db_errors, safe_location
+
+    store = _pg(ctx, "db migrate")
+    conn = store.connect(checked=False)
+    try:
+        with db_errors("migrate"):
+            done = schema.migrate(conn)
+    finally:
+        conn.close()
+    return {**done, "store": safe_location(store.url)}
+
+
+def db_grant(ctx: Ctx, collab: str, role: str) -> Payload:
+    """Let another PostgreSQL role into a collaboration, so its sessions can join it."""
+    from .domain import validate
+
+    cid = validate.collab_id(collab)
+    if not role.replace("_", "").isalnum() or len(role) > 63:
+        raise UsageError(f"invalid role name {role[:70]!r}")
+    added = _pg(ctx, "db grant").grant(cid, role)
+    return {"collab": cid, "role": role, "already": not added}
+
+
+def db_move(ctx: Ctx, collab: str) -> Payload:
+    """Move a collaboration from the file store at the state root into the --store database."""
+    from .backends.file.store import FileStore
+    from .domain import validate
+    from .service.move import move
+
+    target = _pg(ctx, "db move")
+    return move(FileStore(ctx.root), target, validate.collab_id(collab))
 
 
 def install_codex(ctx: Ctx, codex_home: str | None) -> Payload:

@@ -119,6 +119,20 @@ class Disagreement(AgentmsgError):
     prefix = "doctor"
 
 
+class StoreUnreachable(AgentmsgError):
+    """The database store could not be reached, or went away mid-command: nothing was stored."""
+
+    code = 20
+    prefix = "store unreachable"
+
+
+class SchemaMismatch(AgentmsgError):
+    """The database schema is missing, older than this client needs, or newer than it knows."""
+
+    code = 21
+    prefix = "schema"
+
+
 EXIT_CODES: tuple[tuple[int, str], ...] = (
     (0, "success"),
     (1, "internal error (the traceback goes to ~/.cache/agentmsg/crash.log)"),
@@ -139,6 +153,10 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     (WatchTimeout.code, "watch timed out with no matching event"),
     (DeliveryInactive.code, "delivery envelope missing, expired or spent"),
     (Disagreement.code, "doctor: entry points disagree or did not answer"),
+    (StoreUnreachable.code, "store unreachable: the PostgreSQL store could not be reached or went away; "
+                            "nothing was stored (retry with the same --id)"),
+    (SchemaMismatch.code, "schema: the PostgreSQL schema is missing, too old (run `agentmsg db migrate`) or newer "
+                          "than this client"),
     (130, "interrupted (Ctrl-C)"),
     (141, "stdout closed early (the reader, e.g. head, went away)"),
 )

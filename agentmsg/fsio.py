@@ -515,3 +515,29 @@ def overwrite_or_replace(path: StrPath, data: bytes) -> None:
         if not isinstance(exc, OSError) and type(exc).__name__ != "UnsafePath":
             raise
         atomic_write(path, data, durable=False)
+
+
+def cut_partial_line(path: StrPath) -> int:
+    """Cut a last line that has no newline back off the file; returns the bytes removed.
+
+    Only for a replica's journal (``Journal.append_sealed``): a mirror killed mid-write leaves part of
+    records the server still holds, and they are copied again whole.  Other writers keep a torn line
+    as evidence (``append`` terminates it instead).
+    """
+    fd = _open(path, os.O_RDWR, write=True)
+    try:
+        size = end = os.fstat(fd).st_size
+        if not size or os.pread(fd, 1, size - 1) == b"\n":
+            return 0
+        while end > 0:
+            start = max(0, end - 65536)
+            found = os.pread(fd, end - start, start).rfind(b"\n")
+            if found >= 0:
+                end = start + found + 1
+                break
+            end = start
+        os.ftruncate(fd, end)
+        os.fsync(fd)
+        return size - end
+    finally:
+        os.close(fd)

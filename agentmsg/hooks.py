@@ -49,8 +49,8 @@ import os
 import sys
 import time
 
-from . import TOOL, __version__, fsio, hostcmd, records
-from .backends.file import layout, views
+from . import TOOL, __version__, fsio, hostcmd, mirrorstart, records, sessionfacts, wakehook
+from .backends.file import layout, outbox, views
 from .backends.file.store import FileStore, FileTxn
 from .domain import envelope, kinds, rules
 from .paths import resolve_root_str
@@ -208,10 +208,15 @@ class Hook:
         self.pin = f"{self.hosts[self.host]}:{session}"
         if self.root is None or not os.path.isdir(self.root):
             return self.unbound(event), _nothing  # no state root: this machine never used agentmsg
+        if mirrorstart.wanted(self.root, self.env):  # a replica root: its mirror keeps it current
+            self._start_mirror()
         # The fast path's generation, read before any state (docs/DELIVERY.md, "Fast path").
         token = self._idle_token(str(session)) if event in FAST_EVENTS or event == MIDTURN else None
         self.busy = token is None
         self.store = FileStore(self.root, lock_timeout=self.lock_timeout)
+        if event == "SessionStart":
+            self._wake_step(sessionfacts.record, self.root, self.pin,
+                            sessionfacts.gather(self.host, str(session), self.env))
         binds = self._locked_call(self.store.bound, self.pin)
         if not binds:
             out, after = self.unbound(event), _nothing  # not joined: joining never happens implicitly
@@ -228,6 +233,22 @@ class Hook:
             # A prompt counted or a context cleared may bring a shown message due again between tool calls.
             views.quietly(views.clear_midturn, self.root, self.pin)
         return out, after
+
+    def _start_mirror(self) -> None:
+        """Spawn ``agentmsg sync`` if none runs (mirrorstart: a flock probe, then a detached process)."""
+        explicit = self.env.get("AGENTMSG_CLI")
+        found = None if explicit else hostcmd.launcher(os.path.dirname(os.path.abspath(__file__)))
+        command = [explicit] if explicit else ["/bin/sh", found] if found else None
+        if command is not None and self.root is not None:
+            mirrorstart.ensure(self.root, self.env, command)
+
+    def _wake_step(self, step: Callable[..., Any], *args: Any) -> Any:
+        """A wake-up bookkeeping step (issue 11): its failure is logged and never costs the delivery."""
+        try:
+            return step(*args)
+        except Exception as exc:
+            self.log(exc)
+            return None
 
     def _idle_token(self, session: str) -> str | None:
         """The generation the launcher's idle marker must match; None when this run must not write one."""
@@ -339,20 +360,29 @@ class Hook:
               durable: bool = True) -> Callable[[], None]:
         """Record one presented attempt for ``ids`` (inside ``tx``), written before printing; returns its completer.
 
-        ``durable=False`` (prompt and PostToolUse) skips the fsync: a presented receipt lost in a power cut
-        only makes its messages come due again, never acknowledged, never lost (docs/DELIVERY.md,
-        "Presented receipts are not fsynced").  A Stop block keeps it durable beside the slot it spends.
+        ``durable=False`` (prompt and PostToolUse) skips the local append's fsync: a presented receipt lost in a
+        power cut only makes its messages come due again, never acknowledged, never lost (docs/DELIVERY.md,
+        "Presented receipts are not fsynced").  A Stop block keeps it durable beside the slot it spends, and a
+        mirrored root's outbox entry stays durable as before.
         """
-        tx.append_receipts(alias, [{"type": kinds.PRESENTED, "message": mid, "attempt": attempt, "host": self.host,
-                                    "hook": self.event, "pin": self.pin} for mid in ids], durable=durable,
-                           head=False)
+        presented = [{"type": kinds.PRESENTED, "message": mid, "attempt": attempt, "host": self.host,
+                      "hook": self.event, "pin": self.pin} for mid in ids]
         collab = tx.collab
+        done = {"type": kinds.COMPLETE, "attempt": attempt, "host": self.host, "hook": self.event,
+                "messages": len(ids)}
+        if self.store.replica_of is not None:  # a mirrored root: the receipts go to the server via the outbox
+            outbox.put(tx.root, collab, f"receipts/{alias}", presented, entry_id=uuid4())
+        else:
+            tx.append_receipts(alias, presented, durable=durable, head=False)
+        root = tx.root
 
         def complete() -> None:
             # Not fsynced: losing it in a crash only makes the attempt look interrupted (retry exists).
-            with self.txn(collab) as done:
-                done.append_receipts(alias, [{"type": kinds.COMPLETE, "attempt": attempt, "host": self.host,
-                                              "hook": self.event, "messages": len(ids)}], durable=False)
+            if self.store.replica_of is not None:
+                outbox.put(root, collab, f"receipts/{alias}", [done], entry_id=uuid4(), durable=False)
+                return
+            with self.txn(collab) as after:
+                after.append_receipts(alias, [done], durable=False)
 
         return complete
 
@@ -460,6 +490,9 @@ class Hook:
             with self.txn(collab) as tx:
                 st = self.load_state(tx, alias)
                 st["prompt"] += 1
+                if self._wake_step(wakehook.prompt, tx, alias, self.pin, reg, data.get("prompt")):
+                    self.busy = True  # the launcher must run every prompt and Stop: they count wakes and turns
+                    self._wake_step(wakehook.turn, self.root, self.pin, "busy")
                 page = self._due(tx, alias, st)
                 self._pending(tx, alias, reg, page.total)
                 if not page.messages:
@@ -565,7 +598,10 @@ class Hook:
 
     def _envelope(self, tx: FileTxn, alias: str, reg: Registry) -> envelope.Envelope | None:
         """This exact binding's envelope, if it is active."""
-        env = envelope.latest(envelope.fold(tx.delivery_records()), alias, self.pin)
+        recs = tx.delivery_records()
+        if self.store.replica_of is not None:  # slots spent here and not yet back from the server
+            recs += outbox.slots(tx.root, tx.collab)
+        env = envelope.latest(envelope.fold(recs), alias, self.pin)
         if env is None:
             return None
         status = env.status(time.time(), holder=reg.holder(alias), closed=reg.closed)
@@ -576,6 +612,9 @@ class Hook:
         for collab, alias, reg in binds:
             with self.txn(collab) as tx:
                 self._pending(tx, alias, reg)
+                if self._wake_step(wakehook.active, tx, alias, self.pin, reg) is not None:
+                    self.busy = True
+                    self._wake_step(wakehook.turn, self.root, self.pin, "idle")
                 env = self._envelope(tx, alias, reg)
                 if env is None:
                     continue
@@ -628,10 +667,12 @@ class Hook:
             if not rendered.included:
                 return b"", _nothing
             attempt = uuid4()
-            tx.append_delivery({
-                "type": kinds.SLOT, "envelope": env.id, "slot": slot, "alias": alias, "pin": self.pin,
-                "host": self.host, "attempt": attempt, "messages": list(rendered.included),
-            })
+            spent = {"type": kinds.SLOT, "envelope": env.id, "slot": slot, "alias": alias, "pin": self.pin,
+                     "host": self.host, "attempt": attempt, "messages": list(rendered.included)}
+            if self.store.replica_of is not None:
+                outbox.put(tx.root, collab, "delivery", [dict(spent, ts=records.now_utc())], entry_id=uuid4())
+            else:
+                tx.append_delivery(spent)
             complete = self.claim(tx, alias, rendered.included, attempt)
             st["blocked"] = [m.id for m in requests]
             for m in requests:

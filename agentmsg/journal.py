@@ -110,8 +110,7 @@ class Journal:
         tail = self.last()
         sealed, lines = [], []
         for fields in items:
-            tail = records.seal(fields, seq=tail["seq"] + 1 if tail else 1, prev=tail["sum"] if tail else "",
-                                prev_ts=tail.get("ts") if tail else None)
+            tail = records.seal_next(fields, tail)
             sealed.append(tail)
             lines.append(records.encode(tail))
         def reserve(at: int) -> None:
@@ -133,16 +132,59 @@ class Journal:
                               "nothing was stored") from None
         assert at is not None  # append creates the file
         if head:
-            try:
-                assert tail is not None  # items is not empty
-                fsio.overwrite_or_replace(self.head_path, records.canonical({"seq": tail["seq"], "sum": tail["sum"]}))
-            except OSError:
-                pass  # the records are stored; verify accepts a sidecar that lags, and the next append fixes it
-        placed = []
-        for rec, line in zip(sealed, lines, strict=True):
-            placed.append((at, rec))
-            at += len(line)
-        return placed
+            assert tail is not None  # items is not empty
+            self._write_head(tail)
+        return _placed(at, sealed, lines)
+
+    def _write_head(self, tail: Record) -> None:
+        try:
+            fsio.overwrite_or_replace(self.head_path, records.canonical({"seq": tail["seq"], "sum": tail["sum"]}))
+        except OSError:
+            pass  # the records are stored; verify accepts a sidecar that lags, and the next append fixes it
+
+    def append_sealed(self, recs: Sequence[Record], *, before: Callable[[int, Record], None] | None = None
+                      ) -> list[tuple[int, Record]]:
+        """Append records another store sealed, verbatim, in one durable write (a mirror's import).
+
+        Each must carry its own checksum and continue the chain exactly (``seq`` one more, ``prev``
+        the last ``sum``); records this file already holds are skipped, so a repeated import is a
+        no-op.  Anything else is refused before a byte is written: a mirror never forks history.
+        """
+        from .errors import StoreFailed, TamperDetected
+
+        if fsio.file_size(self.path):
+            fsio.cut_partial_line(self.path)  # this replica's own torn write: those records come again whole
+        tail = self.last()
+        lines, fresh = [], []
+        for rec in recs:
+            seq, last = rec.get("seq"), (tail["seq"] if tail else 0)
+            if type(seq) is int and seq <= last:
+                if seq == last and tail is not None and rec.get("sum") != tail.get("sum"):
+                    raise TamperDetected(f"{os.fspath(self.path)}: record {seq} differs from the one stored; "
+                                      "the replica and its source have diverged")
+                continue
+            if seq != last + 1 or rec.get("prev") != (tail["sum"] if tail else "") or \
+                    rec.get("sum") != records.checksum(rec):
+                raise TamperDetected(f"{os.fspath(self.path)}: record {seq} does not continue the chain at {last} "
+                                  "(the replica and its source have diverged); nothing was imported")
+            tail = rec
+            fresh.append(rec)
+            lines.append(records.encode(rec))
+        if not fresh:
+            return []
+        if before is not None:
+            at = fsio.next_offset(self.path)
+            for rec, line in zip(fresh, lines, strict=True):
+                before(at, rec)
+                at += len(line)
+        try:
+            end = fsio.append(self.path, b"".join(lines), durable=True)
+        except OSError as exc:
+            raise StoreFailed(f"cannot append to {os.fspath(self.path)}: {exc.strerror or exc}; "
+                              "nothing was stored") from None
+        assert end is not None  # append creates the file
+        self._write_head(fresh[-1])
+        return _placed(end, fresh, lines)
 
     @property
     def head_path(self) -> StrPath:
@@ -187,3 +229,12 @@ class Journal:
 
     def size(self) -> int:
         return fsio.file_size(self.path)
+
+
+def _placed(at: int, recs: Sequence[Record], lines: Sequence[bytes]) -> list[tuple[int, Record]]:
+    """Each record with the offset it was written at, from the first one's ``at``."""
+    placed = []
+    for rec, line in zip(recs, lines, strict=True):
+        placed.append((at, rec))
+        at += len(line)
+    return placed

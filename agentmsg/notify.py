@@ -91,7 +91,7 @@ def _scrubbed(program: str) -> dict[str, str]:
     return {"PATH": os.path.dirname(program) or os.defpath, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
 
 
-def _run(argv: list[str]) -> None:
+def _run(argv: list[str], extra_env: Mapping[str, str] | None = None) -> None:
     import shutil  # only a typed adapter that rings runs a program: a hook-only send never pays for these
     import subprocess
 
@@ -100,7 +100,8 @@ def _run(argv: list[str]) -> None:
         raise NotifyError(f"{argv[0]}: not found on PATH")
     try:
         done = subprocess.run([program, *argv[1:]], capture_output=True, timeout=COMMAND_TIMEOUT, check=False,
-                              stdin=subprocess.DEVNULL, env=_scrubbed(program), close_fds=True)
+                              stdin=subprocess.DEVNULL, env={**_scrubbed(program), **(extra_env or {})},
+                              close_fds=True)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise NotifyError(f"{argv[0]}: {exc}") from None
     if done.returncode != 0:

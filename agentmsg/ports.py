@@ -85,3 +85,11 @@ class Store(Protocol):
     def rebuild(self, collab: str) -> list[str]: ...
     def verify(self, collab: str | None) -> tuple[int, list[Record]]: ...
     def clean_temp(self, older_than: float = 3600.0) -> int: ...
+
+
+class Replica(Protocol):
+    """What a per-machine mirror (``agentmsg sync``) reads from a remote store: sealed records by sequence."""
+
+    def streams(self, collab: str) -> dict[str, int]: ...   # stream -> last seq; streams: "events", "notes", "delivery", "inbox/<alias>", "receipts/<alias>"  # noqa: E501
+    def records_since(self, collab: str, stream: str, seq: int, limit: int = 1000) -> list[Record]: ...  # sealed records as stored, ascending seq > seq  # noqa: E501
+    def wait_any(self, collabs: Collection[str], timeout: float) -> bool: ...  # True when something changed (PG: LISTEN/NOTIFY; files: poll)  # noqa: E501

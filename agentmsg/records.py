@@ -154,6 +154,13 @@ def seal(fields: Record, *, seq: int, prev: str, prev_ts: str | None) -> Record:
     return rec
 
 
+def seal_next(fields: Record, tail: Record | None) -> Record:
+    """Seal ``fields`` as the record after ``tail`` (None: the first of its journal); every backend chains this way."""
+    if tail is None:
+        return seal(fields, seq=1, prev="", prev_ts=None)
+    return seal(fields, seq=tail["seq"] + 1, prev=tail["sum"], prev_ts=tail.get("ts"))
+
+
 def encode(rec: Record) -> bytes:
     return canonical(rec) + b"\n"
 

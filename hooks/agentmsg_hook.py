@@ -24,7 +24,10 @@ def _main():
             # A read-only checkout: keep compiled modules in the plugin's data folder instead.
             data = os.environ.get("CLAUDE_PLUGIN_DATA") or os.environ.get("PLUGIN_DATA")
             sys.pycache_prefix = os.path.join(data, "pycache")
-        from agentmsg.hooks import main
+        if len(sys.argv) > 2 and sys.argv[2] == "wait":  # Claude Code's asyncRewake waiter (agentmsg/waiter.py)
+            from agentmsg.waiter import main
+        else:
+            from agentmsg.hooks import main
     except BaseException as exc:  # fail open, before agentmsg.hooks can
         _log(host, exc)
         return 0

@@ -57,6 +57,7 @@ def clean_env(root: Path | str | None = None, env: Mapping[str, str | None] | No
     out.pop("NO_COLOR", None)
     if root is not None:
         out["AGENTMSG_HOME"] = str(root)
+    out["AGENTMSG_NO_MIRROR"] = "1"  # no background `agentmsg sync` outliving a test; tests/test_mirror.py opts in
     for key, value in (env or {}).items():
         if value is None:
             out.pop(key, None)

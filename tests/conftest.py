@@ -103,13 +103,39 @@ def child_env(_isolated_home: Path) -> dict[str, str]:
     return env
 
 
-@pytest.fixture(params=["file", "memory"])
+@pytest.fixture(scope="session")
+def pg_cluster():
+    """One throwaway PostgreSQL server for the whole session (tests/pg.py); stopped and removed at the end."""
+    from tests.pg import Cluster
+
+    cluster = Cluster().init().start()
+    try:
+        cluster.make_template()
+        yield cluster
+    finally:
+        cluster.destroy()
+
+
+@pytest.fixture
+def pg_url(pg_cluster) -> str:
+    """A fresh, migrated database on the session's server."""
+    return pg_cluster.url(pg_cluster.new_db())
+
+
+@pytest.fixture(params=["file", "memory", "postgresql"])
 def port(request: pytest.FixtureRequest, tmp_path: Path):
     """Each storage backend in turn: a test using it is part of the backend contract."""
     from agentmsg.backends.file.store import FileStore
     from agentmsg.backends.memory import MemoryStore
 
-    return FileStore(tmp_path / "state") if request.param == "file" else MemoryStore()
+    if request.param == "postgresql":
+        from agentmsg.backends.postgres.store import PgStore
+
+        store = PgStore(request.getfixturevalue("pg_url"))
+        yield store
+        store.close()
+        return
+    yield FileStore(tmp_path / "state") if request.param == "file" else MemoryStore()
 
 
 @pytest.fixture

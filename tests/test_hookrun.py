@@ -518,7 +518,13 @@ def test_hooks_files_name_the_launcher_for_each_host():
         extra = set(gemini) | {"PostToolUse"} if host == "claude" else {"PostToolUse"} if host == "codex" else set()
         assert set(doc["hooks"]) == {"SessionStart", "UserPromptSubmit", "Stop"} | extra
         for event, groups in doc["hooks"].items():
-            (group,) = groups
+            waiters = [g for g in groups if any(h.get("asyncRewake") for h in g["hooks"])]
+            if (host, event) == ("claude", "Stop"):  # the wake-up waiter (issue 11) beside it, Claude Code only
+                ((waiter,),) = [g["hooks"] for g in waiters]
+                assert waiter["command"].endswith('/hooks/run" claude wait') and waiter["asyncRewake"] is True
+            else:
+                assert not waiters
+            (group,) = [g for g in groups if g not in waiters]
             assert set(group) == {"hooks"}
             (hook,) = group["hooks"]
             runs = "gemini" if event in gemini else host

@@ -17,6 +17,7 @@ from ..domain import kinds, rules, search
 from ..domain.search import Found, Query
 from ..domain.values import Message, Page, Registry
 from ..errors import NotFound
+from .chains import chain_findings
 from .reads import TxnReads
 
 Record = dict[str, Any]
@@ -36,9 +37,7 @@ class _Collab:
 
 
 def _seal(log: list[Record], fields: Record) -> Record:
-    prev = log[-1] if log else None
-    return records.seal(fields, seq=prev["seq"] + 1 if prev else 1, prev=prev["sum"] if prev else "",
-                        prev_ts=prev["ts"] if prev else None)
+    return records.seal_next(fields, log[-1] if log else None)
 
 
 class MemoryStore(TxnReads):
@@ -48,6 +47,7 @@ class MemoryStore(TxnReads):
         self._collabs: dict[str, _Collab] = {}
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)
+        self._version = self._waited = 0  # transactions ended; as of the last wait_any
 
     def describe(self) -> dict[str, Any]:
         return {"store": "memory", "location": f"memory:{id(self):x}", "reachable": True}
@@ -94,6 +94,35 @@ class MemoryStore(TxnReads):
                 self._changed.wait(left)
         return True
 
+    # ---- replication (ports.Replica) ---------------------------------------------------------
+
+    def _streams(self, collab: str) -> dict[str, list[Record]]:
+        c = self._get(collab)
+        out = {"events": c.events, "notes": c.notes, "delivery": c.delivery}
+        out.update({f"inbox/{a}": log for a, log in c.inboxes.items()})
+        out.update({f"receipts/{a}": log for a, log in c.receipts.items()})
+        return out
+
+    def streams(self, collab: str) -> dict[str, int]:
+        with self._lock:
+            return {name: log[-1]["seq"] for name, log in self._streams(collab).items() if log}
+
+    def records_since(self, collab: str, stream: str, seq: int, limit: int = 1000) -> list[Record]:
+        with self._lock:
+            return [dict(r) for r in self._streams(collab).get(stream, [])[seq:seq + limit]]
+
+    def wait_any(self, collabs: Collection[str], timeout: float) -> bool:
+        """Until a transaction ends after the previous call (True) or ``timeout`` passes (False)."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while self._version == self._waited:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._changed.wait(left)
+            self._waited = self._version
+            return True
+
     def receipts(self, collab: str, alias: str) -> list[Record]:
         return list(self._get(collab).receipts.get(alias, []))
 
@@ -132,14 +161,9 @@ class MemoryStore(TxnReads):
         for cid in [collab] if collab else self.collabs():
             c = self._get(cid)
             logs = [c.events, c.notes, c.delivery, *c.inboxes.values(), *c.receipts.values()]
+            count += len(logs)
             for log in logs:
-                count += 1
-                prev = ""
-                for i, rec in enumerate(log, start=1):
-                    if rec.get("sum") != records.checksum(rec) or rec.get("prev") != prev or rec["seq"] != i:
-                        findings.append({"path": f"memory:{cid}", "line": i, "kind": "edited",
-                                         "detail": f"record {i} does not verify", "tampering": True})
-                    prev = rec["sum"]
+                findings += chain_findings(f"memory:{cid}", log)
         return count, findings
 
     def clean_temp(self, older_than: float = 3600.0) -> int:
@@ -155,6 +179,7 @@ class MemoryTxn:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.store._version += 1
         self.store._changed.notify_all()
         self.store._lock.release()
 

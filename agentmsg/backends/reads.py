@@ -21,25 +21,29 @@ class TxnReads:
     def transaction(self, collab: str) -> Txn:
         raise NotImplementedError
 
+    def reading(self, collab: str) -> Txn:
+        """A transaction to read in: the writers' lock here; a backend with snapshots reads without it."""
+        return self.transaction(collab)
+
     def registry(self, collab: str) -> Registry:
-        with self.transaction(collab) as tx:
+        with self.reading(collab) as tx:
             return tx.registry()
 
     def message(self, collab: str, message_id: str) -> Message | None:
-        with self.transaction(collab) as tx:
+        with self.reading(collab) as tx:
             return tx.message(message_id)
 
     def unacked(self, collab: str, alias: str, *, limit: int, skip: Collection[int] = (),
                 requests_only: bool = False, priority_first: bool = True) -> Page:
-        with self.transaction(collab) as tx:
+        with self.reading(collab) as tx:
             return tx.unacked(alias, limit=limit, skip=skip, requests_only=requests_only,
                               priority_first=priority_first)
 
     def since(self, collab: str, alias: str, seq: int) -> list[Message]:
         """Messages to ``alias`` after sequence number ``seq`` (what ``watch`` waits for)."""
-        with self.transaction(collab) as tx:
+        with self.reading(collab) as tx:
             return tx.since(alias, seq)
 
     def message_receipts(self, collab: str, message: Message) -> list[dict[str, Any]]:
-        with self.transaction(collab) as tx:
+        with self.reading(collab) as tx:
             return tx.message_receipts(message)

@@ -38,6 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .app import app_command, one_command
 
     args = list(sys.argv[1:] if argv is None else argv)
+    args = _take_store(args)
     if os.name != "posix":
         fsio.lock_nonblocking = _portalocker_nb
     fsio.wait_notice = fsio.warn
@@ -77,6 +78,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("AGENTMSG_RAISE_ERRORS"):
             raise
         return output.fail(command, _crash(exc, command, args), as_json)
+
+
+def _take_store(args: list[str]) -> list[str]:
+    """Take the global ``--store URL`` (or ``--store=URL``) out of ``args`` into ``AGENTMSG_STORE``.
+
+    The variable, not a flag per command: every command, and whatever it
+    starts (the mirror), then names the same store.
+    """
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            out += args[i:]
+            break
+        if arg == "--store" and i + 1 < len(args):
+            os.environ["AGENTMSG_STORE"] = args[i + 1]
+            i += 2
+            continue
+        if arg.startswith("--store="):
+            os.environ["AGENTMSG_STORE"] = arg.split("=", 1)[1]
+        else:
+            out.append(arg)
+        i += 1
+    return out
 
 
 def _closed_pipe() -> int:

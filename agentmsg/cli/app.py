@@ -29,9 +29,11 @@ HELP = "Durable, addressed messaging between coding-agent sessions."
 GROUP_HELP = {
     "log": "The collaboration log: immutable notes and the rendered transcript.",
     "delivery": "Stop continuations for one binding, inside a finite, immutable envelope.",
+    "wake": "Opt-in, bounded wake-ups of this idle session when mail arrives (off by default).",
     "install": "Install host adapters that are not installed as a plugin.",
     "uninstall": "Remove agentmsg from a host (what it wrote, the host's plugin, caches).",
     "run": "Start a host with the session identity its shell lacks.",
+    "db": "The PostgreSQL store (--store URL or AGENTMSG_STORE): its schema.",
 }
 #: Settings of every Typer built here (the full tree's root, and a single command).
 _SETTINGS: dict[str, Any] = {"add_completion": False, "pretty_exceptions_enable": False, "rich_markup_mode": None}
@@ -71,6 +73,12 @@ def _delivery() -> Any:
     from ..service import delivery_commands
 
     return delivery_commands
+
+
+def _wake() -> Any:
+    from ..service import wake_commands
+
+    return wake_commands
 
 
 def _admin() -> Any:
@@ -406,6 +414,28 @@ def delivery_retry(
                                                                    message=message), json_)
 
 
+def wake_on(
+    expires_in: Annotated[str, typer.Option(help="When the consent ends (at most 24h); nothing renews it.")] = "8h",
+    collab: Collab = None,
+    self_: Self = None,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Let senders ring this idle session with a fixed doorbell line (bounded; only for yourself)."""
+    payload = _wake().on(_ctx(root), collab=collab, self_flag=self_, expires_in=expires_in)
+    return _done("wake on", payload, json_)
+
+
+def wake_off(collab: Collab = None, self_: Self = None, root: Root = None, json_: Json = False) -> int:
+    """End this binding's wake consent now. History is kept."""
+    return _done("wake off", _wake().off(_ctx(root), collab=collab, self_flag=self_), json_)
+
+
+def wake_status(collab: Collab = None, self_: Self = None, root: Root = None, json_: Json = False) -> int:
+    """Show this binding's wake consent: expiry, session facts, rings, the bounds."""
+    return _done("wake status", _wake().status(_ctx(root), collab=collab, self_flag=self_), json_)
+
+
 CodexHome = Annotated[str | None, typer.Option(help="Codex home (default: $CODEX_HOME, else ~/.codex).")]
 
 
@@ -514,23 +544,60 @@ def version(root: Root = None, json_: Json = False) -> int:
     return _done("version", _admin().version(_ctx(root)), json_)
 
 
+def db_migrate(root: Root = None, json_: Json = False) -> int:
+    """Apply the shipped SQL migrations to the --store/AGENTMSG_STORE database, in one transaction."""
+    return _done("db migrate", _admin().db_migrate(_ctx(root)), json_)
+
+
+def db_grant(
+    role: Annotated[str, typer.Option("--role", help="The PostgreSQL role to let in.")],
+    collab: Annotated[str, typer.Option("--collab", help="Collaboration UUID.")],
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Let another PostgreSQL role (machine or principal) into a collaboration you are in."""
+    return _done("db grant", _admin().db_grant(_ctx(root), collab, role), json_)
+
+
+def sync(
+    once: Annotated[bool, typer.Option("--once", help="Catch up once and exit.")] = False,
+    idle_exit: Annotated[str | None, typer.Option("--idle-exit", help="Exit after this long with nothing to "
+                                                                     "copy or push (default 15m).")] = None,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Mirror --store/AGENTMSG_STORE into this root so hooks read local files (one per root; started automatically)."""
+    return _done("sync", _actions().sync(_ctx(root), once=once, idle_exit=idle_exit), json_)
+
+
+def db_move(
+    collab: Annotated[str, typer.Option("--collab", help="Collaboration UUID.")],
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Move a collaboration from the file store at --root into --store: history and hash chains intact."""
+    return _done("db move", _admin().db_move(_ctx(root), collab), json_)
+
+
 #: Top-level commands, in the order ``agentmsg --help`` lists them.
 COMMANDS: dict[str, Callable[..., int]] = {
     "open": open_, "join": join, "handover": handover, "send": send, "inbox": inbox, "show": show, "ack": ack,
     "notify": notify, "status": status, "registry": registry, "leave": leave, "close": close, "watch": watch,
     "search": search, "top": top, "verify": verify, "repair": repair, "mcp": mcp, "doctor": doctor,
-    "version": version,
+    "version": version, "sync": sync,
 }
 #: Groups and their commands, in that order (``agentmsg --help`` lists groups after commands).
 GROUPS: dict[str, dict[str, Callable[..., int]]] = {
     "log": {"append": log_append, "render": log_render, "show": log_show},
     "delivery": {"enable": delivery_enable, "disable": delivery_disable, "inspect": delivery_inspect,
                  "retry": delivery_retry, "midturn": delivery_midturn},
+    "wake": {"on": wake_on, "off": wake_off, "status": wake_status},
     "install": {"codex": install_codex, "gemini": install_gemini, "copilot": install_copilot,
                 "opencode": install_opencode},
     "run": {"gemini": run_gemini},
     "uninstall": {"codex": uninstall_codex, "claude": uninstall_claude, "gemini": uninstall_gemini,
                   "copilot": uninstall_copilot, "opencode": uninstall_opencode, "all": uninstall_all},
+    "db": {"migrate": db_migrate, "grant": db_grant, "move": db_move},
 }
 
 

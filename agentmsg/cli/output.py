@@ -26,7 +26,7 @@ Payload = dict[str, Any]
 
 def command_name(args: Sequence[str]) -> str:
     words = [a for a in args if not a.startswith("-")]
-    if words[:1] and words[0] in ("log", "delivery", "install", "uninstall", "run") and len(words) > 1:
+    if words[:1] and words[0] in ("log", "delivery", "wake", "install", "uninstall", "run", "db") and len(words) > 1:
         return f"{words[0]} {words[1]}"
     return words[0] if words else ""
 
@@ -121,6 +121,9 @@ def _send(p: Payload) -> None:
     for r in p["results"]:
         detail = f" ({r['detail']})" if r.get("detail") else ""
         print(f"{r['state']}: {r['id']} -> {r['to']}{detail}")
+        if r.get("wake") and r["wake"]["outcome"] != "wake off":
+            how = f" via {r['wake']['mechanism']}" if r["wake"].get("mechanism") else ""
+            print(f"  wake: {r['wake']['outcome']}{how}")
     if p.get("redacted"):
         print(f"redacted {p['redacted']} secret(s) before storing")
 
@@ -158,8 +161,20 @@ def _ack(p: Payload) -> None:
     print(f"{word}: {p['message']} at {p['acknowledged_at']}")
 
 
+def _store_line(store: Payload | None) -> None:
+    """The store, when it is not the file store at the root the ``root:`` line names already."""
+    if store and store.get("store") != "file":
+        state = "reachable" if store.get("reachable") else f"NOT reachable ({store.get('problem', '')})"
+        print(f"store: {store['store']} {store['location']} ({state})")
+
+
 def _status(p: Payload) -> None:
     print(f"root: {p['root']}  (from {p['root_source']})")
+    _store_line(p.get("store"))
+    if p.get("mirror"):
+        m = p["mirror"]
+        print(f"replica of: {m['replica_of']}  (mirror {'running' if m['running'] else 'not running'}; "
+              f"outbox: {m['outbox']})")
     print(f"self: {p.get('self') or '(no session identity)'}")
     if p.get("collab") is None:
         for b in p.get("bindings", []):
@@ -177,6 +192,8 @@ def _status(p: Payload) -> None:
             "acked"], rows, title="participants (enqueued/presented/replied count pending mail)",
            essential=("alias", "pin", "active", "pending"),
            drop=("enqueued", "presented", "replied", "notify", "acked", "requests"))
+    woken = [f"{x['alias']}: {x['wake']}" for x in p["participants"] if x.get("wake", "off") != "off"]
+    print(f"wake: {', '.join(woken) or 'off for everyone'}")
     print(f"awaiting notification: {', '.join(p['awaiting_notification']) or 'none'}")
 
 
@@ -210,6 +227,8 @@ def _inspect(p: Payload) -> None:
         _envelope(p["envelope"])
     else:
         print("no delivery envelope: Stop is never held (inbox at turn start and end is the fallback)")
+    if p.get("wake"):
+        _wake(p["wake"])
     for a in p["interrupted"]:
         print(f"interrupted attempt {a['attempt']} ({a['host']} {a['hook']}, {a['ts']}): "
               f"{', '.join(a['messages'])}; retry: agentmsg delivery retry --attempt {a['attempt']} --message ID")
@@ -241,11 +260,26 @@ def _doctor(p: Payload) -> None:
     rows = [[x["name"], x["version"] or "-", x["python"] or "-", x["root"] or "-",
              "ok" if x["ok"] else f"FAILED: {x['error']}"] for x in p["probes"]]
     _table(["entry point", "version", "python", "state root", "status"], rows, title="agentmsg entry points")
+    _store_line(p.get("store"))
     for note in p.get("notes", []):
         print(f"note: {note}")
     for warning in p["warnings"]:
         print(f"ERROR: {warning}")
     print(f"verdict: {p.get('verdict', 'error' if p['warnings'] else 'ok')}")
+
+
+def _db_migrate(p: Payload) -> None:
+    applied = ", ".join(p["applied"]) or "nothing to apply"
+    print(f"schema {p['from']} -> {p['to']} at {p['store']}: {applied}")
+
+
+def _db_grant(p: Payload) -> None:
+    print(f"{p['role']} {'was already' if p['already'] else 'is now'} in {p['collab']}")
+
+
+def _db_move(p: Payload) -> None:
+    print(f"moved {p['collab']}: {p['records']} records in {len(p['streams'])} streams, "
+          f"from {p['from']} to {p['to']}; verify clean on both")
 
 
 def _notify(p: Payload) -> None:
@@ -366,11 +400,34 @@ def _cards(headers: list[str], rows: list[list[str]], title: str, essential: Seq
             print(line)
 
 
+def _wake(w: Payload) -> None:
+    if w.get("status") == "off" and "consent" not in w:
+        print("wake: off (agentmsg wake on lets senders ring this idle session)")
+        return
+    last = w["last_ring"]
+    ring = f"{last['outcome']} at {last['ts']}" if last else "none"
+    print(f"wake: {w['status']} (consent {w['consent']}, expires {w['expires']}); "
+          f"{w['consecutive']} of {w['consecutive_cap']} consecutive wakes, {w['rings_last_hour']} of "
+          f"{w['hourly_cap']} this hour; last ring: {ring}")
+    facts = w.get("facts") or {}
+    print("  session: " + ", ".join(f"{k} {facts[k]}" for k in ("host", "pid", "pane", "thread") if k in facts))
+
+
+def _wake_status(p: Payload) -> None:
+    print(f"binding: {p['alias']} = {p['pin']} in {p['collab']}")
+    _wake(p["wake"])
+
+
+def _wake_change(p: Payload) -> None:
+    print(f"wake {p['status']} for {p['alias']} ({p['owner']['pin']}) until {p['expires']}")
+
+
 HUMAN: dict[str, Callable[[Payload], None]] = {
+    "wake on": _wake_change, "wake off": _wake_change, "wake status": _wake_status,
     "open": _open, "join": _join, "send": _send, "inbox": _inbox, "show": _show, "ack": _ack,
     "status": _status, "search": _search, "close": _close, "leave": _leave, "log show": _log_show,
     "log append": _log_append,
     "log render": _log_render, "verify": _verify, "notify": _notify, "delivery enable": _envelope,
-    "delivery disable": _envelope, "delivery inspect": _inspect, "doctor": _doctor,
-    "delivery midturn": _midturn,
+    "delivery disable": _envelope, "delivery inspect": _inspect, "doctor": _doctor, "db migrate": _db_migrate,
+    "db grant": _db_grant, "db move": _db_move, "delivery midturn": _midturn,
 }

@@ -40,3 +40,9 @@ KINDS = (REQUEST, UPDATE)
 
 # delivery.jsonl: a binding's mid-turn (PostToolUse) delivery setting, newest wins
 MIDTURN = "delivery-midturn"
+
+# delivery.jsonl: wake consent (domain/wake.py), its rings, and the prompts that answer them
+WAKE_ON = "wake-on"
+WAKE_OFF = "wake-off"
+WAKE_RING = "wake-ring"
+WAKE_PROMPT = "wake-prompt"

@@ -106,6 +106,7 @@ def send(ctx: Ctx, *, collab: str | None, self_flag: str | None, draft: Draft, r
     sent = ctx.mailbox.send(cid, who, draft, flags=_flags(subject + "\n" + body))
     reg = ctx.mailbox.registry(cid)
     results = [_notify(ctx, cid, s, reg.participants[s.message.to].notify) for s in sent]
+    _wake(ctx, cid, sent, results)
     payload: Payload = {"collab": cid, "redacted": redacted, "results": results}
     failed = [r for r in results if r["notify_error"]]
     if failed:
@@ -113,6 +114,15 @@ def send(ctx: Ctx, *, collab: str | None, self_flag: str | None, draft: Draft, r
         err.result = payload
         raise err
     return payload
+
+
+def _wake(ctx: Ctx, cid: str, sent: list[Sent], results: list[Payload]) -> None:
+    """After storing: ring each recipient whose wake consent allows it (issue 11); never fails the send."""
+    from . import wake
+
+    rung = wake.after_send(ctx.store, str(ctx.root), cid, [s.message.to for s in sent if not s.already])
+    for result in results:
+        result["wake"] = rung.get(result["to"], {"outcome": "not rung (already stored)", "mechanism": None})
 
 
 def _reply_ref(ref: str | None) -> str | None:
@@ -222,7 +232,10 @@ def status(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
         who = None
     store = ctx.store
     bindings = store.bindings(str(who)) if who else []
-    base = {"root": str(ctx.root), "root_source": ctx.root_source, "store": store.describe()}
+    from .. import mirrorstart
+
+    base: Payload = {"root": str(ctx.root), "root_source": ctx.root_source, "store": store.describe(),
+                     "mirror": mirrorstart.state(str(ctx.root))}  # agentmsg sync: docs/MIRROR.md
     if not collab and not ctx.env.get("AGENTMSG_COLLAB") and len(bindings) != 1:
         return {**base, "self": str(who) if who else None,
                 "bindings": [{"collab": c, "alias": a} for c, a in bindings], "collab": None,
@@ -235,6 +248,7 @@ def status(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
         row = {"alias": alias, "pin": p.pin, "runtime": p.runtime, "active": p.active,
                "notify": p.notify.get("adapter", "hook")}
         row.update(_mail_states(ctx, cid, alias, awaiting))
+        row["wake"] = _wake_state(ctx, cid, alias, p.pin, reg)
         people.append(row)
     return {
         **base, "collab": cid, "label": reg.label, "task": reg.task, "self": str(who) if who else None,
@@ -242,6 +256,13 @@ def status(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
         "participants": people, "awaiting_notification": awaiting,
         "closed_at": reg.closed_at, "closed": reg.closed,
     }
+
+
+def _wake_state(ctx: Ctx, cid: str, alias: str, pin: str, reg: Any) -> str:
+    from . import wake
+
+    found = wake.describe(ctx.store, cid, alias, pin, reg)
+    return "off" if found is None else str(found["status"])
 
 
 def _mail_states(ctx: Ctx, cid: str, alias: str, awaiting: list[str]) -> Payload:
@@ -396,3 +417,22 @@ def repair(ctx: Ctx, *, collab: str | None) -> Payload:
     cids = [ctx.collab(collab)] if collab else store.collabs()
     rebuilt = {cid: store.rebuild(cid) for cid in cids}
     return {"root": str(ctx.root), "rebuilt": rebuilt, "temp_files_removed": store.clean_temp(0.0)}
+
+
+# ---- the mirror -----------------------------------------------------------------------------------
+
+
+def sync(ctx: Ctx, *, once: bool, idle_exit: str | None) -> Payload:
+    """Run the per-machine mirror (agentmsg/mirror.py) for this root, under its lock."""
+    from .. import mirror
+    from ..backends.file.replica import replica_of
+
+    url = ctx.store_url
+    if url is None:
+        marked = replica_of(str(ctx.root)) if ctx.root.is_dir() else None
+        url = marked if marked not in (None, "?") else None
+    if url is None:
+        raise UsageError("no store to mirror: pass --store URL or set AGENTMSG_STORE")
+    idle_exit = idle_exit or ctx.env.get("AGENTMSG_SYNC_IDLE_EXIT")
+    seconds = validate.duration(idle_exit, "--idle-exit", maximum=7 * 86400) if idle_exit else mirror.IDLE_EXIT
+    return mirror.sync(str(ctx.root), url, once=once, idle_exit=seconds)

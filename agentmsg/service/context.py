@@ -31,12 +31,36 @@ class Ctx:
         return cls(root, source, env, store)
 
     @property
-    def store(self) -> Store:
-        if self._store is None:
-            from ..backends.file.store import FileStore
+    def store_url(self) -> str | None:
+        """``AGENTMSG_STORE`` (the CLI's global ``--store URL`` sets it); None: the file store at the root."""
+        return self.env.get("AGENTMSG_STORE") or None
 
-            self._store = FileStore(self.root)
+    @property
+    def store(self) -> Store:
+        """``--store``/``AGENTMSG_STORE``'s store (and this root's mirror, started if none runs), else the root's."""
+        if self._store is None:
+            if self.store_url:
+                from .. import storeurl
+
+                self._store = storeurl.open_store(self.store_url)
+                self._start_mirror()
+            else:
+                from ..backends.file.store import FileStore
+
+                self._store = FileStore(self.root)
         return self._store
+
+    def _start_mirror(self) -> None:
+        """The local root follows the remote store: hooks read it (agentmsg/mirrorstart.py)."""
+        import sys
+
+        from .. import mirrorstart
+
+        try:
+            env = dict(self.env, AGENTMSG_STORE=self.store_url or "")
+            mirrorstart.ensure(str(self.root), env, [sys.executable, "-m", "agentmsg"])
+        except OSError:
+            pass  # best effort: the next command or hook starts it
 
     @property
     def mailbox(self) -> Mailbox:

@@ -43,8 +43,12 @@ def inspect(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
 
     who = ctx.who(self_flag)
     cid = ctx.collab(collab, who)
-    return delivery.inspect(ctx.store, cid, who, last_hook_run=_last_hook_run(ctx, cid, str(who)),
-                            adapters=installer.detect(home=ctx.env.get("HOME"), codex_home=ctx.env.get("CODEX_HOME")))
+    from . import wake
+
+    out = delivery.inspect(ctx.store, cid, who, last_hook_run=_last_hook_run(ctx, cid, str(who)),
+                           adapters=installer.detect(home=ctx.env.get("HOME"), codex_home=ctx.env.get("CODEX_HOME")))
+    out["wake"] = wake.describe(ctx.store, cid, out["alias"], str(who)) or {"status": "off"}
+    return out
 
 
 def _last_hook_run(ctx: Ctx, cid: str, pin: str) -> dict[str, Any] | None:

@@ -734,7 +734,9 @@ def hook_command(host: str, event: str) -> str:
     with ``${extensionPath}`` substituted as Gemini does)."""
     if host == "gemini":
         event = GEMINI_EVENTS.get(event, event)
-    (group,) = json.loads((REPO / "hooks" / HOOK_FILES[host]).read_text())["hooks"][event]
+    groups = json.loads((REPO / "hooks" / HOOK_FILES[host]).read_text())["hooks"][event]
+    # Claude's asyncRewake wake-up waiter (issue 11) is a group of its own beside the delivery hook.
+    (group,) = [g for g in groups if not any(h.get("asyncRewake") for h in g["hooks"])]
     (hook,) = group["hooks"]
     assert hook["type"] == "command"
     return hook["command"].replace("${extensionPath}", str(REPO)) if host == "gemini" else hook["command"]

@@ -28,6 +28,14 @@ TRANSCRIPT = "collaboration.md"
 HTML = "collaboration.html"
 #: The full-text search index (derived, under the root: one index for every collaboration).
 SEARCH = "search.sqlite"
+#: A replica root (``agentmsg sync``): the store it mirrors, and the hooks' receipts on their way there.
+REPLICA = "replica.json"
+OUTBOX = "outbox.jsonl"
+OUTBOX_LOCK = "outbox.lock"
+OUTBOX_REJECTED = "outbox.rejected.jsonl"
+MIRROR_LOCK = "mirror.lock"
+#: The journal of each plain stream a mirror copies (``ports.Replica``); ``inbox/<alias>``, ``receipts/<alias>``.
+STREAM_FILES = {"events": EVENTS, "notes": LOG, "delivery": DELIVERY}
 
 _HEX = frozenset("0123456789abcdef")
 
@@ -111,3 +119,25 @@ def index(base: str, message: str) -> str:
 
 def transcript(base: str, alias: str) -> str:
     return os.path.join(base, "transcripts", f"{_alias(alias)}.md")
+
+
+def stream(base: str, name: str) -> str:
+    """The journal of a replicated stream (``ports.Replica``); an unknown stream or bad alias is refused."""
+    if name in STREAM_FILES:
+        return os.path.join(base, STREAM_FILES[name])
+    kind, _sep, alias = name.partition("/")
+    if kind == "inbox":
+        return inbox(base, alias)
+    if kind == "receipts":
+        return receipts(base, alias)
+    from ...errors import UsageError
+
+    raise UsageError(f"unknown stream {name[:40]!r}")
+
+
+WAKE = "wake"
+
+
+def session_file(root: str, pin: str, suffix: str) -> str:
+    """``ROOT/wake/<pin key>.<suffix>``: one session's facts (``json``), its waiter's lock, token and ring."""
+    return os.path.join(root, WAKE, f"{pin_key(pin)}.{suffix}")

@@ -17,6 +17,7 @@ from ... import fsio, records
 from ...domain import kinds, rules
 from ...domain.values import Message, Page, Registry
 from ...journal import Journal
+from ..acks import count_acks
 from ..reads import TxnReads
 from . import layout, views
 from .inboxmap import ACKED_VALUES, InboxMap, record_at
@@ -40,9 +41,16 @@ class FileStore(TxnReads):
         self.lock_timeout = lock_timeout
         # collab -> (collab.jsonl's dev, inode, size, mtime; its registry): see views.registry
         self.registries: dict[str, tuple[tuple[int, int, int, int], Registry]] = {}
+        self._replica: str | bool | None = False  # not read yet
 
     def describe(self) -> dict[str, Any]:
-        return {"store": "file", "location": self.root, "reachable": os.path.isdir(self.root)}
+        """A root that does not exist yet is fine (the first write creates it); anything else there is not."""
+        out: dict[str, Any] = {"store": "file", "location": self.root, "reachable": True}
+        if os.path.lexists(self.root) and not os.path.isdir(self.root):
+            out.update(reachable=False, problem="it is not a directory")
+        elif not os.path.lexists(self.root):
+            out["created"] = False
+        return out
 
     # ---- collaborations ---------------------------------------------------------------
 
@@ -66,6 +74,7 @@ class FileStore(TxnReads):
 
     def create(self, collab: str) -> FileTxn:
         """A transaction on a new, empty collaboration."""
+        self.writable()
         views.refuse_pin_links(self.root)
         return FileTxn(self, collab, fsio.ensure_dir(self.root, layout.COLLABS, collab), fresh=True)
 
@@ -137,6 +146,47 @@ class FileStore(TxnReads):
             if not reg.closed and reg.holder(alias) == pin:
                 found.append((collab, alias, reg))
         return found
+
+    # ---- replication (ports.Replica; agentmsg sync) ----------------------------------------
+
+    def streams(self, collab: str) -> dict[str, int]:
+        from . import replica
+
+        return replica.streams(self, collab)
+
+    def records_since(self, collab: str, stream: str, seq: int, limit: int = 1000) -> list[dict[str, Any]]:
+        from . import replica
+
+        return replica.records_since(self, collab, stream, seq, limit)
+
+    def wait_any(self, collabs: Collection[str], timeout: float) -> bool:
+        from . import replica
+
+        return replica.wait_any(self, collabs, timeout)
+
+    def import_records(self, collab: str, stream: str, recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """A mirror's write: records sealed by the store this root mirrors, verbatim (chain-checked, idempotent)."""
+        from . import replica
+
+        return replica.import_records(self, collab, stream, recs)
+
+    @property
+    def replica_of(self) -> str | None:
+        """The store this root mirrors (``agentmsg sync``), read once; None for an ordinary root."""
+        if self._replica is False:
+            from .replica import replica_of
+
+            self._replica = replica_of(self.root)
+        return self._replica  # type: ignore[return-value]
+
+    def writable(self) -> None:
+        """A replica root takes no direct writes: they go to the store it mirrors, then come back down."""
+        url = self.replica_of
+        if url is not None:
+            from ...errors import UsageError
+
+            raise UsageError(f"{self.root} is a replica of {url} (agentmsg sync); writes go to that store: "
+                             "set AGENTMSG_STORE to it")
 
     def search(self, query: Query) -> Found:
         """Ranked matches from the derived FTS5 index, caught up from the journals first (:mod:`.searchindex`)."""
@@ -244,6 +294,7 @@ class FileTxn:
 
     def append_event(self, fields: dict[str, Any]) -> dict[str, Any]:
         """Durably append a membership or lifecycle event, then bring the registry and pin index up to date."""
+        self.store.writable()
         before = self._registry if os.path.exists(os.path.join(self.base, layout.EVENTS)) else None
         fsio.refuse_link(os.path.join(self.base, layout.TRANSCRIPT))
         pins = {fields[k] for k in ("pin", "to") if isinstance(fields.get(k), str)}
@@ -278,6 +329,7 @@ class FileTxn:
 
     def append_message(self, fields: dict[str, Any], *, broadcast_of: list[str] | None = None) -> Message:
         """Durably append one message to its recipient's inbox: the one fsync of a send."""
+        self.store.writable()
         alias = fields["to"]
         # A planted link, FIFO or hard link at a transcript is refused before anything is stored
         # (for a broadcast, every recipient's transcript before its first copy).
@@ -376,6 +428,7 @@ class FileTxn:
     def append_receipts(self, alias: str, items: list[dict[str, Any]], *, durable: bool = True,
                         head: bool = True) -> list[dict[str, Any]]:
         """Append receipts (acks, presented attempts, notify results, replied marks) in one write."""
+        self.store.writable()
         # a planted link in ids/ is refused before anything is written
         views.refuse_index_links(self, [f["message"] for f in items if isinstance(f.get("message"), str)])
         path = layout.receipts(self.base, alias)  # a bad alias is refused before anything is created
@@ -399,26 +452,17 @@ class FileTxn:
         acknowledged (checksum and all) is caught at the next read, not only
         by ``verify``.
         """
-        last = journal.last()
         # The map only when an ack may change the count or the journal does not state it: a presented or
         # completion receipt after a stated count loads no map (the hooks append two of them per prompt).
-        stated = last["ackn"] if last is not None and type(last.get("ackn")) is int else None
-        m = None
-        if stated is None or any(fields.get("type") == kinds.ACK for fields in items):
-            m = self.map(alias)
-        n = stated if stated is not None else m.count(ACKED_VALUES) if m is not None else 0
-        seen: set[int] = set()
-        out = []
-        for fields in items:
-            if m is not None and fields.get("type") == kinds.ACK:
-                seq = fields.get("mseq")
-                if type(seq) is not int:
-                    seq = views.seq_of(self, fields.get("message"))
-                if type(seq) is int and not m.acked(seq) and seq not in seen:
-                    seen.add(seq)
-                    n += 1
-            out.append(dict(fields, ackn=n))
-        return out
+        maps: list[InboxMap] = []
+
+        def inbox_map() -> InboxMap:
+            if not maps:
+                maps.append(self.map(alias))
+            return maps[0]
+
+        return count_acks(journal.last(), items, acked_now=lambda: inbox_map().count(ACKED_VALUES),
+                          is_acked=lambda seq: inbox_map().acked(seq), seq_of=lambda mid: views.seq_of(self, mid))
 
     def acked(self, alias: str, message: Message) -> dict[str, Any] | None:
         """The first acknowledgment of ``message``, or None."""
@@ -454,6 +498,7 @@ class FileTxn:
         return [rec for _pos, rec in Journal(os.path.join(self.base, layout.LOG)).scan()]
 
     def append_note(self, fields: dict[str, Any]) -> dict[str, Any]:
+        self.store.writable()
         fsio.refuse_link(os.path.join(self.base, layout.TRANSCRIPT))
         rec = Journal(os.path.join(self.base, layout.LOG)).append(dict(fields, cseq=self.next_cseq()))[1]
         self._cseq = rec["cseq"]
@@ -464,6 +509,7 @@ class FileTxn:
         return [rec for _pos, rec in Journal(os.path.join(self.base, layout.DELIVERY)).scan()]
 
     def append_delivery(self, fields: dict[str, Any]) -> dict[str, Any]:
+        self.store.writable()
         rec = Journal(os.path.join(self.base, layout.DELIVERY)).append(fields)[1]
         if fields.get("type") != kinds.SLOT:  # an envelope or a setting changed: its owner's Stop must run
             views.wake(self.root, [p for p in (fields.get("pin"),) if isinstance(p, str)])

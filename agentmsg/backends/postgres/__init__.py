@@ -1,0 +1,12 @@
+"""The PostgreSQL backend (``pip install 'agentmsg[postgres]'``): the port on one shared server.
+
+Imported only when ``--store``/``AGENTMSG_STORE`` names a ``postgresql://``
+URL; the plain install and the hooks never import psycopg.
+"""
+
+from .store import PgStore
+
+
+def open_store(url: str) -> PgStore:
+    """The store a ``postgresql://`` URL names (``agentmsg.storeurl``)."""
+    return PgStore(url)

@@ -1,0 +1,606 @@
+"""``PgStore``: the port on PostgreSQL.  It stores and loads; it decides nothing.
+
+Every journal of the file store is a *stream* of rows in one append-only
+table (``events``, ``notes``, ``delivery``, ``inbox/<alias>``,
+``receipts/<alias>``), each row the sealed record as canonical JSON, sealed
+exactly as the file store seals it (``records.seal_next``, ``cseq``,
+``ackn``), so a replica copies rows verbatim and ``verify`` checks the same
+chains.  A write transaction locks its collaboration's row
+(``SELECT ... FOR UPDATE``): one writer per collaboration, gap-free
+sequences.  Reads run in a snapshot without the lock.  ``wait`` and
+``wait_any`` sleep on LISTEN/NOTIFY (a trigger notifies on insert).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Collection, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, TypeVar
+
+import psycopg
+import psycopg.errors
+
+from ... import records
+from ...domain import kinds, rules, search
+from ...domain.search import Found, Query
+from ...domain.values import Message, Page, Registry
+from ...errors import IdentityError, NotFound, StoreFailed, StoreUnreachable, UsageError
+from ..acks import count_acks
+from ..chains import chain_findings
+from ..reads import TxnReads
+from . import schema
+
+Record = dict[str, Any]
+T = TypeVar("T")
+
+EVENTS, NOTES, DELIVERY = "events", "notes", "delivery"
+
+
+def inbox(alias: str) -> str:
+    return f"inbox/{alias}"
+
+
+def receipts_of(alias: str) -> str:
+    return f"receipts/{alias}"
+
+
+def channel(collab: str) -> str:
+    """The LISTEN/NOTIFY channel of a collaboration (what the insert trigger notifies)."""
+    return "agentmsg_" + collab.replace("-", "")
+
+
+def safe_location(url: str) -> str:
+    """The URL with any password left out: for ``status``, ``doctor`` and error lines."""
+    try:
+        parts = psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.Error:
+        return "postgresql://(unparsable URL)"
+    parts.pop("password", None)
+    return " ".join(f"{k}={v}" for k, v in sorted(parts.items()))
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+@contextmanager
+def db_errors(what: str) -> Iterator[None]:
+    """Driver errors as the project's one-line errors, each with its exit code."""
+    try:
+        yield
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise IdentityError(f"the server refused to {what}: {_first_line(exc)}") from None
+    except psycopg.OperationalError as exc:
+        raise StoreUnreachable(f"{what}: {_first_line(exc)}; nothing was stored") from None
+    except psycopg.Error as exc:
+        raise StoreFailed(f"{what}: {_first_line(exc)}") from None
+
+
+def _columns(stream: str, rec: Record) -> tuple[Any, ...]:
+    """The lookup columns copied out of a record: (rtype, mid, ref, kind, priority, bcast, sender).
+
+    ``sender`` is a message's sender alias, or the alias an event is about:
+    what the server's row-level security checks against the acting role.
+    """
+    if stream.startswith("inbox/"):
+        return (rec.get("type"), rec.get("id"), None, rec.get("kind"), rec.get("priority"), rec.get("broadcast"),
+                rec.get("sender"))
+    if stream == EVENTS:
+        alias = rec.get("alias")
+        return (rec.get("type"), None, None, None, None, None, alias if isinstance(alias, str) else None)
+    ref = rec.get("message") if stream.startswith("receipts/") else None
+    return (rec.get("type"), None, ref if isinstance(ref, str) else None, None, None, None, None)
+
+
+_INSERT = ("INSERT INTO agentmsg_records (collab, stream, seq, body, rtype, mid, ref, kind, priority, bcast, sender) "
+           "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)")
+_INSERT_ORDERED = "WITH o AS (UPDATE agentmsg_collabs SET cseq = greatest(cseq, %s) WHERE id = %s) " + _INSERT
+
+#: The collaboration's row (locked by a writer), its order counter and how many events it has: the
+#: registry, replayed from the events, is kept per store and reused while that count is unchanged.
+_LOOK = ("SELECT c.cseq, coalesce((SELECT max(seq) FROM agentmsg_records r WHERE r.collab = c.id "
+         "AND r.stream = 'events'), 0) FROM agentmsg_collabs c WHERE c.id = %s")
+_LOCK = _LOOK + " FOR UPDATE OF c"
+
+_UNACKED = ("SELECT m.seq, m.kind, m.priority, m.mid FROM agentmsg_records m WHERE m.collab = %s AND m.stream = %s "
+            "AND NOT EXISTS (SELECT 1 FROM agentmsg_records a WHERE a.collab = m.collab AND a.stream = %s "
+            "AND a.ref = m.mid AND a.rtype = 'ack') ORDER BY m.seq")
+
+
+class PgStore(TxnReads):
+    """One PostgreSQL database; one connection per thread, opened on first use."""
+
+    kind = "postgresql"
+
+    def __init__(self, url: str, *, connect_timeout: int = 10) -> None:
+        self.url = url
+        self.connect_timeout = connect_timeout
+        self._local = threading.local()
+        self._registries: dict[str, tuple[int, Registry]] = {}
+
+    # ---- connections ------------------------------------------------------------------
+
+    def connect(self, *, checked: bool = True) -> psycopg.Connection[Any]:
+        """A new autocommit connection (its own: LISTEN, migrations); the schema checked unless told not to."""
+        with db_errors(f"connect to {safe_location(self.url)}"):
+            conn = psycopg.connect(self.url, autocommit=True, connect_timeout=self.connect_timeout)
+        if checked:
+            try:
+                with db_errors("read the schema version"):
+                    schema.check(conn)
+            except BaseException:
+                conn.close()
+                raise
+        return conn
+
+    def conn(self) -> psycopg.Connection[Any]:
+        """This thread's connection; a broken one is replaced (the server restarted)."""
+        conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
+        if conn is None or conn.closed or conn.broken:
+            if conn is not None:
+                conn.close()
+            conn = self.connect()
+            self._local.conn = conn
+        return conn
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    def retrying(self, what: str, step: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """``step`` on this thread's connection; once more on a new one if the server had dropped the old.
+
+        Only for a first step, before anything is sent in a transaction: a
+        server restart since the last command then costs nothing, and a
+        server that is down is still a loud failure.
+        """
+        for attempt in (0, 1):
+            conn = self.conn()
+            try:
+                with db_errors(what):
+                    return step(conn)
+            except StoreUnreachable:
+                if attempt or not conn.broken:
+                    raise
+                self.close()
+        raise AssertionError("unreachable")
+
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        return self.retrying("read from the store", lambda conn: conn.execute(sql, params).fetchall())
+
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"store": "postgresql", "location": safe_location(self.url)}
+        try:
+            conn = self.connect(checked=False)
+        except StoreUnreachable as exc:
+            return dict(out, reachable=False, problem=str(exc))
+        try:
+            with db_errors("read the schema version"):
+                version = schema.current_version(conn)
+                user = conn.execute("SELECT session_user").fetchone()
+        except (StoreUnreachable, StoreFailed) as exc:
+            return dict(out, reachable=False, problem=str(exc))
+        finally:
+            conn.close()
+        return dict(out, reachable=True, schema=version, schema_known=schema.known_version(),
+                    role=user[0] if user else None)
+
+    # ---- collaborations ---------------------------------------------------------------
+
+    def collabs(self) -> list[str]:
+        rows = self.query("SELECT c.id::text FROM agentmsg_collabs c WHERE EXISTS (SELECT 1 FROM agentmsg_records r "
+                          "WHERE r.collab = c.id AND r.stream = 'events' AND r.seq = 1) ORDER BY 1")
+        return [r[0] for r in rows]
+
+    def transaction(self, collab: str) -> PgTxn:
+        return PgTxn(self, collab)
+
+    def create(self, collab: str) -> PgTxn:
+        return PgTxn(self, collab, fresh=True)
+
+    def reading(self, collab: str) -> PgTxn:
+        return PgTxn(self, collab, lock=False)
+
+    # ---- reads ------------------------------------------------------------------------
+
+    def events(self, collab: str) -> list[Record]:
+        with self.reading(collab) as tx:
+            return tx.events()
+
+    def find_message(self, message_id: str) -> Message | None:
+        rows = self.query("SELECT body FROM agentmsg_records WHERE mid = %s ORDER BY collab LIMIT 1", (message_id,))
+        return Message.from_record(records.loads(rows[0][0])) if rows else None
+
+    def history(self, collab: str, alias: str) -> Iterator[Message]:
+        with self.reading(collab) as tx:
+            found = tx.since(alias, 0)
+        yield from found
+
+    def last_seq(self, collab: str, alias: str) -> int:
+        with self.reading(collab) as tx:
+            return tx.total(alias)
+
+    def wait(self, collab: str, alias: str, seq: int, timeout: float, *, poll: float = 0.2) -> bool:
+        """Until a message after ``seq`` arrives for ``alias`` (True) or ``timeout`` passes: LISTEN, no polling."""
+        deadline = time.monotonic() + timeout
+        conn = self.connect()
+        try:
+            with db_errors("wait for a message"):
+                conn.execute(f'LISTEN "{channel(collab)}"')
+                while self.last_seq(collab, alias) <= seq:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return False
+                    for _note in conn.notifies(timeout=left, stop_after=1):
+                        pass
+            return True
+        finally:
+            conn.close()
+
+    def receipts(self, collab: str, alias: str) -> list[Record]:
+        with self.reading(collab) as tx:
+            return tx.stream(receipts_of(tx.alias(alias)))
+
+    def notes(self, collab: str) -> list[Record]:
+        with self.reading(collab) as tx:
+            return tx.notes()
+
+    def delivery_records(self, collab: str) -> list[Record]:
+        with self.reading(collab) as tx:
+            return tx.delivery_records()
+
+    def bindings(self, pin: str) -> list[tuple[str, str]]:
+        """Active (collab, alias) bindings of a pin: the registry of each collaboration an event gave it to."""
+        out = []
+        named = self.query("SELECT DISTINCT collab::text FROM agentmsg_records WHERE stream = 'events' "
+                           "AND rtype IN ('opened', 'joined', 'succeeded') AND body::jsonb ->> 'pin' = %s "
+                           "ORDER BY 1", (pin,))
+        for (collab,) in named:
+            reg = self.registry(collab)
+            alias = reg.alias_of(pin)
+            if alias is not None and not reg.closed:
+                out.append((collab, alias))
+        return out
+
+    def search(self, query: Query) -> Found:
+        """A scan of the messages and notes this role may read: no index to keep."""
+        msgs: list[Message] = []
+        notes: list[tuple[str, Record]] = []
+        for cid in [query.collab] if query.collab else self.collabs():
+            with self.reading(cid) as tx:
+                for stream in tx.streams():
+                    if stream.startswith("inbox/"):
+                        msgs += [Message.from_record(r) for r in tx.stream(stream)]
+                notes += [(cid, n) for n in tx.notes() if n.get("type") == kinds.NOTE]
+        return Found(search.scan(query, msgs, notes), "scan", "postgresql store: every record was read")
+
+    # ---- derived data and checks ------------------------------------------------------
+
+    def rebuild(self, collab: str) -> list[str]:
+        with self.reading(collab):
+            return []  # nothing derived is kept apart from the records
+
+    def verify(self, collab: str | None) -> tuple[int, list[Record]]:
+        findings: list[Record] = []
+        count = 0
+        for cid in [collab] if collab else self.collabs():
+            with self.reading(cid) as tx:
+                for stream in tx.streams():
+                    count += 1
+                    findings += chain_findings(f"postgresql:{cid}/{stream}", tx.stream(stream))
+        return count, findings
+
+    def clean_temp(self, older_than: float = 3600.0) -> int:
+        return 0
+
+    # ---- replication (ports.Replica) ----------------------------------------------------
+
+    def streams(self, collab: str) -> dict[str, int]:
+        with self.reading(collab) as tx:
+            return tx.streams()
+
+    def records_since(self, collab: str, stream: str, seq: int, limit: int = 1000) -> list[Record]:
+        with self.reading(collab) as tx:
+            return tx.stream(stream, after=seq, limit=limit)
+
+    def wait_any(self, collabs: Collection[str], timeout: float) -> bool:
+        """True as soon as any of ``collabs`` gets a record, False after ``timeout``: LISTEN/NOTIFY.
+
+        The listening connection is kept from one call to the next (the mirror calls this in a loop), so a
+        record committed between a catch-up and the next wait is still announced: nothing is missed.  A
+        broken connection (the server restarted) is dropped and the next call listens afresh.
+        """
+        conn: psycopg.Connection[Any] | None = getattr(self, "_listener", None)
+        if conn is None or conn.closed or conn.broken:
+            conn = self.connect()
+            self._listener: psycopg.Connection[Any] | None = conn
+            self._listening: set[str] = set()
+        try:
+            with db_errors("wait for a change"):
+                for cid in set(collabs) - self._listening:
+                    conn.execute(f'LISTEN "{channel(cid)}"')
+                    self._listening.add(cid)
+                return any(True for _n in conn.notifies(timeout=max(0.0, timeout), stop_after=1))
+        except BaseException:
+            conn.close()
+            self._listener = None
+            raise
+
+    def grant(self, collab: str, role: str) -> bool:
+        """Let ``role`` into ``collab`` (a member's act; the server checks it); False if it was already in."""
+        with self.transaction(collab) as tx, db_errors(f"let {role} into {collab}"):
+            cur = tx.conn.execute("INSERT INTO agentmsg_members (collab, role) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                                  (collab, role))
+            return cur.rowcount == 1
+
+    def copy_in(self, collab: str, streams: dict[str, list[Record]]) -> int:
+        """Store sealed records verbatim (a move, a replica): one transaction; returns how many."""
+        with self.create(collab) as tx:
+            if tx.streams():
+                raise UsageError(f"collaboration {collab} already has records in {safe_location(self.url)}")
+            return tx.copy(streams)
+
+
+class PgTxn:
+    """One collaboration: its row locked (a writer) or a snapshot (a reader), in one database transaction."""
+
+    def __init__(self, store: PgStore, collab: str, *, fresh: bool = False, lock: bool = True) -> None:
+        self.store, self.collab, self.fresh, self.lock = store, collab, fresh, lock
+        self._tails: dict[str, Record | None] = {}
+        self._registry: Registry | None = None
+        self._cseq = 0
+        self._events_seq = 0
+        self._durable = True  # what this transaction's commit waits for
+        self._wrote = False
+        self._pending_broadcasts: dict[str, list[str]] = {}
+
+    def __enter__(self) -> PgTxn:
+        def begin(conn: psycopg.Connection[Any]) -> tuple[psycopg.Connection[Any], AbstractContextManager[Any]]:
+            tx = conn.transaction()
+            tx.__enter__()
+            return conn, tx
+
+        self.conn, self._tx = self.store.retrying("begin a transaction", begin)
+        try:
+            with db_errors("lock the collaboration"):
+                if not self.lock:
+                    self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                elif self.fresh:
+                    self.conn.execute("INSERT INTO agentmsg_collabs (id) VALUES (%s) ON CONFLICT DO NOTHING",
+                                      (self.collab,))
+                row = self.conn.execute(_LOCK if self.lock else _LOOK, (self.collab,)).fetchone()
+            if row is None:
+                raise NotFound(f"no collaboration {self.collab} in {safe_location(self.store.url)}")
+            self._cseq = int(row[0])
+            self._events_seq = int(row[1])
+        except BaseException as exc:
+            self._abort(exc)
+            raise
+        return self
+
+    def _abort(self, exc: BaseException) -> None:
+        try:
+            self._tx.__exit__(type(exc), exc, exc.__traceback__)
+        except psycopg.Error:
+            pass  # the connection went away: nothing was committed
+
+    def __exit__(self, *exc: object) -> None:
+        if isinstance(exc[1], BaseException):
+            self._abort(exc[1])
+            return
+        with db_errors("commit"):
+            self._tx.__exit__(None, None, None)
+
+    # ---- rows ---------------------------------------------------------------------------
+
+    def _rows(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        with db_errors("read from the store"):
+            return self.conn.execute(sql, params).fetchall()
+
+    def stream(self, stream: str, *, after: int = 0, limit: int | None = None) -> list[Record]:
+        sql = "SELECT body FROM agentmsg_records WHERE collab = %s AND stream = %s AND seq > %s ORDER BY seq"
+        params: tuple[Any, ...] = (self.collab, stream, after)
+        if limit is not None:
+            sql, params = sql + " LIMIT %s", (*params, limit)
+        return [records.loads(r[0]) for r in self._rows(sql, params)]
+
+    def streams(self) -> dict[str, int]:
+        rows = self._rows("SELECT stream, max(seq) FROM agentmsg_records WHERE collab = %s GROUP BY stream "
+                          "ORDER BY stream", (self.collab,))
+        return {r[0]: int(r[1]) for r in rows}
+
+    def _tail(self, stream: str) -> Record | None:
+        if stream not in self._tails:
+            rows = self._rows("SELECT body FROM agentmsg_records WHERE collab = %s AND stream = %s "
+                              "ORDER BY seq DESC LIMIT 1", (self.collab, stream))
+            self._tails[stream] = records.loads(rows[0][0]) if rows else None
+        return self._tails[stream]
+
+    def _insert(self, stream: str, rec: Record) -> None:
+        """One statement, one round trip: the record, and the collaboration's order counter when it carries ``cseq``."""
+        row = (self.collab, stream, rec["seq"], records.dumps(rec), *_columns(stream, rec))
+        cseq = rec.get("cseq")
+        with db_errors("store a record"):
+            if type(cseq) is int:
+                self.conn.execute(_INSERT_ORDERED, (cseq, self.collab, *row))
+            else:
+                self.conn.execute(_INSERT, row)
+        self._tails[stream] = rec
+
+    def _append(self, stream: str, fields: Record, *, durable: bool = True) -> Record:
+        """Seal and insert; the commit waits for the WAL flush unless every write in it said ``durable=False``."""
+        if durable != self._durable:
+            if durable or not self._wrote:
+                with db_errors("store a record"):
+                    self.conn.execute(f"SET LOCAL synchronous_commit = {'on' if durable else 'off'}")
+                self._durable = durable
+        rec = records.seal_next(fields, self._tail(stream))
+        self._insert(stream, rec)
+        self._wrote = True
+        return rec
+
+    def _next_cseq(self) -> int:
+        self._cseq += 1
+        return self._cseq
+
+    def copy(self, streams: dict[str, list[Record]]) -> int:
+        """Insert already-sealed records as they are; the collaboration's order counter follows them."""
+        n = 0
+        for stream, recs in streams.items():
+            for rec in recs:
+                self._insert(stream, rec)
+                self._cseq = max(self._cseq, int(rec.get("cseq", 0)))
+                n += 1
+        return n
+
+    def alias(self, alias: str) -> str:
+        if not rules.is_alias(alias):
+            raise UsageError(f"invalid alias {str(alias)[:40]!r}: must match ^[a-z][a-z0-9_-]{{0,31}}$")
+        return alias
+
+    # ---- membership -----------------------------------------------------------------------
+
+    def registry(self) -> Registry:
+        if self._registry is None:
+            cached = self.store._registries.get(self.collab)
+            if cached is not None and cached[0] == self._events_seq:
+                self._registry = cached[1]
+                return cached[1]
+            reg = rules.replay(self.events())
+            if reg is None:
+                raise NotFound(f"collaboration {self.collab} has no opening record")
+            self._registry = reg
+            self.store._registries[self.collab] = (self._events_seq, reg)
+        return self._registry
+
+    def events(self) -> list[Record]:
+        return self.stream(EVENTS)
+
+    def append_event(self, fields: Record) -> Record:
+        rec = self._append(EVENTS, dict(fields, cseq=self._next_cseq()))
+        self._registry = None
+        self._events_seq = int(rec["seq"])
+        return rec
+
+    def repair_binding(self, pin: str) -> None:
+        pass  # nothing derived is kept apart from the records
+
+    # ---- messages -------------------------------------------------------------------------
+
+    def message(self, message_id: str) -> Message | None:
+        rows = self._rows("SELECT body FROM agentmsg_records WHERE collab = %s AND mid = %s", (self.collab, message_id))
+        return Message.from_record(records.loads(rows[0][0])) if rows else None
+
+    def broadcast(self, base_id: str) -> tuple[bool | None, list[str]]:
+        """How an id was first used: (True, recipients) for a broadcast, (False, []) direct, (None, []) unused."""
+        if base_id in self._pending_broadcasts:
+            return True, list(self._pending_broadcasts[base_id])
+        rows = self._rows("SELECT stream FROM agentmsg_records WHERE collab = %s AND bcast = %s ORDER BY stream",
+                          (self.collab, base_id))
+        if rows:
+            return True, [r[0].split("/", 1)[1] for r in rows]
+        return (False, []) if self.message(base_id) is not None else (None, [])
+
+    def append_message(self, fields: Record, *, broadcast_of: list[str] | None = None) -> Message:
+        if broadcast_of is not None:
+            self._pending_broadcasts[fields["broadcast"]] = list(broadcast_of)
+        rec = self._append(inbox(self.alias(fields["to"])), dict(fields, cseq=self._next_cseq()))
+        return Message.from_record(rec)
+
+    def since(self, alias: str, seq: int) -> list[Message]:
+        return [Message.from_record(r) for r in self.stream(inbox(self.alias(alias)), after=seq)]
+
+    def _unacked(self, alias: str) -> list[tuple[Any, ...]]:
+        """(seq, kind, priority, id) of each unacknowledged message, oldest first."""
+        return self._rows(_UNACKED, (self.collab, inbox(alias), receipts_of(alias)))
+
+    def unacked(self, alias: str, *, limit: int, skip: Collection[int] = (), requests_only: bool = False,
+                priority_first: bool = True) -> Page:
+        every = self._unacked(self.alias(alias))
+        if priority_first:
+            every = sorted(every, key=lambda r: (r[2] != kinds.HIGH, r[0]))
+        pool = [r for r in every if not requests_only or r[1] == kinds.REQUEST]
+        chosen = [r[0] for r in pool if r[0] not in skip][:limit]
+        bodies = {int(r[0]): records.loads(r[1]) for r in self._rows(
+            "SELECT seq, body FROM agentmsg_records WHERE collab = %s AND stream = %s AND seq = ANY(%s)",
+            (self.collab, inbox(alias), chosen))} if chosen else {}
+        return Page([Message.from_record(bodies[s]) for s in chosen if s in bodies], len(pool),
+                    requests=sum(r[1] == kinds.REQUEST for r in every),
+                    high=sum(r[2] == kinds.HIGH for r in every),
+                    skipped=sum(1 for r in pool if r[0] in skip))
+
+    def unacked_ids(self, alias: str) -> list[str]:
+        return [r[3] for r in self._unacked(self.alias(alias))]
+
+    def total(self, alias: str) -> int:
+        tail = self._tail(inbox(self.alias(alias)))
+        return int(tail["seq"]) if tail else 0
+
+    # ---- receipts -----------------------------------------------------------------------------
+
+    def _acked_seqs(self, alias: str) -> set[int]:
+        rows = self._rows("SELECT DISTINCT m.seq FROM agentmsg_records m JOIN agentmsg_records a "
+                          "ON a.collab = m.collab AND a.stream = %s AND a.ref = m.mid AND a.rtype = 'ack' "
+                          "WHERE m.collab = %s AND m.stream = %s", (receipts_of(alias), self.collab, inbox(alias)))
+        return {int(r[0]) for r in rows}
+
+    def _seq_of(self, message_id: object) -> int | None:
+        if not isinstance(message_id, str):
+            return None
+        msg = self.message(message_id)
+        return msg.seq if msg is not None else None
+
+    def append_receipts(self, alias: str, items: list[Record], *, durable: bool = True,
+                        head: bool = True) -> list[Record]:
+        """Append receipts in order; ``durable=False`` commits them without waiting for the disk flush."""
+        stream = receipts_of(self.alias(alias))
+        acked: set[int] | None = None
+
+        def acked_set() -> set[int]:
+            nonlocal acked
+            if acked is None:
+                acked = self._acked_seqs(alias)
+            return acked
+
+        counted = count_acks(self._tail(stream), items, acked_now=lambda: len(acked_set()),
+                             is_acked=lambda seq: seq in acked_set(), seq_of=self._seq_of)
+        return [self._append(stream, fields, durable=durable) for fields in counted]
+
+    def acked(self, alias: str, message: Message) -> Record | None:
+        rows = self._rows("SELECT body FROM agentmsg_records WHERE collab = %s AND stream = %s AND ref = %s "
+                          "AND rtype = 'ack' ORDER BY seq LIMIT 1", (self.collab, receipts_of(self.alias(alias)),
+                                                                    message.id))
+        return records.loads(rows[0][0]) if rows else None
+
+    def message_receipts(self, message: Message) -> list[Record]:
+        rows = self._rows("SELECT body FROM agentmsg_records WHERE collab = %s AND stream = %s AND ref = %s "
+                          "ORDER BY seq", (self.collab, receipts_of(self.alias(message.to)), message.id))
+        return [records.loads(r[0]) for r in rows]
+
+    def receipts_since(self, alias: str, position: int) -> tuple[list[Record], int]:
+        """Receipts after ``position`` (the last sequence number seen), and the new position."""
+        stream = receipts_of(self.alias(alias))
+        tail = self._tail(stream)
+        last = int(tail["seq"]) if tail else 0
+        if position > last:
+            position = 0
+        return self.stream(stream, after=position), last
+
+    # ---- log, delivery --------------------------------------------------------------------------
+
+    def notes(self) -> list[Record]:
+        return self.stream(NOTES)
+
+    def append_note(self, fields: Record) -> Record:
+        return self._append(NOTES, dict(fields, cseq=self._next_cseq()))
+
+    def delivery_records(self) -> list[Record]:
+        return self.stream(DELIVERY)
+
+    def append_delivery(self, fields: Record) -> Record:
+        return self._append(DELIVERY, dict(fields))

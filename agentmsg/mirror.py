@@ -1,0 +1,344 @@
+"""``agentmsg sync``: keep a local state root in step with a remote store, so the hooks read local files.
+
+One mirror per root (``ROOT/mirror.lock``).  Each round it:
+
+1. **pulls**: for every collaboration the remote lets it read, compares the
+   remote's last sequence per stream (``Replica.streams``) with the local
+   journal's and copies the missing sealed records verbatim
+   (``Replica.records_since`` -> ``FileStore.import_records``, which checks
+   the chain and skips what it holds).  Streams that carry ``cseq``
+   (events, notes, inboxes) are imported merged in ``cseq`` order, as they
+   were written; receipts and delivery records after them.
+2. **pushes** the hooks' outbox (``backends/file/outbox.py``) through the
+   remote port, each entry once: an entry whose id is already in the local
+   or the remote journal is never pushed again; an entry is removed when its
+   records have come back down.
+3. **waits** on the remote (``Replica.wait_any``: LISTEN/NOTIFY on
+   PostgreSQL), never longer than a short slice while the outbox has
+   entries, and exits after ``idle_exit`` seconds with nothing to do.
+
+A lost connection is retried with backoff (the remote reconnects on its
+next call); a record that does not continue the local chain stops the
+mirror (exit 13): the replica never forks history.  Which collaborations:
+all the remote lets this role read (on PostgreSQL, row-level security
+decides), so a collaboration this machine joins later is already here.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from . import fsio, records
+from .backends.file import layout, outbox, replica
+from .backends.file.store import FileStore
+from .errors import AgentmsgError, IdentityError, NotFound, StoreFailed, TamperDetected, UsageError
+from .ports import Record, Replica, Store
+
+#: Default seconds without remote changes or outbox entries before the mirror exits.
+IDLE_EXIT = 900.0
+#: Seconds between full catch-ups while the remote announces nothing (a safety net under LISTEN/NOTIFY).
+FULL_EVERY = 10.0
+#: Longest single wait on the remote: the outbox (local) is looked at between waits.
+SLICE = 0.5
+PAGE = 1000
+#: Present while a mirror runs; found at start, it means the last one died mid-import (see Mirror.recover).
+DIRTY = ".mirror-running"
+
+
+class Mirror:
+    """One local root mirroring one remote store."""
+
+    def __init__(self, local: FileStore, remote: Store, url: str, *, page: int = PAGE,
+                 say: Callable[[str], None] | None = None) -> None:
+        self.local, self.remote, self.url, self.page = local, remote, url, page
+        self.source: Replica = remote  # type: ignore[assignment]  # every backend that can be mirrored is one
+        self.say = say or (lambda line: None)
+        self.came_back: set[str] = set()  # outbox entry ids seen in imported records
+        self.importing = self.stopping = False
+        self.known: set[str] = set()  # collaborations pulled at least once
+        self.watched: set[str] = set()  # collaborations waited on at least once
+        self.pushed: set[str] = set()
+        self.rejected: dict[str, Record] = {}  # entries the store refused (a role not let in, say)
+
+    # ---- pull ---------------------------------------------------------------------------------------
+
+    def pull(self, *, full: bool = True) -> int:
+        """Copy every missing record of every readable collaboration (only of new ones unless ``full``)."""
+        found = self.remote.collabs()
+        copied = sum(self.pull_collab(c) for c in found if full or c not in self.known)
+        self.known.update(found)
+        return copied
+
+    def local_streams(self, collab: str) -> dict[str, int]:
+        return self.local.streams(collab) if collab in self.local.collabs() else {}
+
+    def pull_collab(self, collab: str) -> int:
+        copied = 0
+        while True:
+            have = self.local_streams(collab)
+            todo = {s: have.get(s, 0) for s, last in self.source.streams(collab).items() if last > have.get(s, 0)}
+            if not todo:
+                return copied
+            before = copied
+            ordered = {s: n for s, n in todo.items() if not s.startswith("receipts/") and s != "delivery"}
+            pages = {s: self.source.records_since(collab, s, n, self.page) for s, n in ordered.items()}
+            copied += self._import_ordered(collab, pages)
+            if any(len(p) >= self.page for p in pages.values()):
+                continue  # a stream has more: receipts wait until every message they name is here
+            for s in sorted(set(todo) - set(ordered)):
+                recs = self.source.records_since(collab, s, todo[s], self.page)
+                copied += self._import(collab, s, recs)
+            if copied == before:  # the remote names records it does not return: never spin on that
+                raise StoreFailed(f"collaboration {collab}: the store reports records after "
+                                  f"{', '.join(f'{s} {n}' for s, n in sorted(todo.items()))} but returned none")
+
+    def _import_ordered(self, collab: str, pages: dict[str, list[Record]]) -> int:
+        """Import the pages merged by ``cseq``, up to where a truncated page could hide an earlier record."""
+        bound = min((p[-1].get("cseq", 0) for p in pages.values() if len(p) >= self.page), default=None)
+        merged = sorted(((r.get("cseq", 0), s, r) for s, p in pages.items() for r in p
+                         if bound is None or r.get("cseq", 0) <= bound), key=lambda t: t[0])
+        copied, run_stream = 0, None
+        run: list[Record] = []
+        for _c, s, rec in merged:
+            if s != run_stream and run:
+                copied += self._import(collab, run_stream or "", run)
+                run = []
+            run_stream = s
+            run.append(rec)
+        if run:
+            copied += self._import(collab, run_stream or "", run)
+        return copied
+
+    def _import(self, collab: str, stream: str, recs: list[Record]) -> int:
+        self.importing = True
+        try:
+            placed = self.local.import_records(collab, stream, recs)
+        finally:
+            self.importing = False
+        if self.stopping:
+            raise _Stopped
+        self.came_back.update(r["outbox"] for r in placed if isinstance(r.get("outbox"), str))
+        return len(placed)
+
+    # ---- push ---------------------------------------------------------------------------------------
+
+    def reconcile(self) -> None:
+        """At start: outbox entries whose records a previous run already copied down count as back."""
+        waiting = {e["id"] for e in outbox.pending(self.local.root)} - self.came_back
+        if not waiting:
+            return
+        for entry in outbox.pending(self.local.root):
+            collab, stream = entry["collab"], entry["stream"]
+            if collab not in self.local.collabs():
+                continue
+            if stream not in self.local_streams(collab):
+                continue
+            for rec in self.local.records_since(collab, stream, 0, limit=1 << 62):
+                if rec.get("outbox") in waiting:
+                    self.came_back.add(rec["outbox"])
+
+    def push(self) -> int:
+        """Send each outbox entry to the remote once; returns how many were sent now."""
+        sent = 0
+        for entry in outbox.pending(self.local.root):
+            eid, collab, stream = entry["id"], entry["collab"], entry["stream"]
+            if eid in self.came_back or eid in self.pushed:
+                continue
+            try:
+                have = self.local_streams(collab).get(stream, 0)
+                if any(r.get("outbox") == eid for r in self.source.records_since(collab, stream, have, 1 << 62)):
+                    self.pushed.add(eid)  # stored by a run that died before it saw it come back
+                    continue
+                with self.remote.transaction(collab) as tx:
+                    if stream == "delivery":
+                        for item in entry["items"]:
+                            tx.append_delivery(item)
+                    else:
+                        tx.append_receipts(stream.partition("/")[2], entry["items"])
+            except (IdentityError, NotFound, UsageError) as exc:  # refused, not lost in transit: never retried
+                self.say(f"agentmsg sync: the store refused outbox entry {eid}: {exc}; kept in "
+                         f"{layout.OUTBOX_REJECTED}")
+                self.rejected[eid] = entry
+                continue
+            self.pushed.add(eid)
+            sent += 1
+        return sent
+
+    def settle(self) -> int:
+        """Drop the entries that came back down (and set refused ones aside); returns how many remain."""
+        for entry in self.rejected.values():
+            fsio.append(os.path.join(self.local.root, layout.OUTBOX_REJECTED), records.canonical(entry) + b"\n")
+        left = outbox.remove(self.local.root, self.came_back | set(self.rejected))
+        self.pushed -= self.came_back
+        self.rejected.clear()
+        return left
+
+    # ---- the loop -----------------------------------------------------------------------------------
+
+    def round(self, *, full: bool = True) -> tuple[int, int, int]:
+        """One pull, push, pull: (records copied, entries pushed, entries still waiting)."""
+        copied = self.pull(full=full)
+        sent = self.push()
+        if sent:
+            copied += self.pull()
+        return copied, sent, self.settle()
+
+    def recover(self) -> list[str]:
+        """After a mirror died mid-import, rewrite the derived files of every collaboration from the journals.
+
+        Records are imported durably first and their views (transcripts, maps, ids) after, without fsync,
+        as every writer does; a SIGKILL between the two leaves a view short, which a rebuild corrects.
+        """
+        marker = os.path.join(self.local.root, DIRTY)
+        if not os.path.exists(marker):
+            fsio.atomic_write(marker, b"running\n", durable=False)
+            return []
+        done = []
+        for collab in self.local.collabs():
+            if self.local.streams(collab).get("events"):
+                self.local.rebuild(collab)
+                done.append(collab)
+        return done
+
+    def run(self, *, once: bool = False, idle_exit: float = IDLE_EXIT) -> dict[str, Any]:
+        """Rounds until idle (or one, ``once``); SIGTERM ends it cleanly between imports."""
+        import signal
+
+        replica.mark_replica(self.local.root, self.url)
+        self.recover()
+        previous = signal.signal(signal.SIGTERM, self._terminate)
+        try:
+            done = self._loop(once=once, idle_exit=idle_exit)
+        except _Stopped:
+            done = {"exit": "terminated"}
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+        os.unlink(os.path.join(self.local.root, DIRTY))  # only a clean exit: a crash leaves it (see recover)
+        return done
+
+    def _terminate(self, _signum: int, _frame: object) -> None:
+        """SIGTERM: stop now while waiting; while importing, stop after the current import."""
+        self.stopping = True
+        if not self.importing:
+            raise _Stopped
+
+    def _loop(self, *, once: bool, idle_exit: float) -> dict[str, Any]:
+        copied = sent = 0
+        errors = 0
+        started = False
+        last_work = last_full = time.monotonic()
+        woke = True
+        while True:
+            try:
+                if not started:
+                    copied += self.pull()
+                    self.reconcile()
+                    started = True
+                # A full catch-up when the remote said something changed (or a wait failed), and every
+                # FULL_EVERY seconds regardless; otherwise only collaborations that are new since the last.
+                full = woke or errors > 0 or time.monotonic() - last_full >= FULL_EVERY
+                c, s, left = self.round(full=full)
+                if full:
+                    last_full = time.monotonic()
+                copied, sent = copied + c, sent + s
+                if errors:
+                    self.say(f"agentmsg sync: reconnected to {replica.redact(self.url)}")
+                errors = 0
+                if c or s or left:
+                    last_work = time.monotonic()
+                if once:
+                    return {"copied": copied, "pushed": sent, "outbox": left}
+                idle = time.monotonic() - last_work
+                if idle >= idle_exit:
+                    _wake_all(self.local.root)
+                    return {"copied": copied, "pushed": sent, "outbox": left, "exit": "idle"}
+                timeout = SLICE if left else min(SLICE * 10, idle_exit - idle)
+                watched = self.remote.collabs()
+                woke = self.source.wait_any(watched, max(0.01, timeout))
+                # A collaboration waited on for the first time may have records from before its LISTEN:
+                # the round after its first wait is a full one.
+                woke = woke or not self.watched.issuperset(watched)
+                self.watched.update(watched)
+            except TamperDetected:
+                raise
+            except (AgentmsgError, OSError, ConnectionError) as exc:
+                if once and not isinstance(exc, StoreFailed):
+                    raise
+                errors += 1
+                delay = min(5.0, 0.1 * 2 ** min(errors, 6))
+                self.say(f"agentmsg sync: {type(exc).__name__}: {str(exc)[:200]}; retrying in {delay:.1f}s")
+                if once and errors > 3:
+                    raise
+                time.sleep(delay)
+            except Exception as exc:  # a driver's own connection error (psycopg.OperationalError, say)
+                if once or ("Operational" not in type(exc).__name__ and "Connection" not in type(exc).__name__):
+                    raise
+                errors += 1
+                delay = min(5.0, 0.1 * 2 ** min(errors, 6))
+                self.say(f"agentmsg sync: {type(exc).__name__}: {str(exc)[:200]}; retrying in {delay:.1f}s")
+                time.sleep(delay)
+
+
+class _Stopped(Exception):
+    """SIGTERM arrived: the mirror leaves between imports, cleanly."""
+
+
+def _wake_all(root: str) -> None:
+    """On exit, drop every idle marker: the next prompt runs the hook in full, and the hook restarts the mirror."""
+    base = fsio.existing_dir(root, layout.IDLE)
+    if base is None:
+        return
+    for runtime in os.listdir(base):
+        folder = os.path.join(base, runtime)
+        if os.path.isdir(folder) and not os.path.islink(folder):
+            for name in os.listdir(folder):
+                if name.endswith(".idle"):
+                    try:
+                        os.unlink(os.path.join(folder, name))
+                    except OSError:
+                        pass
+
+
+def sync(root: str, url: str, *, once: bool = False, idle_exit: float = IDLE_EXIT) -> dict[str, Any]:
+    """``agentmsg sync``: run the mirror under the root's lock; a second one returns at once."""
+    from . import storeurl
+
+    fsio.ensure_dir(root)
+    local = FileStore(root)
+    _refuse_foreign(local, url)
+    try:
+        lock = fsio.locked(os.path.join(local.root, layout.MIRROR_LOCK), 0)
+        lock.__enter__()
+    except StoreFailed:
+        return {"root": local.root, "store": replica.redact(url), "running": "already",
+                "detail": f"a mirror already runs for {local.root}"}
+    try:
+        mirror = Mirror(local, storeurl.open_store(url), url, say=lambda line: print(line, file=sys.stderr))
+        done = mirror.run(once=once, idle_exit=idle_exit)
+    finally:
+        lock.__exit__(None, None, None)
+    return {"root": local.root, "store": replica.redact(url), "running": "done", **done}
+
+
+def _refuse_foreign(local: FileStore, url: str) -> None:
+    """A mirror never adopts history that is not the server's, nor switches servers under a replica."""
+    from .errors import UsageError
+
+    shown = replica.redact(url)
+    if local.root == _file_root(url):
+        raise UsageError(f"{shown} is this root itself: a root cannot mirror itself")
+    marked = replica.replica_of(local.root)
+    if marked is None and local.collabs():
+        raise UsageError(f"{local.root} holds collaborations of its own, so it cannot become a replica of {shown}; "
+                         "set AGENTMSG_HOME to an empty folder for the mirror")
+    if marked is not None and marked != shown:
+        raise UsageError(f"{local.root} mirrors {marked}, not {shown}; set AGENTMSG_HOME to another folder")
+
+
+def _file_root(url: str) -> str | None:
+    scheme, sep, rest = url.partition("://")
+    return os.path.realpath(rest) if sep and scheme == "file" else None

@@ -1,0 +1,164 @@
+"""Wake consent through the port: on, off, status, and the ring a send asks for.
+
+The consent and every bound are pure rules in ``domain/wake.py``; this
+module decides who may change a consent (only the recipient, for itself),
+writes the records inside the collaboration's transaction, and picks the
+mechanism (``agentmsg/wakeup.py``) for the session facts its hooks recorded.
+Store first, then ring: a ring that fails or is refused never fails a send.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from .. import sessionfacts
+from ..domain import kinds, validate
+from ..domain import wake as rules
+from ..domain.values import Pin, Registry
+from ..errors import Closed, Conflict, DeliveryInactive, UsageError
+from ..ports import Store, Txn
+
+RUNTIME_HOST = {"claude-code": "claude", "codex": "codex"}
+
+
+def _binding(reg: Registry, who: Pin) -> str:
+    from ..domain.rules import require_alias
+
+    if reg.closed:
+        raise Closed(f"collaboration {reg.collab} was closed at {reg.closed_at}; wake-ups stay off")
+    return require_alias(reg, who)
+
+
+def _current(tx: Txn, alias: str, pin: str) -> rules.Consent | None:
+    return rules.latest(rules.fold(tx.delivery_records()), alias, pin)
+
+
+def facts_for(root: str, pin: str, env: Mapping[str, str]) -> dict[str, Any]:
+    """The facts the session's hooks recorded at SessionStart, completed from this command's own session."""
+    runtime, _, session = pin.partition(":")
+    gathered = sessionfacts.gather(RUNTIME_HOST.get(runtime, runtime), session, env)
+    recorded = sessionfacts.load(root, pin).get("facts")
+    return {**gathered, **(recorded if isinstance(recorded, dict) else {})}
+
+
+def on(store: Store, root: str, collab: str, who: Pin, env: Mapping[str, str], *,
+       expires_in: float = rules.DEFAULT_EXPIRES_IN, now: float | None = None) -> dict[str, Any]:
+    """Consent for this exact binding (refused while one is active: a consent is never changed)."""
+    if not 0 < expires_in <= rules.MAX_DURATION:
+        raise UsageError(f"--expires-in must be more than 0 and at most {rules.MAX_DURATION / 3600:g}h")
+    pin = str(who)
+    facts = facts_for(root, pin, env)
+    with store.transaction(collab) as tx:
+        reg = tx.registry()
+        alias = _binding(reg, who)
+        t = time.time() if now is None else now
+        current = _current(tx, alias, pin)
+        if current is not None and current.status(t, holder=pin, closed=False,
+                                                  alive=sessionfacts.alive(current.facts)) == "active":
+            raise Conflict(f"wake is already on for {alias} (consent {current.id}, expires "
+                           f"{rules.iso(current.expires_at)}); a consent is never changed: wake off first")
+        rec = tx.append_delivery({
+            "type": kinds.WAKE_ON, "consent": str(uuid.uuid4()), "collab": collab, "alias": alias, "pin": pin,
+            "by": pin, "expires_at": int(t + expires_in), "expires": rules.iso(t + expires_in),
+            "hard_cap_at": int(t + rules.MAX_DURATION), "facts": facts,
+        })
+    consent = rules.Consent(rec)
+    return {"collab": collab, "alias": alias, **consent.describe(t, holder=pin, closed=False,
+                                                                 alive=sessionfacts.alive(facts))}
+
+
+def off(store: Store, collab: str, who: Pin, *, now: float | None = None) -> dict[str, Any]:
+    pin = str(who)
+    with store.transaction(collab) as tx:
+        reg = tx.registry()
+        alias = _binding(reg, who)
+        t = time.time() if now is None else now
+        current = _current(tx, alias, pin)
+        status = current.status(t, holder=pin, closed=False) if current else None
+        if current is None or status != "active":
+            raise DeliveryInactive(f"wake is not on for {alias}" + (f" (the last consent is {status})"
+                                                                   if status else ""))
+        rec = tx.append_delivery({"type": kinds.WAKE_OFF, "consent": current.id, "alias": alias, "pin": pin,
+                                  "by": pin})
+        current.off = rec["ts"]
+    return {"collab": collab, "alias": alias, **current.describe(t, holder=pin, closed=False)}
+
+
+def describe(store: Store, collab: str, alias: str, pin: str, reg: Registry | None = None,
+             now: float | None = None) -> dict[str, Any] | None:
+    """The binding's newest consent as ``status`` and ``delivery inspect`` show it (None: never turned on)."""
+    reg = reg or store.registry(collab)
+    consent = rules.latest(rules.fold(store.delivery_records(collab)), alias, pin)
+    if consent is None:
+        return None
+    t = time.time() if now is None else now
+    return consent.describe(t, holder=reg.holder(alias), closed=reg.closed, alive=sessionfacts.alive(consent.facts))
+
+
+def status(store: Store, collab: str, who: Pin) -> dict[str, Any]:
+    reg = store.registry(collab)
+    alias = _binding(reg, who)
+    found = describe(store, collab, alias, str(who), reg)
+    return {"collab": collab, "alias": alias, "pin": str(who), "wake": found or {"status": "off"}}
+
+
+# ---- the ring a send asks for ------------------------------------------------------------------
+
+
+def ring(store: Store, root: str, collab: str, alias: str, *, now: float | None = None,
+         retry: bool = False) -> dict[str, Any]:
+    """Ring ``alias``'s session if its consent and the bounds allow; ``{"outcome", "mechanism"}``.
+
+    Decided and recorded under the collaboration's lock, so two sends merge
+    into one ring.  The doorbell names the unacknowledged messages by id.
+    """
+    from .. import wakeup
+
+    with store.transaction(collab) as tx:
+        reg = tx.registry()
+        part = reg.participants.get(alias)
+        if part is None or not part.active:
+            return {"outcome": "wake off", "mechanism": None}
+        pin = part.pin
+        consent = _current(tx, alias, pin)
+        if consent is None:
+            return {"outcome": "wake off", "mechanism": None}
+        t = time.time() if now is None else now
+        turn = sessionfacts.load(root, pin)
+        mech = wakeup.Mechanism(root, pin, consent.facts)
+        reason = rules.decide(consent, t, holder=reg.holder(alias), closed=reg.closed,
+                              alive=sessionfacts.alive(consent.facts),
+                              busy=sessionfacts.busy(turn, t) and not mech.queues)
+        ids = tx.unacked_ids(alias)
+        if not ids:
+            return {"outcome": "nothing unacknowledged", "mechanism": None}
+        line = rules.doorbell(len(ids), alias, ids[::-1])
+        if reason is None:
+            outcome, used = mech.ring(line, {"collab": collab, "alias": alias, "consent": consent.id,
+                                             "messages": ids}, busy=sessionfacts.busy(turn, t))
+        else:
+            outcome, used = reason, None
+        if outcome == rules.RANG or not (retry or outcome.startswith("wake off")):  # an inert consent: no record
+            tx.append_delivery({"type": kinds.WAKE_RING, "consent": consent.id, "alias": alias, "pin": pin,
+                                "at": t, "outcome": outcome, "mechanism": used, "messages": ids[-20:]})
+    if outcome.startswith(("deferred", "recipient busy")) and used != "claude-waiter" and not retry:
+        wakeup.retry_later(root, collab, alias)
+    return {"outcome": outcome, "mechanism": used}
+
+
+def after_send(store: Store, root: str, collab: str, aliases: list[str]) -> dict[str, dict[str, Any]]:
+    """One ring per recipient of a send; a failure is reported, never raised (the message is stored)."""
+    out = {}
+    for alias in dict.fromkeys(aliases):
+        try:
+            out[alias] = ring(store, root, collab, alias)
+        except Exception as exc:  # store first, then notify: the send stands
+            out[alias] = {"outcome": f"not rung ({type(exc).__name__}: {str(exc)[:160]})", "mechanism": None}
+    return out
+
+
+def valid_duration(text: str) -> float:
+    return validate.duration(text, "--expires-in", maximum=rules.MAX_DURATION)

@@ -1,0 +1,149 @@
+"""Session facts for wake-ups, recorded by the recipient's own hooks (stdlib, cheap, fail-open).
+
+At SessionStart the hook notes what a ring needs to reach this very session:
+the host, its session id, the host process (pid and its start time from
+``/proc``, so a reused pid is not mistaken for it), the tmux pane, Claude
+Code's peer socket and Codex's thread id.  The prompt and Stop hooks note
+whether a turn is running.  The file, ``ROOT/wake/<pin key>.json``, is
+derived and local to this machine: ``agentmsg wake on`` copies the facts
+into its consent record, and a sender reads only the turn state from it.
+
+Lean: the hooks import it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from . import fsio, records
+from .backends.file import layout
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+#: Wrappers between a host and its hook (or its shell tool): skipped when looking for the host process.
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "fish", "ksh", "env", "timeout", "nice", "nohup", "python3",
+                    "python", "agentmsg"})
+BUSY_FOR = 1800.0  # a "turn running" note older than this is stale (a crashed turn)
+FIELDS = ("host", "session", "pid", "pid_start", "exe", "tmux_socket", "pane", "claude_socket", "claude_version",
+          "peer_protocol", "thread", "codex_home")
+
+
+def proc_stat(pid: int) -> tuple[str, int, str] | None:
+    """``(comm, ppid, start time in clock ticks)`` of a live process, or None."""
+    raw = fsio.read_bytes(f"/proc/{pid}/stat")
+    if not raw:
+        return None
+    text = raw.decode("utf-8", "replace")
+    left, right = text.find("("), text.rfind(")")
+    rest = text[right + 2:].split()
+    if left < 0 or right < 0 or len(rest) < 20:
+        return None
+    return text[left + 1:right], int(rest[1]), rest[19]
+
+
+def host_process(start: int | None = None) -> tuple[int, str] | None:
+    """The nearest ancestor that is not a shell or wrapper: the host running this hook or command."""
+    pid = os.getppid() if start is None else start
+    for _ in range(12):
+        stat = proc_stat(pid)
+        if stat is None or pid <= 1:
+            return None
+        comm, ppid, started = stat
+        if comm not in SHELLS:
+            return pid, started
+        pid = ppid
+    return None
+
+
+def alive(facts: Mapping[str, Any]) -> bool:
+    """Whether the recorded host process still runs (same pid, same start time); True when none was recorded."""
+    pid, started = facts.get("pid"), facts.get("pid_start")
+    if type(pid) is not int or not isinstance(started, str):
+        return True
+    stat = proc_stat(pid)
+    return stat is not None and stat[2] == started
+
+
+def descends_from(pid: int, ancestor: int) -> bool:
+    """Whether ``pid`` is ``ancestor`` or runs below it (the tmux guard: the pane holds the host)."""
+    for _ in range(32):
+        if pid == ancestor:
+            return True
+        stat = proc_stat(pid)
+        if stat is None or pid <= 1:
+            return False
+        pid = stat[1]
+    return False
+
+
+def gather(host: str, session: str, env: Mapping[str, str]) -> dict[str, Any]:
+    """What this process can see of its session (values are validated again where they are used)."""
+    facts: dict[str, Any] = {"host": host, "session": session}
+    found = host_process()
+    if found is not None:
+        facts["pid"], facts["pid_start"] = found
+        try:
+            facts["exe"] = os.readlink(f"/proc/{found[0]}/exe")
+        except OSError:
+            pass
+    tmux, pane = env.get("TMUX", ""), env.get("TMUX_PANE", "")
+    if tmux and pane:
+        facts["tmux_socket"], facts["pane"] = tmux.split(",", 1)[0], pane
+    if env.get("CLAUDE_CODE_MESSAGING_SOCKET"):
+        facts["claude_socket"] = env["CLAUDE_CODE_MESSAGING_SOCKET"]
+    if host == "claude" and found is not None:
+        facts.update(_claude_session(env.get("HOME", ""), found[0], session))
+    if host == "codex":
+        facts["thread"] = session
+        if env.get("CODEX_HOME"):
+            facts["codex_home"] = env["CODEX_HOME"]
+    return facts
+
+
+def _claude_session(home: str, pid: int, session: str) -> dict[str, Any]:
+    """Claude Code's own note on this process (``~/.claude/sessions/<pid>.json``, internal): its version and
+    peer protocol, so the socket is used only where it was checked (docs/DELIVERY.md, "Wake-ups")."""
+    raw = fsio.read_bytes(os.path.join(home, ".claude", "sessions", f"{pid}.json")) if home.startswith("/") else None
+    try:
+        doc = records.loads(raw[:65536].decode("utf-8")) if raw else None
+    except (ValueError, UnicodeDecodeError):
+        return {}
+    if not isinstance(doc, dict) or doc.get("sessionId") != session:
+        return {}
+    return {"claude_version": str(doc.get("version", ""))[:32], "peer_protocol": doc.get("peerProtocol")}
+
+
+def load(root: str, pin: str) -> dict[str, Any]:
+    raw = fsio.read_bytes(layout.session_file(root, pin, "json"))
+    try:
+        doc = records.loads(raw.decode("utf-8")) if raw else None
+    except (ValueError, UnicodeDecodeError):
+        doc = None
+    return doc if isinstance(doc, dict) and doc.get("pin") == pin else {"pin": pin}
+
+
+def save(root: str, pin: str, doc: dict[str, Any]) -> None:
+    fsio.ensure_dir(root, layout.WAKE)
+    fsio.atomic_write(layout.session_file(root, pin, "json"), records.dumps(doc).encode(), durable=False)
+
+
+def record(root: str, pin: str, facts: dict[str, Any]) -> None:
+    """SessionStart: replace the facts, keep nothing of an earlier process."""
+    save(root, pin, {"pin": pin, "facts": {k: facts[k] for k in FIELDS if k in facts}, "turn": "idle",
+                     "turn_at": time.time()})
+
+
+def set_turn(root: str, pin: str, turn: str) -> None:
+    """``busy`` at a prompt, ``idle`` at Stop (only for sessions whose wake consent is active)."""
+    doc = load(root, pin)
+    doc.update(turn=turn, turn_at=time.time())
+    save(root, pin, doc)
+
+
+def busy(doc: Mapping[str, Any], now: float) -> bool:
+    at = doc.get("turn_at")
+    return doc.get("turn") == "busy" and isinstance(at, (int, float)) and now - at < BUSY_FOR

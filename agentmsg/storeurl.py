@@ -1,0 +1,30 @@
+"""Which store a ``--store URL`` / ``AGENTMSG_STORE`` names.
+
+``postgresql://`` is the PostgreSQL backend; ``file:///abs/path`` is a file
+store at another state root (a shared disk, and the mirror's tests).
+Neither set: the file store at the state root (``service/context.py``).
+"""
+
+from __future__ import annotations
+
+from .errors import UsageError
+from .ports import Store
+
+
+def open_store(url: str) -> Store:
+    scheme = url.split(":", 1)[0].lower()
+    if scheme == "file" and url.startswith("file:///"):
+        import os
+
+        from .backends.file.store import FileStore
+
+        path = url[len("file://"):]
+        os.makedirs(path, 0o700, exist_ok=True)
+        return FileStore(path)
+    if scheme not in ("postgresql", "postgres"):
+        raise UsageError(f"--store/AGENTMSG_STORE must be a postgresql:// URL (or file:///PATH), not {scheme[:20]!r}")
+    try:
+        from .backends.postgres.store import PgStore
+    except ImportError:
+        raise UsageError("the PostgreSQL store needs psycopg: pip install 'agentmsg[postgres]'") from None
+    return PgStore(url)
