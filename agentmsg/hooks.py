@@ -69,12 +69,16 @@ if TYPE_CHECKING:
 HOSTS = {"claude": "claude-code", "codex": "codex", "copilot": "copilot", "gemini": "gemini",
          "opencode": "opencode"}  # opencode: its plugin (opencode/agentmsg.js) runs them
 MIDTURN = "PostToolUse"
+#: Hosts whose hooks file runs ``hooks/run <host> midturn`` after every tool call (docs/DELIVERY.md, "Mid-turn").
+MIDTURN_HOSTS = ("claude", "codex")
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", MIDTURN)
 #: Other hosts' names for the same three events: Gemini CLI's, and Copilot CLI's camelCase hooks.
 EVENT_ALIASES = {"BeforeAgent": "UserPromptSubmit", "AfterAgent": "Stop", "sessionStart": "SessionStart",
                  "userPromptSubmitted": "UserPromptSubmit", "agentStop": "Stop"}
 #: The variable equal to the session id in every hook a host runs (the fast path's key); Codex and Copilot have none.
 SESSION_VARS = {"claude": "CLAUDE_CODE_SESSION_ID", "gemini": "GEMINI_SESSION_ID"}
+#: Hosts whose launcher fast path reads the session id from stdin instead (``hooks/run``), as this process does.
+STDIN_SESSION_HOSTS = ("codex", "copilot")
 #: How each host counts its context limit: the JS hosts in UTF-16 code units, Codex in UTF-8 bytes.
 UNITS = {"codex": "bytes"}
 #: Events ``hooks/run <host> fast`` may answer from the idle marker alone (never SessionStart).
@@ -225,7 +229,7 @@ class Hook:
                 views.quietly(views.mark_midturn_quiet, self.root, self.pin, token)  # until a writer wakes it
         elif token is not None and not self.busy and not out:
             views.quietly(views.mark_idle, self.root, self.pin, token)  # nothing to show until a writer wakes it
-        elif binds and self.host == "claude":
+        elif binds and self.host in MIDTURN_HOSTS:
             # A prompt counted or a context cleared may bring a shown message due again between tool calls.
             views.quietly(views.clear_midturn, self.root, self.pin)
         return out, after
@@ -249,8 +253,10 @@ class Hook:
     def _idle_token(self, session: str) -> str | None:
         """The generation the launcher's idle marker must match; None when this run must not write one."""
         var = SESSION_VARS.get(self.host)
-        if var is None or self.env.get(var) != session:
-            return None  # the launcher keys the marker by this variable (Codex's is inherited: no fast path)
+        if self.host in STDIN_SESSION_HOSTS:
+            pass  # the launcher keys the marker by stdin's session_id, the one this run read
+        elif var is None or self.env.get(var) != session:
+            return None  # the launcher keys the marker by this variable (Codex's is inherited: not its key)
         try:
             return views.idle_token(self.root or "", self.pin)
         except OSError:
@@ -350,8 +356,15 @@ class Hook:
         skip = {int(k) for k, v in st["shown"].items() if st["prompt"] - v < REPRESENT_AFTER}
         return tx.unacked(alias, limit=CANDIDATES, skip=skip, requests_only=requests_only)
 
-    def claim(self, tx: FileTxn, alias: str, ids: tuple[str, ...], attempt: str) -> Callable[[], None]:
-        """Record one presented attempt for ``ids`` (inside ``tx``), durable before printing; returns its completer."""
+    def claim(self, tx: FileTxn, alias: str, ids: tuple[str, ...], attempt: str, *,
+              durable: bool = True) -> Callable[[], None]:
+        """Record one presented attempt for ``ids`` (inside ``tx``), written before printing; returns its completer.
+
+        ``durable=False`` (prompt and PostToolUse) skips the local append's fsync: a presented receipt lost in a
+        power cut only makes its messages come due again, never acknowledged, never lost (docs/DELIVERY.md,
+        "Presented receipts are not fsynced").  A Stop block keeps it durable beside the slot it spends, and a
+        mirrored root's outbox entry stays durable as before.
+        """
         presented = [{"type": kinds.PRESENTED, "message": mid, "attempt": attempt, "host": self.host,
                       "hook": self.event, "pin": self.pin} for mid in ids]
         collab = tx.collab
@@ -360,7 +373,7 @@ class Hook:
         if self.store.replica_of is not None:  # a mirrored root: the receipts go to the server via the outbox
             outbox.put(tx.root, collab, f"receipts/{alias}", presented, entry_id=uuid4())
         else:
-            tx.append_receipts(alias, presented, head=False)
+            tx.append_receipts(alias, presented, durable=durable, head=False)
         root = tx.root
 
         def complete() -> None:
@@ -508,7 +521,7 @@ class Hook:
                 continue
             with self.txn(collab) as tx:
                 if ids:
-                    completers.append(self.claim(tx, alias, ids, uuid4()))
+                    completers.append(self.claim(tx, alias, ids, uuid4(), durable=False))
                 for m in page.messages:
                     if m.id in included:
                         st["shown"][str(m.seq)] = st["prompt"]
@@ -568,7 +581,7 @@ class Hook:
             if not ids:
                 continue
             with self.txn(collab) as tx:
-                completers.append(self.claim(tx, alias, ids, uuid4()))
+                completers.append(self.claim(tx, alias, ids, uuid4(), durable=False))
                 for m in wanted:
                     if m.id in included:
                         st["shown"][str(m.seq)] = st["prompt"]

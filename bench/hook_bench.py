@@ -214,7 +214,7 @@ def markdown(res: dict, info: dict[str, str], command: str) -> str:
     lines += [
         "Hook: UserPromptSubmit as Claude Code runs it: `sh -c` with the command from `hooks/hooks.json`",
         f"(`{hook_command()}`), Claude's hook environment and stdin. Every run presents the same 20",
-        "messages for the first time (presented receipts appended and fsynced, id index entries pointed at",
+        "messages for the first time (presented receipts appended, not fsynced, id index entries pointed at",
         "them, boundary rendering, then the completion receipt). Ack: `python -m agentmsg.cli ack --message ID",
         "--json`, a whole process, acknowledging the newest message for the first time. Before each run the",
         "files the previous one changed are put back (" + ", ".join(f"`{d}`" for d in rows[-1]["restored"]) + ").",
@@ -392,9 +392,9 @@ def host_env(host: str, root: Path, data: Path, project: Path, session: str) -> 
 
 def hosts_run(args: argparse.Namespace) -> dict:
     """Each host's prompt hook, run the way that host runs it, in two states: 10 messages to show (presented
-    for the first time each run: the state is put back), and nothing pending (Claude Code's and Gemini's
-    launchers answer that from the idle marker; Codex and Copilot give hooks no session variable, so they
-    take the full path).  Interleaved with the interpreter floor."""
+    for the first time each run: the state is put back), and nothing pending (every launcher answers that
+    from the idle marker: Claude Code and Gemini name the session in a variable, for Codex and Copilot
+    ``hooks/run`` reads it from stdin).  Interleaved with the interpreter floor."""
     from agentmsg.domain.values import Pin
 
     tmp = Path(tempfile.mkdtemp(prefix="hook-hosts-"))
@@ -465,9 +465,9 @@ def hosts_markdown(res: dict, info: dict[str, str], command: str) -> str:
               "`hooks/hooks.json` with `${extensionPath}` substituted; Copilot: `hooks/copilot-hooks.json` with",
               "`COPILOT_CLI` and Claude's plugin variables set too). \"10 to show\": 10 unread messages presented",
               "for the first time on every run (the collaboration's files are put back between runs). \"Nothing",
-              "pending\": a bound session with an empty inbox; Claude Code's and Gemini's launchers answer it from",
-              "the idle marker without starting an interpreter, Codex and Copilot give hooks no session variable",
-              "and take the full path. Floor: the real interpreter started bare (`-S -c pass`), interleaved.",
+              "pending\": a bound session with an empty inbox; every launcher answers it from the idle marker",
+              "without starting an interpreter (Codex and Copilot give hooks no session variable: `hooks/run`",
+              "reads the session id from stdin). Floor: the real interpreter started bare (`-S -c pass`), interleaved.",
               f"Median of {res['repeats']} runs; load after: {res['load_after']}.", "",
               "| host | state | median | p90 | vs floor |", "|---|---|---:|---:|---:|"]
     for r in res["rows"]:
@@ -771,7 +771,7 @@ def issue15_markdown(res: dict, info: dict[str, str], command: str) -> str:
               f"(`{event_command('UserPromptSubmit')}`: the idle marker, no interpreter), the PostToolUse hook",
               f"with nothing due (`{event_command('PostToolUse')}`: the `.mid` marker, no interpreter; mid-turn",
               f"delivery is on for the binding) and the prompt hook with {PENDING} new messages pending (the full",
-              f"path: {PENDING} presented receipts appended and fsynced, boundary rendering, completion receipt;",
+              f"path: {PENDING} presented receipts appended (not fsynced), boundary rendering, completion receipt;",
               "the files it changes are put back before every run). History: messages in the session's own",
               "inbox, all acknowledged. 10,000 unread: another participant's inbox; the hooks run for a watcher.",
               f"Median of {res['repeats']} runs each; CPU is the child's user + system time (`getrusage`), which",

@@ -134,3 +134,61 @@ def host_presented(root: Path, cid: str) -> list[list[str]]:
         if r["type"] == "presented" and r.get("hook") == "PostToolUse":
             out.setdefault(r["attempt"], []).append(r["message"])
     return list(out.values())
+
+
+# ---- Codex (0.169.0): PostToolUse from the plugin's hooks file, the session id read from stdin -------
+
+MID_LEAD = "agentmsg (mid-turn delivery, between tool calls): "
+
+
+def codex_mid_turn_contexts(body: Mapping[str, Any]) -> list[str]:
+    """Every mid-turn block in one Responses request body, in order (Codex puts hook context in developer items)."""
+    out = []
+    for item in body["input"]:
+        if isinstance(item, dict) and item.get("type") == "message" and item.get("role") == "developer":
+            out += [c.get("text", "") for c in item["content"] if MID_LEAD in c.get("text", "")]
+    return out
+
+
+@pytest.fixture
+def codex_setup(tmp_path: Path):
+    host = product.Host("codex", "plugin", tmp_path / "codex", export=product.export_plugin(tmp_path / "checkout"))
+    root = tmp_path / "state"
+    cid = cli(root, "open", "--self", CAROL, "--alias", "carol", "--label", "midturn",
+              "--task", "mid-turn delivery on the real host")["collab"]
+    return host, root, cid
+
+
+def test_codex_a_high_priority_message_reaches_a_long_turn_before_it_ends(codex_setup):
+    host, root, cid = codex_setup
+    sent: dict[str, str] = {}
+
+    def halfway() -> None:
+        marker = f"{root}/idle/codex/{s.id}"
+        same = Path(f"{marker}.mid").exists() and Path(f"{marker}.mid").read_text() == Path(f"{marker}.gen").read_text()
+        sent["marker_set_before_send"] = "yes" if same else "no"
+        sent["high"] = send(root, cid, "URGENT: stop the deploy", "high")
+        sent["normal"] = send(root, cid, "when you can: update the changelog", "normal")
+
+    with host.stub() as stub:
+        s = host.begin(stub, root=root)
+        cli(root, "join", "--collab", cid, "--self", s.pin, "--alias", "worker")
+        cli(root, "delivery", "midturn", "on", "--min-gap", "0", "--collab", cid, "--self", s.pin)
+        t = s.turn(stub, "a long job", long_turn(halfway), root=root)
+        assert t.run.result == "turn done", t.run.stderr[-2000:]
+        per_request = [codex_mid_turn_contexts(r.body) for r in t.requests]
+        assert per_request[:3] == [[], [], []]
+        assert "x" * 1000 in t.requests[2].text_blob()  # the big output went through
+        first = per_request[3]
+        assert len(first) == 1 and all(p == first for p in per_request[3:])
+        assert len(t.requests) == STEPS + 1  # it arrived before the turn ended
+        block = product.parse_block(first[0])
+        assert block.lead[0].startswith(MID_LEAD + "1 peer message")
+        assert [(m.id, m.subject, m.priority) for m in block.messages] == [
+            (sent["high"], "URGENT: stop the deploy", "high")]
+        assert "update the changelog" not in t.requests[-1].text_blob()  # normal priority waits
+        assert [sent["high"]] in host_presented(root, cid)
+        acked = [r for r in product.Collab(cid, root, root).journal("receipts/worker.jsonl") if r["type"] == "ack"]
+        assert acked == []
+        # Before the send, the tool calls had nothing due: the launcher's .mid marker, keyed by stdin's id, was set.
+        assert sent["marker_set_before_send"] == "yes"

@@ -85,14 +85,6 @@ def test_no_state_root_creates_nothing(tmp_path, shim):
     assert not root.exists()
 
 
-def test_codex_always_takes_the_full_path(tmp_path, store, collab):
-    """Codex hooks inherit CODEX_THREAD_ID from whoever started Codex: it cannot name the session."""
-    for _ in range(2):
-        res = run_hook("codex", "UserPromptSubmit", tmp_path, collab.root, "0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b")
-        assert res.stdout == ""
-    assert not (collab.root / layout.IDLE / "codex").exists()
-
-
 def test_a_session_id_variable_naming_another_session_writes_no_marker(tmp_path, store, collab, shim):
     res = run_hook("claude", "UserPromptSubmit", tmp_path, collab.root, REVIEWER_SESSION,
                    extra_env={"AGENTMSG_PYTHON": str(shim), "CLAUDE_CODE_SESSION_ID": NEW_SESSION})

@@ -1,7 +1,10 @@
-"""A steady-state send costs at most two fsyncs (docs/BENCHMARKS.md, "fsyncs per send").
+"""A steady-state send costs at most two fsyncs (docs/BENCHMARKS.md, "fsyncs per send"); a prompt hook
+that presents messages costs none, while an ack and a Stop block that spends a slot stay durable
+(docs/DELIVERY.md, "Presented receipts are not fsynced").
 
 Counted, not timed: every ``os.fsync``/``os.fdatasync`` during one send to one
-recipient whose inbox, receipts, index and transcript files already exist.
+recipient whose inbox, receipts, index and transcript files already exist, or
+during one hook run in-process.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from agentmsg import hooks
 from agentmsg.backends.file.store import FileStore
 from agentmsg.domain.values import Draft, Pin
 from agentmsg.service.messaging import Mailbox
@@ -68,3 +72,40 @@ def test_a_repeated_send_of_the_same_id_writes_nothing_durable(mailbox: tuple[Ma
     (again,) = box.send(collab, DRIVER, _draft(2, id=mid))
     assert again.already
     assert calls == []
+
+
+def _prompt(root: Path, event: str = "UserPromptSubmit", **fields: object) -> bytes:
+    """One Claude hook run in-process, its completion included; returns what it printed."""
+    import json
+
+    env = {"AGENTMSG_HOME": str(root), "CLAUDE_CODE_SESSION_ID": REVIEWER.session, "HOME": str(root)}
+    raw = json.dumps({"session_id": REVIEWER.session, "hook_event_name": event, "prompt": "go", **fields}).encode()
+    out, after = hooks.Hook("claude", env).run(raw)
+    after()
+    return out
+
+
+def test_a_prompt_presenting_messages_fsyncs_nothing_but_an_ack_does(mailbox: tuple[Mailbox, str], tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    box, collab = mailbox
+    root = tmp_path / "state"
+    assert b"quoted below" in _prompt(root)  # the receipts file and the hook state exist from here on
+    (sent,) = box.send(collab, DRIVER, _draft(9))
+    calls = _count_syncs(monkeypatch)
+    out = _prompt(root)
+    assert b"s9" in out and calls == []  # presented and completed: derived, a lost one is shown again
+    box.ack(collab, REVIEWER, [sent.message.id])
+    assert calls  # an ack is never lost
+
+
+def test_a_stop_block_that_spends_a_slot_stays_durable(mailbox: tuple[Mailbox, str], tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentmsg.service import delivery
+
+    box, collab = mailbox
+    root = tmp_path / "state"
+    delivery.enable(box.store, collab, REVIEWER, slots=2)
+    box.send(collab, DRIVER, Draft(to="reviewer", kind="request", priority="normal", subject="req", body="b"))
+    calls = _count_syncs(monkeypatch)
+    out = _prompt(root, "Stop", stop_hook_active=False)
+    assert b'"decision"' in out and len(calls) >= 2  # the slot record and the presented receipts

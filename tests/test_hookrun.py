@@ -514,8 +514,8 @@ def test_hooks_files_name_the_launcher_for_each_host():
     gemini = {"BeforeAgent": 15000, "AfterAgent": 60000}
     for name, host in (("hooks.json", "claude"), ("codex-hooks.json", "codex"), ("copilot-hooks.json", "copilot")):
         doc = json.loads((REPO / "hooks" / name).read_text())
-        # Claude Code also runs PostToolUse: mid-turn delivery (docs/DELIVERY.md, "Mid-turn delivery")
-        extra = set(gemini) | {"PostToolUse"} if host == "claude" else set()
+        # Claude Code and Codex also run PostToolUse: mid-turn delivery (docs/DELIVERY.md, "Mid-turn delivery")
+        extra = set(gemini) | {"PostToolUse"} if host == "claude" else {"PostToolUse"} if host == "codex" else set()
         assert set(doc["hooks"]) == {"SessionStart", "UserPromptSubmit", "Stop"} | extra
         for event, groups in doc["hooks"].items():
             waiters = [g for g in groups if any(h.get("asyncRewake") for h in g["hooks"])]
