@@ -8,6 +8,7 @@ command Claude Code starts, tmux with a throwaway server), just without a model.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -179,12 +180,20 @@ def test_session_start_records_the_facts(tmp_path: Path, bound: tuple[Path, str]
     root, _cid = bound
     tmux = {"TMUX": "/tmp/tmux-0/default,123,0", "TMUX_PANE": "%7",
             "CLAUDE_CODE_MESSAGING_SOCKET": "/tmp/cc-socks/1.sock"}
-    assert run_hook("claude", "SessionStart", tmp_path, root, "me-1", extra_env=tmux).returncode == 0
+    # The host is the hook's nearest ancestor that is not a shell or an interpreter: this test process,
+    # named like a host for the run (pytest's own name, python, counts as an interpreter).
+    comm = Path("/proc/self/comm")
+    name = comm.read_text()
+    comm.write_text("fakehost")
+    try:
+        assert run_hook("claude", "SessionStart", tmp_path, root, "me-1", extra_env=tmux).returncode == 0
+    finally:
+        comm.write_text(name.strip())
     (doc,) = [json.loads(p.read_text()) for p in (root / "wake").glob("*.json")]
     facts = doc["facts"]
     assert doc["pin"] == ME and facts["pane"] == "%7" and facts["tmux_socket"] == "/tmp/tmux-0/default"
     assert facts["claude_socket"] == "/tmp/cc-socks/1.sock" and facts["host"] == "claude"
-    assert isinstance(facts["pid"], int) and facts["pid_start"].isdigit()  # the hook's host: here, this test
+    assert facts["pid"] == os.getpid() and facts["pid_start"].isdigit()  # the hook's host: here, this test
     run_hook("codex", "SessionStart", tmp_path, root, "th-1")
     docs = {d["pin"]: d for d in (json.loads(p.read_text()) for p in (root / "wake").glob("*.json"))}
     assert docs["codex:th-1"]["facts"]["thread"] == "th-1"
