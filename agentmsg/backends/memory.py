@@ -133,13 +133,7 @@ class MemoryStore(TxnReads):
         return list(self._get(collab).delivery)
 
     def bindings(self, pin: str) -> list[tuple[str, str]]:
-        out = []
-        for collab in self.collabs():
-            reg = self.registry(collab)
-            alias = reg.alias_of(pin)
-            if alias is not None and not reg.closed:
-                out.append((collab, alias))
-        return out
+        return self.bound_in(self.collabs(), pin)
 
     def search(self, query: Query) -> Found:
         """A scan of every record: no index to keep."""

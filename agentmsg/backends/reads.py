@@ -10,7 +10,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Collection
+    from collections.abc import Collection, Iterable
     from typing import Any
 
     from ..domain.values import Message, Page, Registry
@@ -28,6 +28,16 @@ class TxnReads:
     def registry(self, collab: str) -> Registry:
         with self.reading(collab) as tx:
             return tx.registry()
+
+    def bound_in(self, collabs: Iterable[str], pin: str) -> list[tuple[str, str]]:
+        """(collab, alias) for each of ``collabs`` whose registry binds ``pin`` and is still open."""
+        out = []
+        for collab in collabs:
+            reg = self.registry(collab)
+            alias = reg.alias_of(pin)
+            if alias is not None and not reg.closed:
+                out.append((collab, alias))
+        return out
 
     def message(self, collab: str, message_id: str) -> Message | None:
         with self.reading(collab) as tx:

@@ -37,7 +37,13 @@ from .kinds import COMPLETE, DISABLED, ENABLED, PRESENTED, RETRY, SLOT
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
-    from typing import Any
+    from typing import Any, Protocol, TypeVar
+
+    class _Binding(Protocol):
+        alias: str
+        pin: str
+
+    Bound = TypeVar("Bound", bound=_Binding)
 
 DEFAULT_EXPIRES_IN = 2 * 3600.0
 MAX_DURATION = 24 * 3600.0
@@ -112,12 +118,12 @@ def fold(records: Iterable[Mapping[str, Any]]) -> dict[str, Envelope]:
     return envs
 
 
-def latest(envs: Mapping[str, Envelope], alias: str, pin: str) -> Envelope | None:
-    """The newest envelope of this exact binding."""
+def latest(folded: Mapping[str, Bound], alias: str, pin: str) -> Bound | None:
+    """The newest of a fold's consents (an envelope, a wake-up consent) given to this exact binding."""
     found = None
-    for env in envs.values():
-        if env.alias == alias and env.pin == pin:
-            found = env
+    for item in folded.values():
+        if item.alias == alias and item.pin == pin:
+            found = item
     return found
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import time
 
+from .envelope import latest as latest  # the newest consent of this exact binding: one rule for both folds
 from .kinds import WAKE_OFF, WAKE_ON, WAKE_PROMPT, WAKE_RING
 
 TYPE_CHECKING = False
@@ -157,13 +158,6 @@ def fold(records: Iterable[Mapping[str, Any]]) -> dict[str, Consent]:
     return found
 
 
-def latest(consents: Mapping[str, Consent], alias: str, pin: str) -> Consent | None:
-    """The newest consent of this exact binding."""
-    found = None
-    for consent in consents.values():
-        if consent.alias == alias and consent.pin == pin:
-            found = consent
-    return found
 
 
 def decide(consent: Consent | None, now: float, *, holder: str | None, closed: bool, alive: bool,

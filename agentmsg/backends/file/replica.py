@@ -151,13 +151,7 @@ def _append(tx: FileTxn, journal: Journal, kind: str, alias: str, recs: list[dic
                 views.transcribe_message(tx, Message.from_record(rec))
     elif kind == "receipts":
         placed = journal.append_sealed(recs)
-        for offset, rec in placed:
-            if rec.get("message"):
-                views.index_receipt(tx, rec["message"], offset)
-        if any(rec.get("type") == kinds.ACK for _o, rec in placed):
-            tx.map(alias)
-        if any(rec.get("type") == kinds.RETRY for _o, rec in placed):
-            views.wake_aliases(tx, (alias,))
+        views.receipts_placed(tx, alias, placed)
     elif kind == "notes":
         placed = journal.append_sealed(recs)
         for _o, rec in placed if transcribe else ():

@@ -435,13 +435,7 @@ class FileTxn:
         self.dir("receipts")
         journal = Journal(path)
         placed = journal.append_many(self._count_acks(alias, journal, items), durable=durable, head=head)
-        for offset, rec in placed:
-            if rec.get("message"):
-                views.index_receipt(self, rec["message"], offset)
-        if any(rec.get("type") == kinds.ACK for _o, rec in placed):
-            self.map(alias)
-        if any(rec.get("type") == kinds.RETRY for _o, rec in placed):
-            views.wake_aliases(self, (alias,))  # the next prompt shows it again
+        views.receipts_placed(self, alias, placed)
         return [rec for _o, rec in placed]
 
     def _count_acks(self, alias: str, journal: Journal, items: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -13,7 +13,7 @@ import os
 import time
 
 from ... import fsio, records
-from ...domain import rules
+from ...domain import kinds, rules
 from ...journal import Journal
 from . import layout
 from .inboxmap import InboxMap, record_at
@@ -621,3 +621,15 @@ def clear_midturn(root: str, pin: str) -> None:
             os.unlink(path)
         except FileNotFoundError:
             pass
+
+
+def receipts_placed(tx: FileTxn, alias: str, placed: list[tuple[int, dict[str, Any]]]) -> None:
+    """Derived data after receipts were appended, by a writer or by a replica's import: ``ids/``, the
+    inbox map (an ack), and the fast-path markers (a retry shows a message again at the next prompt)."""
+    for offset, rec in placed:
+        if rec.get("message"):
+            index_receipt(tx, rec["message"], offset)
+    if any(rec.get("type") == kinds.ACK for _o, rec in placed):
+        tx.map(alias)
+    if any(rec.get("type") == kinds.RETRY for _o, rec in placed):
+        wake_aliases(tx, (alias,))

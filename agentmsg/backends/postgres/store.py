@@ -256,16 +256,10 @@ class PgStore(TxnReads):
 
     def bindings(self, pin: str) -> list[tuple[str, str]]:
         """Active (collab, alias) bindings of a pin: the registry of each collaboration an event gave it to."""
-        out = []
         named = self.query("SELECT DISTINCT collab::text FROM agentmsg_records WHERE stream = 'events' "
                            "AND rtype IN ('opened', 'joined', 'succeeded') AND body::jsonb ->> 'pin' = %s "
                            "ORDER BY 1", (pin,))
-        for (collab,) in named:
-            reg = self.registry(collab)
-            alias = reg.alias_of(pin)
-            if alias is not None and not reg.closed:
-                out.append((collab, alias))
-        return out
+        return self.bound_in([collab for (collab,) in named], pin)
 
     def search(self, query: Query) -> Found:
         """A scan of the messages and notes this role may read: no index to keep."""
