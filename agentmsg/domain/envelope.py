@@ -82,17 +82,11 @@ class Envelope:
 
     def status(self, now: float, *, holder: str | None, closed: bool) -> str:
         """active | disabled | closed | taken-over | left | expired | spent."""
-        if self.disabled:
-            return "disabled"
-        if closed:
-            return "closed"
-        if holder != self.pin:
-            return "taken-over" if holder else "left"
-        if now >= min(self.expires_at, self.hard_cap_at):
-            return "expired"
-        if self.remaining <= 0:
-            return "spent"
-        return "active"
+        ended = why_ended("disabled" if self.disabled else None, self.pin, holder=holder, closed=closed,
+                          expired=now >= min(self.expires_at, self.hard_cap_at))
+        if ended:
+            return ended
+        return "spent" if self.remaining <= 0 else "active"
 
     def describe(self, now: float, *, holder: str | None, closed: bool) -> dict[str, Any]:
         return {
@@ -116,6 +110,17 @@ def fold(records: Iterable[Mapping[str, Any]]) -> dict[str, Envelope]:
         elif kind == DISABLED and rec.get("envelope") in envs:
             envs[rec["envelope"]].disabled = envs[rec["envelope"]].disabled or rec["ts"]
     return envs
+
+
+def why_ended(withdrawn: str | None, pin: str, *, holder: str | None, closed: bool, expired: bool) -> str | None:
+    """Why a finite consent (an envelope, a wake-up consent) no longer holds, in the order each checks it."""
+    if withdrawn:
+        return withdrawn
+    if closed:
+        return "closed"
+    if holder != pin:
+        return "taken-over" if holder else "left"
+    return "expired" if expired else None
 
 
 def latest(folded: Mapping[str, Bound], alias: str, pin: str) -> Bound | None:

@@ -33,6 +33,7 @@ from __future__ import annotations
 import time
 
 from .envelope import latest as latest  # the newest consent of this exact binding: one rule for both folds
+from .envelope import why_ended
 from .kinds import WAKE_OFF, WAKE_ON, WAKE_PROMPT, WAKE_RING
 
 TYPE_CHECKING = False
@@ -107,17 +108,11 @@ class Consent:
 
     def status(self, now: float, *, holder: str | None, closed: bool, alive: bool = True) -> str:
         """active | off | closed | taken-over | left | expired | host-gone."""
-        if self.off:
-            return "off"
-        if closed:
-            return "closed"
-        if holder != self.pin:
-            return "taken-over" if holder else "left"
-        if now >= min(self.expires_at, self.hard_cap_at):
-            return "expired"
-        if not alive:
-            return "host-gone"
-        return "active"
+        ended = why_ended("off" if self.off else None, self.pin, holder=holder, closed=closed,
+                          expired=now >= min(self.expires_at, self.hard_cap_at))
+        if ended:
+            return ended
+        return "active" if alive else "host-gone"
 
     def pending(self, now: float) -> bool:
         return self.pending_since is not None and now - self.pending_since < PENDING_FOR
