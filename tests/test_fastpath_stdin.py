@@ -202,6 +202,20 @@ def test_the_full_path_gets_every_byte(tmp_path, stdin):
     assert (tmp_path / "received").read_bytes() == stdin
 
 
+@pytest.mark.parametrize("stdin", [b"\0" + compact(meta()), compact(meta())[:-1] + b',"x":"\0"}'],
+                         ids=["leading", "in-a-string"])
+def test_a_nul_byte_never_turns_garbage_into_json(tmp_path, stdin):
+    # A shell variable cannot hold NUL: the launcher hands Python \001 instead, which is no more JSON.
+    rec = recorder(tmp_path)
+    res = run_hook("codex", "UserPromptSubmit", tmp_path, tmp_path / "state", DRIVER_SESSION, stdin=stdin,
+                   extra_env={"AGENTMSG_PYTHON": str(rec)})
+    assert res.returncode == 0
+    received = (tmp_path / "received").read_bytes()
+    assert received == stdin.replace(b"\0", b"\1")
+    with pytest.raises(ValueError):
+        json.loads(received)
+
+
 def test_a_huge_stdin_on_the_fast_path_is_drained(tmp_path, store, collab, shim):
     settle(tmp_path, collab.root, shim)
     huge = compact({**meta(), "prompt": "p" * (4 << 20)})
