@@ -26,8 +26,6 @@ from agentmsg.service.messaging import Mailbox
 DRIVER, REVIEWER, CAROL = pin("codex:c-driver"), pin("claude-code:c-reviewer"), pin("human:carol")
 
 
-
-
 @pytest.fixture
 def cid(box: Mailbox) -> str:
     reg = box.open(DRIVER, "driver", "contract", "the backend contract")

@@ -26,8 +26,6 @@ CODEX2 = pin("codex:i-codex-two")
 STRANGER = pin("claude-code:i-stranger")
 
 
-
-
 @pytest.fixture
 def cid(box: Mailbox) -> str:
     reg = box.open(OPENER, "driver", "rules", "identity rules")

@@ -129,3 +129,16 @@ def test_a_failed_reservation_writes_nothing(tmp_path: Path) -> None:
     with pytest.raises(OSError):
         fsio.append(str(path), b"b\n", first=refuse)
     assert path.read_bytes() == b"a\n"
+
+
+def test_delivery_records_read_once_per_transaction_stay_current(store, collab) -> None:
+    # A Stop hook asks for the envelope and for the wake consent in one transaction: one read of
+    # delivery.jsonl, and what the transaction appends (or a caller does to its copy) shows correctly.
+    enabled = {"type": "delivery-enabled", "envelope": "e1", "alias": "reviewer", "pin": str(collab.reviewer)}
+    with store.port.transaction(collab.id) as tx:
+        before = tx.delivery_records()
+        before.append({"type": "not stored"})  # the caller's copy, not the transaction's
+        rec = tx.append_delivery(enabled)
+        assert tx.delivery_records() == [r for r in before if r["type"] != "not stored"] + [rec]
+    with store.port.transaction(collab.id) as tx:
+        assert tx.delivery_records()[-1] == rec

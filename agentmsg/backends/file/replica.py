@@ -15,7 +15,7 @@ import os
 import time
 
 from ... import fsio, records
-from ...domain import kinds, rules
+from ...domain import rules
 from ...domain.values import Message
 from ...journal import Journal
 from . import layout, views
@@ -158,10 +158,7 @@ def _append(tx: FileTxn, journal: Journal, kind: str, alias: str, recs: list[dic
             views.transcribe_note(tx, rec)
     else:  # delivery
         placed = journal.append_sealed(recs)
-        for _o, rec in placed:
-            if rec.get("type") != kinds.SLOT:
-                views.wake(tx.root, [p for p in (rec.get("pin"),) if isinstance(p, str)])
-                views.wake_aliases(tx, [a for a in (rec.get("alias"),) if isinstance(a, str)])
+        tx.delivery_placed([rec for _o, rec in placed])
     return [rec for _o, rec in placed]
 
 

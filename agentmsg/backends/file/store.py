@@ -220,6 +220,7 @@ class FileTxn:
         self._maps: dict[str, InboxMap] = {}
         self._dirs: dict[tuple[str, ...], str] = {}
         self._cseq: int | None = None  # the highest cseq stored, once read: the lock keeps it current
+        self._delivery: list[dict[str, Any]] | None = None  # delivery.jsonl, once read: the same
 
     def __enter__(self) -> FileTxn:
         self._lock.__enter__()
@@ -500,15 +501,26 @@ class FileTxn:
         return rec
 
     def delivery_records(self) -> list[dict[str, Any]]:
-        return [rec for _pos, rec in Journal(os.path.join(self.base, layout.DELIVERY)).scan()]
+        """Read once per transaction: a Stop hook asks for its envelope and its wake consent in one."""
+        if self._delivery is None:
+            self._delivery = [rec for _pos, rec in Journal(os.path.join(self.base, layout.DELIVERY)).scan()]
+        return list(self._delivery)
 
     def append_delivery(self, fields: dict[str, Any]) -> dict[str, Any]:
         self.store.writable()
         rec = Journal(os.path.join(self.base, layout.DELIVERY)).append(fields)[1]
-        if fields.get("type") != kinds.SLOT:  # an envelope or a setting changed: its owner's Stop must run
-            views.wake(self.root, [p for p in (fields.get("pin"),) if isinstance(p, str)])
-            views.wake_aliases(self, [a for a in (fields.get("alias"),) if isinstance(a, str)])
+        self.delivery_placed([rec])
         return rec
+
+    def delivery_placed(self, recs: list[dict[str, Any]]) -> None:
+        """After delivery records were appended, by a writer or a replica's import: an envelope or a setting
+        that changed makes its owner's hooks run again (a spent slot does not)."""
+        if self._delivery is not None:
+            self._delivery += recs
+        for rec in recs:
+            if rec.get("type") != kinds.SLOT:
+                views.wake(self.root, [p for p in (rec.get("pin"),) if isinstance(p, str)])
+                views.wake_aliases(self, [a for a in (rec.get("alias"),) if isinstance(a, str)])
 
     def next_cseq(self) -> int:
         """One collaboration-wide order (transcripts, and ``verify``'s gap check), from the journal tails.
