@@ -163,8 +163,8 @@ def test_an_edited_inbox_map_never_hides_mail_and_verify_says_so(world: World, t
 
 def test_a_damaged_index_entry_is_reported_and_the_message_still_shown_and_acked(world: World) -> None:
     mid = world.send("indexed")
-    entry = world.dir / "ids" / mid[:2] / f"{mid}.json"
-    entry.write_bytes(b'{"inbox": "reviewer", "offset": 99999, "seq": 7, "digest": "x"}\n')
+    log = world.dir / "ids" / f"{mid[:2]}.log"  # an entry appended after the true one wins: the last one counts
+    log.write_bytes(log.read_bytes() + f"m {mid} reviewer 99999 7 abcd\n".encode())
     code, findings = world.verify()
     assert code == 13 and any(mid in f["detail"] for f in findings), _kinds(findings)
     code, doc, err = world.cli("show", mid, "--collab", world.collab)
@@ -186,3 +186,46 @@ def test_a_fifo_in_place_of_a_derived_file_is_refused_not_waited_on(world: World
                                                      "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode == 12, proc.stderr
+
+
+def test_ids_of_the_first_layout_are_read_as_missing_and_rebuilt_once(world: World) -> None:
+    """A root written before ids/ became one log per shard: one file per message, in a directory per shard."""
+    mids = [world.send(f"old layout {i}") for i in range(3)]
+    ids = world.dir / "ids"
+    for log in ids.glob("*.log"):
+        log.unlink()
+    for mid in mids:
+        (ids / mid[:2]).mkdir(exist_ok=True)
+        (ids / mid[:2] / f"{mid}.json").write_text('{"inbox": "reviewer", "offset": 0, "seq": 1, "digest": "x"}\n')
+    code, doc, err = world.cli("show", mids[2], "--collab", world.collab)
+    assert code == 0 and doc["result"]["message"]["body"] == "old layout 2", err
+    assert sorted(p.name for p in ids.iterdir()) == sorted({f"{m[:2]}.log" for m in mids})
+    code, doc, err = world.cli("ack", "--collab", world.collab, "--self", REVIEWER, "--message", mids[0])
+    assert code == 0 and doc["result"]["already"] is False, err
+    assert world.verify() == (0, [])
+
+
+def test_a_torn_index_line_never_swallows_the_next_entry(world: World) -> None:
+    """A crash mid-append leaves part of a line; the next entry starts on a line of its own."""
+    first = world.send("before the tear")
+    log = world.dir / "ids" / f"{first[:2]}.log"
+    log.write_bytes(log.read_bytes() + f"\nm {first[:20]}".encode())  # torn: no end of line
+    # The same shard for the next message (an id of our choosing), so its entry lands right after the tear.
+    mid = first[:2] + "aaaaaa-1111-4222-8333-444455556666"
+    code, doc, err = world.cli("send", "--collab", world.collab, "--self", DRIVER, "--to", "reviewer", "--subject",
+                               "s", "--body", "after the tear", "--id", mid)
+    assert code == 0, err
+    assert f"\nm {first[:20]}\nm {mid} reviewer ".encode() in log.read_bytes()
+    code, doc, err = world.cli("show", mid, "--collab", world.collab)
+    assert code == 0 and doc["result"]["message"]["body"] == "after the tear", err
+    assert world.verify() == (0, [])
+
+
+def test_garbage_in_an_index_log_is_rebuilt_from_the_journals(world: World) -> None:
+    mid = world.send("indexed")
+    log = world.dir / "ids" / f"{mid[:2]}.log"
+    log.write_bytes(b"not an index at all\n" + log.read_bytes())
+    code, doc, err = world.cli("ack", "--collab", world.collab, "--self", REVIEWER, "--message", mid)
+    assert code == 0 and doc["result"]["already"] is False, err
+    assert log.read_bytes().startswith(f"m {mid} reviewer ".encode())  # written whole again
+    assert world.verify() == (0, [])

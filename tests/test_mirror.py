@@ -13,6 +13,7 @@ import json
 import os
 import random
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -84,8 +85,15 @@ class Pair:
 
 
 def _progress(root: Path) -> int:
-    base = root / "collabs"
-    return sum(p.stat().st_size for p in base.rglob("*") if p.is_file()) if base.exists() else 0
+    """Bytes under collabs/ while a mirror writes there: a temporary file may vanish between listing and stat."""
+    total = 0
+    for p in (root / "collabs").rglob("*"):
+        try:
+            st = p.lstat()
+        except FileNotFoundError:
+            continue
+        total += st.st_size if stat.S_ISREG(st.st_mode) else 0
+    return total
 
 
 def kill_mid_stream(env: dict[str, str], root: Path, *, rounds: int = 6, seed: int = 8) -> int:

@@ -770,8 +770,8 @@ case("cli-send-symlinked-registry-yaml", "cli", "base", Cli(send()), 12,
      unsafe(f"{CDIR}/registry.yaml", inside=False), NOTHING, prep=(Link(f"{CDIR}/registry.yaml", is_dir=False),))
 case("cli-send-symlinked-write-lock", "cli", "base", Cli(send()), 12, unsafe(f"{CDIR}/write.lock", inside=False),
      NOTHING, prep=(Link(f"{CDIR}/write.lock", is_dir=False),))
-case("cli-send-symlinked-ids-shard", "cli", "base", Cli(send("--id", NEW)), 12, unsafe(f"{CDIR}/ids/44"),
-     NOTHING, prep=(Link(f"{CDIR}/ids/44"),))
+case("cli-send-symlinked-ids-shard", "cli", "base", Cli(send("--id", NEW)), 12,
+     unsafe(f"{CDIR}/ids/44.log", inside=False), NOTHING, prep=(Link(f"{CDIR}/ids/44.log", is_dir=False),))
 case("cli-send-symlinked-head-sidecar-is-replaced-not-followed", "cli", "base", Cli(send()), 0, "",
      Stored((new_message("hello"),)), prep=(Link(f"{CDIR}/inbox/.reviewer.jsonl.head", is_dir=False),))
 case("cli-join-symlinked-collab-jsonl", "cli", "base",
@@ -787,8 +787,8 @@ case("cli-open-symlinked-pin-index-file", "cli", "base",
      Cli(("open", "--self", STRANGER, "--alias", "boss", "--label", "l", "--task", "t")), 12,
      unsafe(pin_file(STRANGER)), NOTHING, prep=(Link(pin_file(STRANGER), is_dir=False),))
 case("cli-ack-symlinked-ids-shard", "cli", "base",
-     Cli(("ack", "--collab", C, "--self", REVIEWER, "--message", M1)), 12, unsafe(f"{CDIR}/ids/11"), NOTHING,
-     prep=(Link(f"{CDIR}/ids/11"),))
+     Cli(("ack", "--collab", C, "--self", REVIEWER, "--message", M1)), 12,
+     unsafe(f"{CDIR}/ids/11.log", inside=False), NOTHING, prep=(Link(f"{CDIR}/ids/11.log", is_dir=False),))
 case("cli-ack-symlinked-receipts-file", "cli", "base",
      Cli(("ack", "--collab", C, "--self", REVIEWER, "--message", M1)), 12, unsafe(RCPT_R, inside=False), NOTHING,
      prep=(Link(RCPT_R, is_dir=False),))
@@ -802,7 +802,7 @@ case("cli-log-append-symlinked-collaboration-md", "cli", "base",
 case("reader-inbox-symlinked-inbox-file", "reader", "base", Cli(("inbox", "--collab", C, "--self", REVIEWER)), 12,
      unsafe(INBOX_R, inside=False), NOTHING, prep=(Link(INBOX_R, is_dir=False),))
 case("reader-show-symlinked-ids-shard", "reader", "base", Cli(("show", M1, "--collab", C)), 12,
-     unsafe(f"{CDIR}/ids/11"), NOTHING, prep=(Link(f"{CDIR}/ids/11"),))
+     unsafe(f"{CDIR}/ids/11.log", inside=False), NOTHING, prep=(Link(f"{CDIR}/ids/11.log", is_dir=False),))
 case("reader-verify-symlinked-inbox-dir", "reader", "base", Cli(("verify",)), 12, unsafe(f"{CDIR}/inbox"),
      NOTHING, prep=(Link(f"{CDIR}/inbox"), Append(f"{CDIR}/inbox/reviewer.jsonl", b"garbage\n")))
 case("reader-verify-collab-symlinked-inbox-dir", "reader", "base", Cli(("verify", "--collab", C)), 12,
@@ -828,7 +828,7 @@ fail_open("hook-claude-symlinked-write-lock", "claude", payload("UserPromptSubmi
 fail_open("hook-codex-symlinked-delivery-journal", "codex", payload("Stop", DRIVER_SESSION),
           hook_unsafe(DELIVERY), setup="delivery", prep=(Link(DELIVERY, is_dir=False),), match="contains")
 fail_open("hook-claude-symlinked-ids-shard", "claude", payload("UserPromptSubmit", REVIEWER_SESSION),
-          hook_unsafe(f"{CDIR}/ids/11"), prep=(Link(f"{CDIR}/ids/11"),), match="contains")
+          hook_unsafe(f"{CDIR}/ids/11.log"), prep=(Link(f"{CDIR}/ids/11.log", is_dir=False),), match="contains")
 case("hook-claude-symlinked-hooks-log-is-not-written", "hook-claude", "base", Hook("Stop", stdin=b"not json"),
      0, "", NOTHING, outcome="silent", prep=(Link("hooks.log", is_dir=False),))
 
@@ -1122,7 +1122,7 @@ _JOIN_NEWCOMER = ("join", "--collab", C, "--self", NEWCOMER, "--alias", "newcome
 _ACK_M1 = ("ack", "--collab", C, "--self", REVIEWER, "--message", M1)
 for _rel, _argv in ((f"{CDIR}/registry.yaml", send()), (INBOX_R, send()), (f"{CDIR}/write.lock", send()),
                     (EVENTS, _JOIN_NEWCOMER), (pin_file(NEWCOMER), _JOIN_NEWCOMER), ("pins/.lock", _JOIN_NEWCOMER),
-                    (RCPT_R, _ACK_M1), (f"{CDIR}/ids/11/{M1}.json", _ACK_M1), (LOG, ("log", "show", "--collab", C)),
+                    (RCPT_R, _ACK_M1), (f"{CDIR}/ids/11.log", _ACK_M1), (LOG, ("log", "show", "--collab", C)),
                     (f"{CDIR}/inbox/.reviewer.jsonl.head", ("verify", "--collab", C))):
     _name = _rel.replace("{collab}/", "").replace("/", "-").replace(".", "")[:40]
     case(f"cli-{_argv[0]}-fifo-{_name}", "cli", "base", Cli(_argv), 12, not_regular(_rel), NOTHING,
@@ -1320,8 +1320,8 @@ case("hook-claude-map-marks-unread-acked-still-shows", "hook-claude", "base", Ho
 case("hook-claude-resealed-map-marks-unread-acked-still-shows", "hook-claude", "base", Hook("UserPromptSubmit"), 0,
      "", Stored(REVIEWER_SEES), outcome="context", prep=(MapAck("reviewer", 1, reseal=True),),
      checks=(BoundaryOnce(), Shows("subject: Review retry.py")))
-_ID_M1 = f"{CDIR}/ids/11/{M1}.json"
-_DAMAGED_ID = WriteFile(f"{ROOT}/{_ID_M1}", b'{"inbox": "reviewer", "offset": 9999, "seq": 1, "digest": "x"}')
+_ID_M1 = f"{CDIR}/ids/11.log"
+_DAMAGED_ID = Append(_ID_M1, f"m {M1} reviewer 9999 1 abcd\n".encode())  # after the true entry: the last one counts
 case("reader-verify-damaged-id-entry", "reader", "base", Cli(("verify",)), 13,
      f"verify: 1 problem(s); first: damaged record at {ROOT}/{_ID_M1}:1 (index entry of {M1} disagrees with its "
      "record (run agentmsg repair))", NOTHING, prep=(_DAMAGED_ID,))

@@ -114,7 +114,12 @@ def hook_state(base: str, alias: str) -> str:
 
 
 def index(base: str, message: str) -> str:
-    return os.path.join(base, "ids", message[:2], f"{message}.json")
+    """The ids/ log that holds a message id's entries (views.py, "ids/")."""
+    return index_shard(base, message[:2])
+
+
+def index_shard(base: str, shard: str) -> str:
+    return f"{base}/ids/{shard}.log"
 
 
 def transcript(base: str, alias: str) -> str:

@@ -223,37 +223,110 @@ def ensure_pins(store: FileStore, *, force: bool = False) -> None:
 
 
 # ---- ids/: message id -> where it is, and its receipts ------------------------------------------
+#
+# One append-only log per shard, ``ids/<first two hex digits>.log``: a send appends one line to a file
+# that already exists, where one file per message cost an inode (the most expensive thing a send did
+# besides its fsync).  Each entry is one line, written with a newline before it as well as after, so
+# a line torn by a crash is cut off from the next entry instead of merging with it:
+#
+#   m <id> <inbox> <offset> <seq> <digest>     where the message's record is (the last one wins)
+#   r <id> <offset>                            a receipt for it in its inbox's receipts journal
+#   b <id> <alias> ...                         a broadcast id and the recipients it went to
+#
+# Lines that do not parse are skipped; an id whose only lines are damaged reads as damaged, and
+# lookup() lets the journals decide.  The first layout (one ``ids/<xx>/<id>.json`` per message) is
+# read as missing and rebuilt once.
 
 
 def refuse_index_links(tx: FileTxn, messages: Iterable[str]) -> None:
-    """Refuse a planted link at these messages' ids/ entries (each shard directory checked once per transaction)."""
-    for message in messages:
-        if layout.is_uuid(message):
-            tx.existing("ids", message[:2])
-            fsio.refuse_link(layout.index(tx.base, message))
+    """Refuse a planted link at these messages' ids/ logs (checked before anything is written)."""
+    for shard in dict.fromkeys(m[:2] for m in messages if layout.is_uuid(m)):
+        fsio.refuse_link(layout.index_shard(tx.base, shard))
 
 
-def _read_index(tx: FileTxn, message: str) -> tuple[dict[str, Any], list[int]] | None:
-    if not layout.is_uuid(message) or tx.existing("ids", message[:2]) is None:
+def _entries(tx: FileTxn, message: str) -> list[list[str]] | None:
+    """Every line of the message's shard that names it, split; None when it has no line at all."""
+    if not layout.is_uuid(message) or tx.existing("ids") is None:
         return None
     raw = fsio.read_bytes(layout.index(tx.base, message))
     if raw is None:
         return None
-    head, _, tail = raw.partition(b"\n")
-    try:
-        doc = records.loads(head.decode())
-    except (ValueError, UnicodeDecodeError):
-        return {}, []  # damaged: present but unreadable
-    if not isinstance(doc, dict):
-        return {}, []
-    return doc, [int(line) for line in tail.split(b"\n") if line.isdigit()]
+    if not _well_formed(raw):  # not the work of a crash, which tears at most the last line: rebuild all
+        rebuild_ids(tx)
+        raw = fsio.read_bytes(layout.index(tx.base, message)) or b""
+    needle = f" {message}".encode()
+    out: list[list[str]] = []
+    at = raw.find(needle)
+    while at >= 0:
+        start = raw.rfind(b"\n", 0, at) + 1
+        stop = raw.find(b"\n", at)
+        if stop < 0:
+            break  # the last line, torn (or still being written): not an entry yet
+        line = raw[start:stop]
+        try:
+            fields = line.decode("ascii").split(" ")
+        except UnicodeDecodeError:
+            fields = ["?"]
+        if len(fields) > 1 and fields[1] == message:
+            out.append(fields)
+        elif fields[0] in ("m", "r", "b") or len(fields) < 2:
+            out.append(["?"])  # names it, but not as an entry: damaged
+        at = raw.find(needle, stop)
+    return out if out else None
+
+
+def _read_index(tx: FileTxn, message: str) -> tuple[dict[str, Any], list[int]] | None:
+    """(the entry, receipt offsets); ``({}, offsets)`` when its lines are damaged; None when it has none."""
+    found = _entries(tx, message)
+    return None if found is None else _fold_entries(found)
+
+
+def _fold_entries(found: list[list[str]]) -> tuple[dict[str, Any], list[int]]:
+    doc: dict[str, Any] = {}
+    offsets: list[int] = []
+    for fields in found:
+        kind = fields[0]
+        if kind == "m" and len(fields) == 6 and rules.is_alias(fields[2]) and fields[3].isdigit() \
+                and fields[4].isdigit() and _is_hex(fields[5]):
+            doc = {"inbox": fields[2], "offset": int(fields[3]), "seq": int(fields[4]), "digest": fields[5]}
+        elif kind == "r" and len(fields) == 3 and fields[2].isdigit():
+            offsets.append(int(fields[2]))
+        elif kind == "b" and all(rules.is_alias(a) for a in fields[2:]):
+            doc = {"broadcast": fields[2:]}
+        else:
+            doc = {}  # a damaged line after the last good entry: the journals decide
+    return doc, list(dict.fromkeys(offsets))
+
+
+def _well_formed(raw: bytes) -> bool:
+    """Every complete line empty or an entry's start, and a torn last line the start of one."""
+    cut = raw.rfind(b"\n") + 1
+    tail = raw[cut:]
+    if tail and tail[:2] not in _STARTS and tail not in (b"m", b"r", b"b"):
+        return False
+    return {line[:2] for line in raw[:cut].split(b"\n")} <= _STARTS
+
+
+_STARTS = frozenset((b"", b"m ", b"r ", b"b "))
+
+
+def _is_hex(value: str) -> bool:
+    return 0 < len(value) <= 128 and set(value) <= _HEX
+
+
+_HEX = frozenset("0123456789abcdef")
+
+
+def _index_line(message: str, doc: dict[str, Any]) -> str:
+    if "broadcast" in doc:
+        return " ".join(["b", message, *doc["broadcast"]])
+    return f"m {message} {doc['inbox']} {doc['offset']} {doc['seq']} {doc['digest']}"
 
 
 def _write_index(tx: FileTxn, message: str, doc: dict[str, Any], offsets: list[int] | None = None) -> None:
-    tx.dir("ids", message[:2])
-    tail = "".join(f"{o}\n" for o in offsets or [])
-    # In place, not by rename: a torn entry reads as damaged and the journals decide (lookup).
-    fsio.overwrite_or_replace(layout.index(tx.base, message), (records.dumps_plain(doc) + "\n" + tail).encode())
+    tx.dir("ids")
+    lines = [_index_line(message, doc), *(f"r {message} {o}" for o in offsets or ())]
+    fsio.append_entries(layout.index(tx.base, message), ("\n" + "\n".join(lines) + "\n").encode())
 
 
 def index_message(tx: FileTxn, rec: dict[str, Any], offset: int) -> None:
@@ -261,12 +334,10 @@ def index_message(tx: FileTxn, rec: dict[str, Any], offset: int) -> None:
 
 
 def index_receipt(tx: FileTxn, message: str, offset: int) -> None:
-    """Point a message's entry at a receipt for it: an append, not a rewrite."""
-    if not layout.is_uuid(message):
+    """Point a message's entry at a receipt for it (only in a shard that exists: a lost one is rebuilt)."""
+    if not layout.is_uuid(message) or tx.existing("ids") is None:
         return
-    path = layout.index(tx.base, message)
-    if fsio.file_size(path):
-        quietly(fsio.append, path, f"{offset}\n".encode(), durable=False)
+    quietly(fsio.append_entries, layout.index(tx.base, message), f"\nr {message} {offset}\n".encode(), create=False)
 
 
 def receipt_offsets(tx: FileTxn, message: str) -> list[int]:
@@ -284,6 +355,15 @@ def _scan_receipts(tx: FileTxn, message: str) -> list[int]:
             if rec.get("message") == message]
 
 
+def _first_layout(tx: FileTxn) -> bool:
+    """``ids/`` as the first layout left it (a directory per shard) and no log yet: rebuild it once."""
+    ids = tx.existing("ids")
+    if ids is None:
+        return False
+    names = os.listdir(ids)
+    return not any(n.endswith(".log") for n in names) and any(len(n) == 2 for n in names)
+
+
 def lookup(tx: FileTxn, message: str) -> dict[str, Any] | None:
     """The stored record of a message id, checked against the inbox its entry points to.
 
@@ -297,7 +377,12 @@ def lookup(tx: FileTxn, message: str) -> dict[str, Any] | None:
         rebuild_ids(tx)
     found = _read_index(tx, message)
     if found is None:
-        return None
+        if not _first_layout(tx):
+            return None
+        rebuild_ids(tx)
+        found = _read_index(tx, message)
+        if found is None:
+            return None
     doc = found[0]
     if rules.is_alias(doc.get("inbox")) and type(doc.get("offset")) is int:
         rec = record_at(Journal(layout.inbox(tx.base, doc["inbox"])), doc["offset"])
@@ -361,7 +446,8 @@ def write_broadcast(tx: FileTxn, base_id: str, recipients: list[str]) -> None:
 
 
 def rebuild_ids(tx: FileTxn) -> None:
-    """Every id entry from the inboxes and receipts."""
+    """Every id entry from the inboxes and receipts: each shard log written whole, stale ones removed."""
+    shards: dict[str, list[str]] = {}
     by_id: dict[str, tuple[dict[str, Any], list[int]]] = {}
     broadcasts: dict[str, list[str]] = {}
     for alias in tx.aliases_with_inbox():
@@ -373,9 +459,23 @@ def rebuild_ids(tx: FileTxn) -> None:
             if rec.get("message") in by_id:
                 by_id[rec["message"]][1].append(pos)
     for mid, (doc, offsets) in by_id.items():
-        _write_index(tx, mid, doc, offsets)
+        shards.setdefault(mid[:2], []).extend([_index_line(mid, doc), *(f"r {mid} {o}" for o in offsets)])
     for bid, aliases in broadcasts.items():
-        _write_index(tx, bid, {"broadcast": sorted(aliases)})
+        shards.setdefault(bid[:2], []).append(_index_line(bid, {"broadcast": sorted(aliases)}))
+    ids = tx.dir("ids")
+    # A log that names nothing any more (a reservation a crash left) is emptied, not removed: a
+    # reader listing ids/ meanwhile never meets a name that vanishes.
+    stale = [n[:2] for n in os.listdir(ids) if len(n) == 6 and n.endswith(".log") and n[:2] not in shards]
+    for shard in [*shards, *stale]:
+        lines = shards.get(shard)
+        fsio.atomic_write(layout.index_shard(tx.base, shard), ("\n".join(lines) + "\n").encode() if lines else b"",
+                          durable=False)
+    for name in os.listdir(ids):
+        path = os.path.join(ids, name)
+        if len(name) == 2 and not os.path.islink(path) and os.path.isdir(path):
+            import shutil  # the first layout's shard directories: derived, replaced by the logs above
+
+            shutil.rmtree(path, ignore_errors=True)
 
 
 # ---- transcripts -------------------------------------------------------------------------------
@@ -503,18 +603,23 @@ def clean_temp(root: str, older_than: float) -> int:
 
 
 def index_entries(tx: FileTxn) -> dict[str, dict[str, Any]]:
-    """Every readable ids/ entry (for ``verify``)."""
+    """Every id the ids/ logs name, with its entry (``{}`` when damaged), for ``verify``: each log read once."""
     out: dict[str, dict[str, Any]] = {}
     ids = tx.existing("ids")
     if ids is None:
         return out
-    for shard in sorted(os.listdir(ids)):
-        if fsio.existing_dir(ids, shard) is None or not os.path.isdir(os.path.join(ids, shard)):
+    for name in sorted(os.listdir(ids)):
+        if not name.endswith(".log") or name.startswith("."):
             continue
-        for name in os.listdir(os.path.join(ids, shard)):
-            if name.endswith(".json") and layout.is_uuid(name[:-5]):
-                found = _read_index(tx, name[:-5])
-                out[name[:-5]] = found[0] if found else {}
+        raw = fsio.read_bytes(os.path.join(ids, name)) or b""
+        by_id: dict[str, list[list[str]]] = {}
+        complete = raw[: raw.rfind(b"\n") + 1]  # a torn last line is not an entry yet
+        for line in complete.split(b"\n"):
+            fields = line.decode("ascii", "replace").split(" ")
+            if len(fields) > 1 and layout.is_uuid(fields[1]) and fields[1][:2] == name[:-4]:
+                by_id.setdefault(fields[1], []).append(fields)
+        for mid, found in by_id.items():
+            out[mid] = _fold_entries(found)[0]
     return out
 
 
