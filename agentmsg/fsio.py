@@ -115,15 +115,41 @@ def existing_dir(root: P, *parts: str) -> P | None:
     path = root
     for part in parts:
         path = join(path, part)
-        try:
-            st = os.lstat(path)
-        except FileNotFoundError:
+        if dir_stat(path) is None:
             return None
-        if stat.S_ISLNK(st.st_mode):
-            raise _unsafe(path)
-        if not stat.S_ISDIR(st.st_mode):
-            raise _unsafe(path, "is not a directory")
     return path
+
+
+def dir_stat(path: StrPath) -> os.stat_result | None:
+    """``lstat`` of a directory that must not be a link; None when absent (`existing_dir`, one component)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        raise _unsafe(path)
+    if not stat.S_ISDIR(st.st_mode):
+        raise _unsafe(path, "is not a directory")
+    return st
+
+
+#: How long a directory must have stood unchanged before `dir_key` vouches for it.
+SETTLED_NS = 2_000_000_000
+
+
+def dir_key(st: os.stat_result) -> tuple[int, int, int, int] | None:
+    """What a directory's ``lstat`` says about its entries: a cache of them stays true while this is equal.
+
+    Creating, removing or renaming an entry (swapping a subdirectory for a
+    link, say) sets the directory's mtime and ctime, and no user can set the
+    ctime.  But timestamps are coarse (a clock tick; a second or two on some
+    file systems), so a change in the same tick as the last one would leave
+    them equal: a directory changed within `SETTLED_NS` gets no key (the
+    racy-git rule).  Call it before reading what the key is to stand for.
+    """
+    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < SETTLED_NS:
+        return None
+    return st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns
 
 
 def refuse_link(path: StrPath) -> None:

@@ -11,6 +11,7 @@ transactions of the same store, and checks the first store notices.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -88,6 +89,30 @@ def test_a_link_planted_between_two_transactions_of_one_store_is_refused(store, 
     elsewhere = tmp_path / "elsewhere"
     os.rename(collab.dir / sub, elsewhere)
     os.symlink(elsewhere, collab.dir / sub)
+    with pytest.raises(UnsafePath):
+        store.send(collab.id, collab.driver, draft("reviewer"))
+    inbox = (elsewhere if sub == "inbox" else collab.dir / "inbox") / "reviewer.jsonl"
+    assert inbox.stat().st_size == size  # nothing stored, through the link or beside it
+
+
+@pytest.mark.parametrize("sub", ["inbox", "transcripts", "ids", "receipts"])
+def test_a_link_planted_after_the_store_remembered_the_checked_subdirectories_is_refused(
+        store, collab, tmp_path, sub, monkeypatch) -> None:
+    # Settled after 0.1 s here (a clock tick is at most 10 ms): the next transaction remembers its checks.
+    monkeypatch.setattr(fsio, "SETTLED_NS", 100_000_000)
+    store.send(collab.id, collab.driver, draft("reviewer"))  # creates inbox/, ids/, transcripts/
+    time.sleep(0.15)
+    store.send(collab.id, collab.driver, draft("reviewer"))
+    remembered = dict(store.port.subdirs[collab.id][1])
+    assert set(remembered) == {"inbox", "ids", "transcripts"}  # receipts/ was absent: not remembered
+    size = (collab.dir / "inbox" / "reviewer.jsonl").stat().st_size
+    elsewhere = tmp_path / "elsewhere"
+    if sub in remembered:
+        os.rename(collab.dir / sub, elsewhere)
+    else:
+        elsewhere.mkdir()
+    os.symlink(elsewhere, collab.dir / sub)
+    time.sleep(0.15)  # settled again: only the changed key tells the store to check again
     with pytest.raises(UnsafePath):
         store.send(collab.id, collab.driver, draft("reviewer"))
     inbox = (elsewhere if sub == "inbox" else collab.dir / "inbox") / "reviewer.jsonl"

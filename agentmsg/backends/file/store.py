@@ -42,6 +42,8 @@ class FileStore(TxnReads):
         # collab -> (collab.jsonl's dev, inode, size, mtime; its registry): see views.registry
         self.registries: dict[str, tuple[tuple[int, int, int, int], Registry]] = {}
         self._replica: str | bool | None = False  # not read yet
+        # collab -> (its directory's fsio.dir_key; the subdirectories then checked, that were directories)
+        self.subdirs: dict[str, tuple[tuple[int, int, int, int], tuple[tuple[str, str], ...]]] = {}
 
     def describe(self) -> dict[str, Any]:
         """A root that does not exist yet is fine (the first write creates it); anything else there is not."""
@@ -54,12 +56,10 @@ class FileStore(TxnReads):
 
     # ---- collaborations ---------------------------------------------------------------
 
-    def base(self, collab: str, *, subdirs: bool = True) -> str:
-        found = views.collab_dir(self.root, collab, subdirs=subdirs)
+    def base(self, collab: str) -> str:
+        found = views.collab_dir(self.root, collab)
         if found is None:
-            from ...errors import NotFound  # only here: the hooks never import errors on their way
-
-            raise NotFound(f"no collaboration {collab} under {self.root}")
+            raise _no_collab(self.root, collab)
         return found
 
     def collabs(self) -> list[str]:
@@ -70,7 +70,10 @@ class FileStore(TxnReads):
 
     def transaction(self, collab: str) -> FileTxn:
         """The collaboration's lock, and the only way to write (``with store.transaction(c) as tx:``)."""
-        return FileTxn(self, collab, self.base(collab, subdirs=False))  # checked under the lock
+        found = views.locate(self.root, collab)  # its subdirectories are checked under the lock
+        if found is None:
+            raise _no_collab(self.root, collab)
+        return FileTxn(self, collab, found[0], located=found[1])
 
     def create(self, collab: str) -> FileTxn:
         """A transaction on a new, empty collaboration."""
@@ -210,11 +213,19 @@ class FileStore(TxnReads):
         return views.clean_temp(self.root, older_than)
 
 
+def _no_collab(root: str, collab: str) -> Exception:
+    from ...errors import NotFound  # only here: the hooks never import errors on their way
+
+    return NotFound(f"no collaboration {collab} under {root}")
+
+
 class FileTxn:
     """Everything a command reads and writes while it holds one collaboration's lock."""
 
-    def __init__(self, store: FileStore, collab: str, base: str, *, fresh: bool = False) -> None:
+    def __init__(self, store: FileStore, collab: str, base: str, *, fresh: bool = False,
+                 located: os.stat_result | None = None) -> None:
         self.store, self.collab, self.base, self.fresh = store, collab, base, fresh
+        self._located = located  # the ``lstat`` of ``base`` that found it (FileStore.transaction)
         self._lock = fsio.locked(os.path.join(base, layout.LOCK), store.lock_timeout)
         self._registry: Registry | None = None
         self._maps: dict[str, InboxMap] = {}
@@ -225,8 +236,7 @@ class FileTxn:
     def __enter__(self) -> FileTxn:
         self._lock.__enter__()
         try:
-            for sub in layout.COLLAB_SUBDIRS:  # a symlinked subdirectory is refused before any use
-                self.existing(sub)
+            self._check_subdirs()
         except BaseException:
             self._lock.__exit__(None, None, None)
             raise
@@ -251,6 +261,26 @@ class FileTxn:
             os.rmdir(self.base)  # fails, harmlessly, if anything else is in it
         except OSError:
             pass
+
+    def _check_subdirs(self) -> None:
+        """A symlinked subdirectory is refused before any use: checked once per directory change, not per send.
+
+        The store keeps, per collaboration, which subdirectories were checked
+        to be directories, keyed by the collaboration directory's
+        `fsio.dir_key` from the ``lstat`` that found it: swapping a
+        subdirectory for a link, or creating one, changes that key, and the
+        next transaction checks them all again.  A subdirectory that was
+        absent is not remembered: `existing` checks it when it is used.
+        """
+        key = fsio.dir_key(self._located) if self._located is not None else None
+        cached = self.store.subdirs.get(self.collab)
+        if key is not None and cached is not None and cached[0] == key:
+            for sub, path in cached[1]:
+                self._dirs[(sub,)] = path
+            return
+        found = [(sub, self.existing(sub)) for sub in layout.COLLAB_SUBDIRS]
+        if key is not None:
+            self.store.subdirs[self.collab] = (key, tuple((sub, path) for sub, path in found if path is not None))
 
     @property
     def root(self) -> str:

@@ -50,15 +50,27 @@ def collab_dir(root: str, collab: str, *, subdirs: bool = True) -> str | None:
     ``subdirs=False`` leaves the subdirectories to the caller (a transaction
     checks them once it holds the lock: `FileTxn.__enter__`).
     """
-    if not layout.is_uuid(collab):
-        return None
-    base = fsio.existing_dir(root, layout.COLLABS, collab)
-    if base is None or not os.path.exists(os.path.join(base, layout.EVENTS)):
+    found = locate(root, collab)
+    if found is None:
         return None
     if subdirs:
         for sub in layout.COLLAB_SUBDIRS:
-            fsio.existing_dir(base, sub)
-    return base
+            fsio.existing_dir(found[0], sub)
+    return found[0]
+
+
+def locate(root: str, collab: str) -> tuple[str, os.stat_result] | None:
+    """The collaboration's directory and its ``lstat`` (a transaction keys what it checked on it), or None."""
+    if not layout.is_uuid(collab):
+        return None
+    parent = fsio.existing_dir(root, layout.COLLABS)
+    if parent is None:
+        return None
+    base = layout.collab(root, collab)
+    st = fsio.dir_stat(base)
+    if st is None or not os.path.exists(f"{base}/{layout.EVENTS}"):
+        return None
+    return base, st
 
 
 # ---- registry.yaml ------------------------------------------------------------------------
