@@ -119,6 +119,20 @@ def test_a_link_planted_after_the_store_remembered_the_checked_subdirectories_is
     assert inbox.stat().st_size == size  # nothing stored, through the link or beside it
 
 
+def test_an_inbox_another_process_creates_after_the_listing_was_remembered_counts_for_cseq(
+        store, collab, root, monkeypatch) -> None:
+    monkeypatch.setattr(fsio, "SETTLED_NS", 100_000_000)  # as above: remembered after 0.1 s
+    store.send(collab.id, collab.driver, draft("reviewer"))
+    time.sleep(0.15)
+    store.send(collab.id, collab.driver, draft("reviewer"))
+    assert [n for n in store.port.listings[str(collab.dir / "inbox")][1] if n.endswith(".jsonl")] == [
+        "reviewer.jsonl"]
+    FileStore(root).send(collab.id, collab.driver, draft("carol"))  # a new inbox, by another process
+    time.sleep(0.15)  # settled again: only the changed key tells the store to list again
+    store.send(collab.id, collab.driver, draft("reviewer"))
+    assert cseqs(collab.dir) == list(range(1, len(cseqs(collab.dir)) + 1))
+
+
 def test_append_without_create_leaves_a_missing_or_empty_file_alone(tmp_path: Path) -> None:
     missing, empty, full = tmp_path / "missing.md", tmp_path / "empty.md", tmp_path / "full.md"
     empty.write_bytes(b"")

@@ -11,6 +11,7 @@ missing or stale (:mod:`.views`).
 from __future__ import annotations
 
 import os
+import stat
 import time
 
 from ... import fsio, records
@@ -44,6 +45,8 @@ class FileStore(TxnReads):
         self._replica: str | bool | None = False  # not read yet
         # collab -> (its directory's fsio.dir_key; the subdirectories then checked, that were directories)
         self.subdirs: dict[str, tuple[tuple[int, int, int, int], tuple[tuple[str, str], ...]]] = {}
+        # inbox directory -> (its fsio.dir_key; its entries, sorted): see FileTxn.inbox_names
+        self.listings: dict[str, tuple[tuple[int, int, int, int], tuple[str, ...]]] = {}
 
     def describe(self) -> dict[str, Any]:
         """A root that does not exist yet is fine (the first write creates it); anything else there is not."""
@@ -563,7 +566,7 @@ class FileTxn:
             files = [os.path.join(self.base, layout.EVENTS), os.path.join(self.base, layout.LOG)]
             inbox = self.existing("inbox")
             if inbox is not None:
-                files += [os.path.join(inbox, n) for n in sorted(os.listdir(inbox)) if n.endswith(".jsonl")]
+                files += [os.path.join(inbox, n) for n in self.inbox_names(inbox) if n.endswith(".jsonl")]
             tails = (Journal(f).last() for f in files)
             self._cseq = max((int(t.get("cseq", 0)) for t in tails if t), default=0)
         return self._cseq + 1
@@ -572,7 +575,25 @@ class FileTxn:
         inbox = self.existing("inbox")
         if inbox is None:
             return []
-        return sorted(n[:-6] for n in os.listdir(inbox) if n.endswith(".jsonl") and rules.is_alias(n[:-6]))
+        return sorted(n[:-6] for n in self.inbox_names(inbox) if n.endswith(".jsonl") and rules.is_alias(n[:-6]))
+
+    def inbox_names(self, inbox: str) -> tuple[str, ...]:
+        """The entries of ``inbox`` (checked by `existing`), sorted: listed again only after it changed.
+
+        Every send needs them (`next_cseq` reads each inbox's tail), and a
+        listing costs five system calls where the directory's ``lstat`` costs
+        one: the store keeps the last listing per directory, keyed by its
+        `fsio.dir_key`.  A new inbox file, made by any process, changes the key.
+        """
+        st = os.lstat(inbox)
+        key = fsio.dir_key(st) if stat.S_ISDIR(st.st_mode) else None  # a link swapped in: listed, not kept
+        cached = self.store.listings.get(inbox)
+        if key is not None and cached is not None and cached[0] == key:
+            return cached[1]
+        names = tuple(sorted(os.listdir(inbox)))
+        if key is not None:
+            self.store.listings[inbox] = (key, names)
+        return names
 
 
 def _line_record(reader: fsio.LineReader, offset: int) -> dict[str, Any] | None:
