@@ -229,7 +229,7 @@ class FileTxn:
                  located: os.stat_result | None = None) -> None:
         self.store, self.collab, self.base, self.fresh = store, collab, base, fresh
         self._located = located  # the ``lstat`` of ``base`` that found it (FileStore.transaction)
-        self._lock = fsio.locked(os.path.join(base, layout.LOCK), store.lock_timeout)
+        self._lock = fsio.locked(f"{base}/{layout.LOCK}", store.lock_timeout)
         self._registry: Registry | None = None
         self._maps: dict[str, InboxMap] = {}
         self._dirs: dict[tuple[str, ...], str] = {}
@@ -257,10 +257,10 @@ class FileTxn:
 
     def _drop_unopened(self) -> None:
         """A failed open leaves no collaboration behind: only its lock file, never a record, is removed."""
-        if os.path.lexists(os.path.join(self.base, layout.EVENTS)):
+        if os.path.lexists(f"{self.base}/{layout.EVENTS}"):
             return
         try:
-            os.unlink(os.path.join(self.base, layout.LOCK))
+            os.unlink(f"{self.base}/{layout.LOCK}")
             os.rmdir(self.base)  # fails, harmlessly, if anything else is in it
         except OSError:
             pass
@@ -324,18 +324,18 @@ class FileTxn:
         return self._registry
 
     def events(self) -> list[dict[str, Any]]:
-        return [rec for _pos, rec in Journal(os.path.join(self.base, layout.EVENTS)).scan()]
+        return [rec for _pos, rec in Journal(f"{self.base}/{layout.EVENTS}").scan()]
 
     def append_event(self, fields: dict[str, Any]) -> dict[str, Any]:
         """Durably append a membership or lifecycle event, then bring the registry and pin index up to date."""
         self.store.writable()
-        before = self._registry if os.path.exists(os.path.join(self.base, layout.EVENTS)) else None
-        fsio.refuse_link(os.path.join(self.base, layout.TRANSCRIPT))
+        before = self._registry if os.path.exists(f"{self.base}/{layout.EVENTS}") else None
+        fsio.refuse_link(f"{self.base}/{layout.TRANSCRIPT}")
         pins = {fields[k] for k in ("pin", "to") if isinstance(fields.get(k), str)}
-        if os.path.exists(os.path.join(self.base, layout.EVENTS)):
+        if os.path.exists(f"{self.base}/{layout.EVENTS}"):
             pins |= {p.pin for p in self.registry().participants.values()}
         views.refuse_pin_links(self.root, pins)
-        rec = Journal(os.path.join(self.base, layout.EVENTS)).append(dict(fields, cseq=self.next_cseq()))[1]
+        rec = Journal(f"{self.base}/{layout.EVENTS}").append(dict(fields, cseq=self.next_cseq()))[1]
         self._cseq = rec["cseq"]
         self._registry = None
         after = self.registry()
@@ -367,7 +367,7 @@ class FileTxn:
         alias = fields["to"]
         # A planted link, FIFO or hard link at a transcript is refused before anything is stored
         # (for a broadcast, every recipient's transcript before its first copy).
-        fsio.refuse_link(os.path.join(self.base, layout.TRANSCRIPT))
+        fsio.refuse_link(f"{self.base}/{layout.TRANSCRIPT}")
         transcripts = self.existing("transcripts")
         if transcripts is not None:
             for to in dict.fromkeys([alias, *(broadcast_of or ())]):
@@ -523,12 +523,12 @@ class FileTxn:
     # ---- log, delivery, order ------------------------------------------------------------------------
 
     def notes(self) -> list[dict[str, Any]]:
-        return [rec for _pos, rec in Journal(os.path.join(self.base, layout.LOG)).scan()]
+        return [rec for _pos, rec in Journal(f"{self.base}/{layout.LOG}").scan()]
 
     def append_note(self, fields: dict[str, Any]) -> dict[str, Any]:
         self.store.writable()
-        fsio.refuse_link(os.path.join(self.base, layout.TRANSCRIPT))
-        rec = Journal(os.path.join(self.base, layout.LOG)).append(dict(fields, cseq=self.next_cseq()))[1]
+        fsio.refuse_link(f"{self.base}/{layout.TRANSCRIPT}")
+        rec = Journal(f"{self.base}/{layout.LOG}").append(dict(fields, cseq=self.next_cseq()))[1]
         self._cseq = rec["cseq"]
         views.transcribe_note(self, rec)
         return rec
@@ -536,12 +536,12 @@ class FileTxn:
     def delivery_records(self) -> list[dict[str, Any]]:
         """Read once per transaction: a Stop hook asks for its envelope and its wake consent in one."""
         if self._delivery is None:
-            self._delivery = [rec for _pos, rec in Journal(os.path.join(self.base, layout.DELIVERY)).scan()]
+            self._delivery = [rec for _pos, rec in Journal(f"{self.base}/{layout.DELIVERY}").scan()]
         return list(self._delivery)
 
     def append_delivery(self, fields: dict[str, Any]) -> dict[str, Any]:
         self.store.writable()
-        rec = Journal(os.path.join(self.base, layout.DELIVERY)).append(fields)[1]
+        rec = Journal(f"{self.base}/{layout.DELIVERY}").append(fields)[1]
         self.delivery_placed([rec])
         return rec
 
@@ -563,10 +563,10 @@ class FileTxn:
         the tails once, not n times).
         """
         if self._cseq is None:
-            files = [os.path.join(self.base, layout.EVENTS), os.path.join(self.base, layout.LOG)]
+            files = [f"{self.base}/{layout.EVENTS}", f"{self.base}/{layout.LOG}"]
             inbox = self.existing("inbox")
             if inbox is not None:
-                files += [os.path.join(inbox, n) for n in self.inbox_names(inbox) if n.endswith(".jsonl")]
+                files += [f"{inbox}/{n}" for n in self.inbox_names(inbox) if n.endswith(".jsonl")]
             tails = (Journal(f).last() for f in files)
             self._cseq = max((int(t.get("cseq", 0)) for t in tails if t), default=0)
         return self._cseq + 1

@@ -78,7 +78,7 @@ def locate(root: str, collab: str) -> tuple[str, os.stat_result] | None:
 
 def registry_document(base: str) -> dict[str, Any] | None:
     """``registry.yaml`` if it was built from the newest event; None when missing, damaged or stale."""
-    raw = fsio.read_bytes(os.path.join(base, layout.REGISTRY))
+    raw = fsio.read_bytes(f"{base}/{layout.REGISTRY}")
     if raw is None:
         return None
     try:
@@ -87,7 +87,7 @@ def registry_document(base: str) -> dict[str, Any] | None:
         return None
     if not isinstance(doc, dict) or not isinstance(doc.get("participants"), dict):
         return None
-    last = Journal(os.path.join(base, layout.EVENTS)).last()
+    last = Journal(f"{base}/{layout.EVENTS}").last()
     if not last or doc.get("built_from") != {"seq": last["seq"], "sum": last["sum"]}:
         return None
     return doc
@@ -126,17 +126,17 @@ def registry(tx: FileTxn) -> Registry:
 
 def _events_key(base: str) -> tuple[int, int, int, int] | None:
     try:
-        st = os.lstat(os.path.join(base, layout.EVENTS))
+        st = os.lstat(f"{base}/{layout.EVENTS}")
     except FileNotFoundError:
         return None
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def write_registry(tx: FileTxn, reg: Registry) -> None:
-    last = Journal(os.path.join(tx.base, layout.EVENTS)).last()
+    last = Journal(f"{tx.base}/{layout.EVENTS}").last()
     built_from = {"seq": last["seq"], "sum": last["sum"]} if last else None
     doc = yaml_json(rules.registry_document(reg) | {"built_from": built_from})
-    fsio.atomic_write(os.path.join(tx.base, layout.REGISTRY), REGISTRY_HEADER.encode() + doc.encode() + b"\n",
+    fsio.atomic_write(f"{tx.base}/{layout.REGISTRY}", REGISTRY_HEADER.encode() + doc.encode() + b"\n",
                       durable=False)
 
 
@@ -396,20 +396,20 @@ def rebuild_ids(tx: FileTxn) -> None:
 def transcribe_event(tx: FileTxn, rec: dict[str, Any]) -> None:
     from ...text import transcript as render
 
-    quietly(_append_or_render, tx, os.path.join(tx.base, layout.TRANSCRIPT), render.event_section(rec).encode())
+    quietly(_append_or_render, tx, f"{tx.base}/{layout.TRANSCRIPT}", render.event_section(rec).encode())
 
 
 def transcribe_note(tx: FileTxn, rec: dict[str, Any]) -> None:
     from ...text import transcript as render
 
-    quietly(_append_or_render, tx, os.path.join(tx.base, layout.TRANSCRIPT), render.log_section(rec).encode())
+    quietly(_append_or_render, tx, f"{tx.base}/{layout.TRANSCRIPT}", render.log_section(rec).encode())
 
 
 def transcribe_message(tx: FileTxn, msg: Message) -> None:
     from ...text import transcript as render
 
     section = render.message_section(msg).encode()
-    inbox_md = os.path.join(tx.dir("transcripts"), f"{msg.to}.md")
+    inbox_md = f"{tx.dir('transcripts')}/{msg.to}.md"
     appended = True
     try:  # one open: it refuses a link, a FIFO or a hard link, and says whether the view is there
         appended = fsio.append(inbox_md, section, durable=False, create=False) is not None
@@ -424,7 +424,7 @@ def transcribe_message(tx: FileTxn, msg: Message) -> None:
             return
         head = render.inbox_header(msg.collab, msg.to).encode()  # the inbox's first message
         quietly(fsio.append, inbox_md, head + section, durable=False)
-    quietly(_append_or_render, tx, os.path.join(tx.base, layout.TRANSCRIPT), section)
+    quietly(_append_or_render, tx, f"{tx.base}/{layout.TRANSCRIPT}", section)
 
 
 def _append_or_render(tx: FileTxn, path: str, section: bytes) -> None:
@@ -445,12 +445,12 @@ def render_all(tx: FileTxn) -> list[str]:
     reg = tx.registry()
     by_alias = {a: [Message.from_record(r) for _p, r in Journal(layout.inbox(tx.base, a)).scan()]
                 for a in sorted(set(reg.participants) | set(tx.aliases_with_inbox()))}
-    written = [os.path.join(tx.base, layout.TRANSCRIPT)]
+    written = [f"{tx.base}/{layout.TRANSCRIPT}"]
     fsio.refuse_link(written[0])
     fsio.atomic_write(written[0], render.collaboration_md(reg, tx.events(), by_alias, tx.notes()).encode(),
                       durable=False)
     for alias, msgs in by_alias.items():
-        path = os.path.join(tx.dir("transcripts"), f"{alias}.md")
+        path = f"{tx.dir('transcripts')}/{alias}.md"
         fsio.atomic_write(path, render.inbox_md(reg, alias, msgs).encode(), durable=False)
         written.append(path)
     return written
@@ -458,7 +458,7 @@ def render_all(tx: FileTxn) -> list[str]:
 
 def write_html(tx: FileTxn, page: bytes) -> str:
     """``collaboration.html``: the overseer's page, derived like the Markdown (``log render --html``)."""
-    path = os.path.join(tx.base, layout.HTML)
+    path = f"{tx.base}/{layout.HTML}"
     fsio.atomic_write(path, page, durable=False)  # a planted link is replaced, never written through
     return path
 
@@ -557,7 +557,7 @@ def wake(root: str, pins: Iterable[str]) -> None:
         if files is None:
             continue
         try:
-            if fsio.existing_dir(root, layout.IDLE, os.path.basename(os.path.dirname(files[0]))) is None:
+            if fsio.existing_dir(root, layout.IDLE, pin.partition(":")[0]) is None:  # idle_files' runtime
                 continue  # no marker was ever written for this runtime
             os.unlink(files[0])
         except FileNotFoundError:
