@@ -367,23 +367,23 @@ class FileTxn:
         alias = fields["to"]
         # A planted link, FIFO or hard link at a transcript is refused before anything is stored
         # (for a broadcast, every recipient's transcript before its first copy).
-        fsio.refuse_link(f"{self.base}/{layout.TRANSCRIPT}")
-        transcripts = self.existing("transcripts")
-        if transcripts is not None:
-            for to in dict.fromkeys([alias, *(broadcast_of or ())]):
-                fsio.refuse_link(layout.transcript(self.base, to))
-        if broadcast_of is not None:
-            views.write_broadcast(self, fields["broadcast"], broadcast_of)
-        fields = dict(fields, cseq=self.next_cseq())
-        self.dir("inbox")
-        journal = Journal(layout.inbox(self.base, alias))
-        # The id index entry first, as a reservation: a crash in between leaves
-        # an entry naming no record (read as absent), never a record with no entry.
-        _pos, rec = journal.append(fields, before=lambda at, sealed: views.index_message(self, sealed, at))
-        self._cseq = rec["cseq"]
-        msg = Message.from_record(rec)
-        views.wake_aliases(self, (alias,))  # after the record is stored: the launcher must not skip it
-        views.transcribe_message(self, msg)  # the inbox map folds it in at the next read
+        opened = views.open_transcripts(self, alias, broadcast_of or ())
+        try:
+            if broadcast_of is not None:
+                views.write_broadcast(self, fields["broadcast"], broadcast_of)
+            fields = dict(fields, cseq=self.next_cseq())
+            self.dir("inbox")
+            journal = Journal(layout.inbox(self.base, alias))
+            # The id index entry first, as a reservation: a crash in between leaves
+            # an entry naming no record (read as absent), never a record with no entry.
+            _pos, rec = journal.append(fields, before=lambda at, sealed: views.index_message(self, sealed, at))
+            self._cseq = rec["cseq"]
+            msg = Message.from_record(rec)
+            views.wake_aliases(self, (alias,))  # after the record is stored: the launcher must not skip it
+            views.transcribe_message(self, msg, opened)  # the inbox map folds it in at the next read
+        finally:
+            for view in opened:
+                view.close()
         return msg
 
     def since(self, alias: str, seq: int) -> list[Message]:

@@ -405,14 +405,48 @@ def transcribe_note(tx: FileTxn, rec: dict[str, Any]) -> None:
     quietly(_append_or_render, tx, f"{tx.base}/{layout.TRANSCRIPT}", render.log_section(rec).encode())
 
 
-def transcribe_message(tx: FileTxn, msg: Message) -> None:
+def open_transcripts(tx: FileTxn, alias: str, others: Iterable[str] = ()) -> tuple[fsio.Appender, fsio.Appender]:
+    """``collaboration.md`` and ``alias``'s transcript, opened to append a message that is not stored yet.
+
+    A planted link, FIFO or hard link at either raises here, before anything
+    is stored; so does one at ``others``' transcripts (a broadcast's other
+    recipients).  The open that checks is the one that writes: no ``lstat``
+    beforehand.  The caller closes both.
+    """
+    collab_md = fsio.Appender(f"{tx.base}/{layout.TRANSCRIPT}")
+    try:
+        transcripts = tx.existing("transcripts")
+        inbox_md = fsio.Appender(layout.transcript(tx.base, alias))  # no folder: missing, like the file
+        try:
+            for to in dict.fromkeys(others) if transcripts is not None else ():
+                if to != alias:
+                    fsio.refuse_link(layout.transcript(tx.base, to))
+        except BaseException:
+            inbox_md.close()
+            raise
+    except BaseException:
+        collab_md.close()
+        raise
+    return collab_md, inbox_md
+
+
+def _append_view(view: str | fsio.Appender, section: bytes) -> int | None:
+    """Append to a view that exists (None when it is missing or empty), by path or already opened."""
+    if isinstance(view, fsio.Appender):
+        return view.append(section)
+    return fsio.append(view, section, durable=False, create=False)
+
+
+def transcribe_message(tx: FileTxn, msg: Message,
+                       opened: tuple[fsio.Appender, fsio.Appender] | None = None) -> None:
+    """Append the message to its inbox's transcript and to ``collaboration.md`` (``opened``: `open_transcripts`)."""
     from ...text import transcript as render
 
     section = render.message_section(msg).encode()
     inbox_md = f"{tx.dir('transcripts')}/{msg.to}.md"
     appended = True
     try:  # one open: it refuses a link, a FIFO or a hard link, and says whether the view is there
-        appended = fsio.append(inbox_md, section, durable=False, create=False) is not None
+        appended = _append_view(opened[1] if opened else inbox_md, section) is not None
     except OSError:
         pass
     except Exception as exc:
@@ -424,15 +458,15 @@ def transcribe_message(tx: FileTxn, msg: Message) -> None:
             return
         head = render.inbox_header(msg.collab, msg.to).encode()  # the inbox's first message
         quietly(fsio.append, inbox_md, head + section, durable=False)
-    quietly(_append_or_render, tx, f"{tx.base}/{layout.TRANSCRIPT}", section)
+    quietly(_append_or_render, tx, opened[0] if opened else f"{tx.base}/{layout.TRANSCRIPT}", section)
 
 
-def _append_or_render(tx: FileTxn, path: str, section: bytes) -> None:
+def _append_or_render(tx: FileTxn, view: str | fsio.Appender, section: bytes) -> None:
     """Append to a view that exists; a missing one with history behind it is re-rendered whole."""
-    if fsio.append(path, section, durable=False, create=False) is not None:
+    if _append_view(view, section) is not None:
         return
     if tx.next_cseq() <= 2:
-        fsio.append(path, section, durable=False)
+        fsio.append(view.path if isinstance(view, fsio.Appender) else view, section, durable=False)
     else:
         render_all(tx)
 
