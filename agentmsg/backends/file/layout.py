@@ -15,7 +15,8 @@ PINS = "pins"
 HOOKS_LOG = "hooks.log"
 #: The hook fast path's markers (docs/DELIVERY.md, "Fast path"): ``idle/<runtime>/<session>.{gen,idle,mid}``.
 IDLE = "idle"
-#: Subdirectories of a collaboration; each is checked for a symlink on every access.
+#: Subdirectories of a collaboration; each is checked for a symlink before use (a transaction: once per change
+#: of the collaboration directory, `FileTxn._check_subdirs`).
 COLLAB_SUBDIRS = ("inbox", "receipts", "state", "ids", "transcripts")
 
 EVENTS = "collab.jsonl"
