@@ -66,7 +66,10 @@ def _parent(path: StrPath) -> str:
     return os.path.dirname(os.path.normpath(os.fspath(path))) or "."
 
 
-def _unsafe(path: StrPath, what: str = "is a symlink; refusing to follow it inside the state root") -> UnsafePath:
+_LINK_INSIDE = "is a symlink; refusing to follow it inside the state root"
+
+
+def _unsafe(path: StrPath, what: str = _LINK_INSIDE) -> UnsafePath:
     # errors.py is imported when an error is raised, not on every hook run (it costs ~0.3 ms bare)
     from .errors import UnsafePath
 
@@ -115,15 +118,41 @@ def existing_dir(root: P, *parts: str) -> P | None:
     path = root
     for part in parts:
         path = join(path, part)
-        try:
-            st = os.lstat(path)
-        except FileNotFoundError:
+        if dir_stat(path) is None:
             return None
-        if stat.S_ISLNK(st.st_mode):
-            raise _unsafe(path)
-        if not stat.S_ISDIR(st.st_mode):
-            raise _unsafe(path, "is not a directory")
     return path
+
+
+def dir_stat(path: StrPath) -> os.stat_result | None:
+    """``lstat`` of a directory that must not be a link; None when absent (`existing_dir`, one component)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        raise _unsafe(path)
+    if not stat.S_ISDIR(st.st_mode):
+        raise _unsafe(path, "is not a directory")
+    return st
+
+
+#: How long a directory must have stood unchanged before `dir_key` vouches for it.
+SETTLED_NS = 2_000_000_000
+
+
+def dir_key(st: os.stat_result) -> tuple[int, int, int, int] | None:
+    """What a directory's ``lstat`` says about its entries: a cache of them stays true while this is equal.
+
+    Creating, removing or renaming an entry (swapping a subdirectory for a
+    link, say) sets the directory's mtime and ctime, and no user can set the
+    ctime.  But timestamps are coarse (a clock tick; a second or two on some
+    file systems), so a change in the same tick as the last one would leave
+    them equal: a directory changed within `SETTLED_NS` gets no key (the
+    racy-git rule).  Call it before reading what the key is to stand for.
+    """
+    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < SETTLED_NS:
+        return None
+    return st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns
 
 
 def refuse_link(path: StrPath) -> None:
@@ -153,13 +182,14 @@ def _open(path: StrPath, flags: int, mode: int = 0o600, *, write: bool = False) 
     return _open_stat(path, flags, mode, write=write)[0]
 
 
-def _open_stat(path: StrPath, flags: int, mode: int = 0o600, *, write: bool = False) -> tuple[int, os.stat_result]:
+def _open_stat(path: StrPath, flags: int, mode: int = 0o600, *, write: bool = False,
+               link: str = "is a symlink; refusing to follow it") -> tuple[int, os.stat_result]:
     """`_open`, also returning the ``fstat`` it checked (a caller needing the size asks no second time)."""
     try:
         fd = os.open(path, flags | _NOFOLLOW, mode)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise _unsafe(path, "is a symlink; refusing to follow it") from None
+            raise _unsafe(path, link) from None
         if exc.errno in (errno.ENXIO, errno.EISDIR, errno.ENODEV, errno.EOPNOTSUPP):  # a socket, a directory
             raise _unsafe(path, _NOT_REGULAR) from None
         raise
@@ -227,34 +257,78 @@ def append(path: StrPath, data: bytes, *, durable: bool = True, create: bool = T
             raise
         return None
     try:
-        size = before = st.st_size
-        if not size and not create:
-            return None
-        created = size == 0
-        if size and os.pread(fd, 1, size - 1) != b"\n":
-            data = b"\n" + data
-            size += 1
-        if first is not None:
-            first(size)
-        try:
-            _write_all(fd, data)
-            if durable:
-                os.fsync(fd)
-        except BaseException:
-            _cut_back(fd, before)
-            raise
-        if written is not None:
-            try:
-                st = os.fstat(fd)
-            except OSError:
-                pass  # the data is stored: a cache that is not primed is only slower
-            else:
-                written(st)
+        at = _append_fd(fd, st, data, durable=durable, create=create, first=first, written=written)
     finally:
         os.close(fd)
-    if created and durable:
+    if at is not None and not st.st_size and durable:  # a new file: its name made durable too
         fsync_dir(_parent(path))
+    return at
+
+
+def _append_fd(fd: int, st: os.stat_result, data: bytes, *, durable: bool, create: bool,
+               first: Callable[[int], None] | None = None,
+               written: Callable[[os.stat_result], None] | None = None) -> int | None:
+    """`append` on a descriptor opened (and checked) as it opens one; ``st`` is that open's ``fstat``."""
+    size = before = st.st_size
+    if not size and not create:
+        return None
+    if size and os.pread(fd, 1, size - 1) != b"\n":
+        data = b"\n" + data
+        size += 1
+    if first is not None:
+        first(size)
+    try:
+        _write_all(fd, data)
+        if durable:
+            os.fsync(fd)
+    except BaseException:
+        _cut_back(fd, before)
+        raise
+    if written is not None:
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            pass  # the data is stored: a cache that is not primed is only slower
+        else:
+            written(st)
     return size
+
+
+class Appender:
+    """``append(path, data, durable=False, create=False)`` in two steps: open and check now, write later.
+
+    The open refuses what `refuse_link` refuses, in its words (a link, a FIFO
+    or other non-regular file, a hard link: UnsafePath), so a caller can refuse them
+    before it stores anything and then write with no second lookup.  Any
+    other OSError of the open (the file is missing, say) is held and
+    `append` acts on it as the one-step append would.  One append each.
+    """
+
+    __slots__ = ("_error", "_fd", "_st", "path")
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._fd: int | None = None
+        self._st: os.stat_result | None = None
+        self._error: OSError | None = None
+        try:
+            self._fd, self._st = _open_stat(path, os.O_RDWR | os.O_APPEND, write=True, link=_LINK_INSIDE)
+        except OSError as exc:
+            self._error = exc
+
+    def append(self, data: bytes) -> int | None:
+        """The offset ``data`` was written at (not fsynced); None when the file was missing or empty."""
+        if self._fd is None or self._st is None:
+            if isinstance(self._error, FileNotFoundError):
+                return None
+            assert self._error is not None
+            raise self._error
+        return _append_fd(self._fd, self._st, data, durable=False, create=False)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 def _cut_back(fd: int, size: int) -> None:

@@ -715,13 +715,7 @@ def is_session(value: object) -> bool:
             and set(value) <= _SESSION_REST)
 
 
-def uuid4() -> str:
-    """``str(uuid.uuid4())`` without ``uuid``."""
-    b = bytearray(os.urandom(16))
-    b[6] = b[6] & 0x0F | 0x40
-    b[8] = b[8] & 0x3F | 0x80
-    h = b.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+uuid4 = records.uuid4  # mcpserver imports it from here
 
 
 def _sh_quote(value: str) -> str:

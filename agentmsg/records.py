@@ -17,6 +17,7 @@ and ``json.loads`` (:func:`loads`); sha256 is the builtin ``_sha256``
 
 from __future__ import annotations
 
+import os
 import time
 
 from . import TOOL
@@ -136,6 +137,15 @@ def sha256_hex(data: bytes) -> str:
 
 def checksum(rec: Record) -> str:
     return str(_sha256(canonical({k: v for k, v in rec.items() if k != "sum"})).hexdigest())
+
+
+def uuid4() -> str:
+    """``str(uuid.uuid4())`` without ``uuid`` (the hooks'), at a third of its cost (a send names one)."""
+    b = bytearray(os.urandom(16))
+    b[6] = b[6] & 0x0F | 0x40
+    b[8] = b[8] & 0x3F | 0x80
+    h = b.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def now_utc() -> str:

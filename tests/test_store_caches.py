@@ -11,6 +11,7 @@ transactions of the same store, and checks the first store notices.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -92,6 +93,44 @@ def test_a_link_planted_between_two_transactions_of_one_store_is_refused(store, 
         store.send(collab.id, collab.driver, draft("reviewer"))
     inbox = (elsewhere if sub == "inbox" else collab.dir / "inbox") / "reviewer.jsonl"
     assert inbox.stat().st_size == size  # nothing stored, through the link or beside it
+
+
+@pytest.mark.parametrize("sub", ["inbox", "transcripts", "ids", "receipts"])
+def test_a_link_planted_after_the_store_remembered_the_checked_subdirectories_is_refused(
+        store, collab, tmp_path, sub, monkeypatch) -> None:
+    # Settled after 0.1 s here (a clock tick is at most 10 ms): the next transaction remembers its checks.
+    monkeypatch.setattr(fsio, "SETTLED_NS", 100_000_000)
+    store.send(collab.id, collab.driver, draft("reviewer"))  # creates inbox/, ids/, transcripts/
+    time.sleep(0.15)
+    store.send(collab.id, collab.driver, draft("reviewer"))
+    remembered = dict(store.port.subdirs[collab.id][1])
+    assert set(remembered) == {"inbox", "ids", "transcripts"}  # receipts/ was absent: not remembered
+    size = (collab.dir / "inbox" / "reviewer.jsonl").stat().st_size
+    elsewhere = tmp_path / "elsewhere"
+    if sub in remembered:
+        os.rename(collab.dir / sub, elsewhere)
+    else:
+        elsewhere.mkdir()
+    os.symlink(elsewhere, collab.dir / sub)
+    time.sleep(0.15)  # settled again: only the changed key tells the store to check again
+    with pytest.raises(UnsafePath):
+        store.send(collab.id, collab.driver, draft("reviewer"))
+    inbox = (elsewhere if sub == "inbox" else collab.dir / "inbox") / "reviewer.jsonl"
+    assert inbox.stat().st_size == size  # nothing stored, through the link or beside it
+
+
+def test_an_inbox_another_process_creates_after_the_listing_was_remembered_counts_for_cseq(
+        store, collab, root, monkeypatch) -> None:
+    monkeypatch.setattr(fsio, "SETTLED_NS", 100_000_000)  # as above: remembered after 0.1 s
+    store.send(collab.id, collab.driver, draft("reviewer"))
+    time.sleep(0.15)
+    store.send(collab.id, collab.driver, draft("reviewer"))
+    assert [n for n in store.port.listings[str(collab.dir / "inbox")][1] if n.endswith(".jsonl")] == [
+        "reviewer.jsonl"]
+    FileStore(root).send(collab.id, collab.driver, draft("carol"))  # a new inbox, by another process
+    time.sleep(0.15)  # settled again: only the changed key tells the store to list again
+    store.send(collab.id, collab.driver, draft("reviewer"))
+    assert cseqs(collab.dir) == list(range(1, len(cseqs(collab.dir)) + 1))
 
 
 def test_append_without_create_leaves_a_missing_or_empty_file_alone(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import time
 import uuid
 from collections.abc import Collection
 
+from .. import records
 from ..domain import kinds, rules
 from ..domain.search import Found, Query
 from ..domain.values import Draft, Message, MessageState, Page, Pin, Registry, Sent
@@ -83,7 +84,7 @@ class Mailbox:
             sender = rules.require_alias(reg, who)
             parent, reply_to = self._reply(tx, sender, draft.reply_to)
             to = draft.to or (rules.other_party(parent, sender) if parent else "")
-            base_id = draft.id or str(uuid.uuid4())
+            base_id = draft.id or records.uuid4()
             wanted = rules.recipients(reg, sender, to)
             if draft.id:
                 was_broadcast, stored = tx.broadcast(base_id)

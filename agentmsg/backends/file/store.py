@@ -11,6 +11,7 @@ missing or stale (:mod:`.views`).
 from __future__ import annotations
 
 import os
+import stat
 import time
 
 from ... import fsio, records
@@ -42,6 +43,10 @@ class FileStore(TxnReads):
         # collab -> (collab.jsonl's dev, inode, size, mtime; its registry): see views.registry
         self.registries: dict[str, tuple[tuple[int, int, int, int], Registry]] = {}
         self._replica: str | bool | None = False  # not read yet
+        # collab -> (its directory's fsio.dir_key; the subdirectories then checked, that were directories)
+        self.subdirs: dict[str, tuple[tuple[int, int, int, int], tuple[tuple[str, str], ...]]] = {}
+        # inbox directory -> (its fsio.dir_key; its entries, sorted): see FileTxn.inbox_names
+        self.listings: dict[str, tuple[tuple[int, int, int, int], tuple[str, ...]]] = {}
 
     def describe(self) -> dict[str, Any]:
         """A root that does not exist yet is fine (the first write creates it); anything else there is not."""
@@ -54,12 +59,10 @@ class FileStore(TxnReads):
 
     # ---- collaborations ---------------------------------------------------------------
 
-    def base(self, collab: str, *, subdirs: bool = True) -> str:
-        found = views.collab_dir(self.root, collab, subdirs=subdirs)
+    def base(self, collab: str) -> str:
+        found = views.collab_dir(self.root, collab)
         if found is None:
-            from ...errors import NotFound  # only here: the hooks never import errors on their way
-
-            raise NotFound(f"no collaboration {collab} under {self.root}")
+            raise _no_collab(self.root, collab)
         return found
 
     def collabs(self) -> list[str]:
@@ -70,7 +73,10 @@ class FileStore(TxnReads):
 
     def transaction(self, collab: str) -> FileTxn:
         """The collaboration's lock, and the only way to write (``with store.transaction(c) as tx:``)."""
-        return FileTxn(self, collab, self.base(collab, subdirs=False))  # checked under the lock
+        found = views.locate(self.root, collab)  # its subdirectories are checked under the lock
+        if found is None:
+            raise _no_collab(self.root, collab)
+        return FileTxn(self, collab, found[0], located=found[1])
 
     def create(self, collab: str) -> FileTxn:
         """A transaction on a new, empty collaboration."""
@@ -210,12 +216,20 @@ class FileStore(TxnReads):
         return views.clean_temp(self.root, older_than)
 
 
+def _no_collab(root: str, collab: str) -> Exception:
+    from ...errors import NotFound  # only here: the hooks never import errors on their way
+
+    return NotFound(f"no collaboration {collab} under {root}")
+
+
 class FileTxn:
     """Everything a command reads and writes while it holds one collaboration's lock."""
 
-    def __init__(self, store: FileStore, collab: str, base: str, *, fresh: bool = False) -> None:
+    def __init__(self, store: FileStore, collab: str, base: str, *, fresh: bool = False,
+                 located: os.stat_result | None = None) -> None:
         self.store, self.collab, self.base, self.fresh = store, collab, base, fresh
-        self._lock = fsio.locked(os.path.join(base, layout.LOCK), store.lock_timeout)
+        self._located = located  # the ``lstat`` of ``base`` that found it (FileStore.transaction)
+        self._lock = fsio.locked(f"{base}/{layout.LOCK}", store.lock_timeout)
         self._registry: Registry | None = None
         self._maps: dict[str, InboxMap] = {}
         self._dirs: dict[tuple[str, ...], str] = {}
@@ -225,8 +239,7 @@ class FileTxn:
     def __enter__(self) -> FileTxn:
         self._lock.__enter__()
         try:
-            for sub in layout.COLLAB_SUBDIRS:  # a symlinked subdirectory is refused before any use
-                self.existing(sub)
+            self._check_subdirs()
         except BaseException:
             self._lock.__exit__(None, None, None)
             raise
@@ -244,13 +257,33 @@ class FileTxn:
 
     def _drop_unopened(self) -> None:
         """A failed open leaves no collaboration behind: only its lock file, never a record, is removed."""
-        if os.path.lexists(os.path.join(self.base, layout.EVENTS)):
+        if os.path.lexists(f"{self.base}/{layout.EVENTS}"):
             return
         try:
-            os.unlink(os.path.join(self.base, layout.LOCK))
+            os.unlink(f"{self.base}/{layout.LOCK}")
             os.rmdir(self.base)  # fails, harmlessly, if anything else is in it
         except OSError:
             pass
+
+    def _check_subdirs(self) -> None:
+        """A symlinked subdirectory is refused before any use: checked once per directory change, not per send.
+
+        The store keeps, per collaboration, which subdirectories were checked
+        to be directories, keyed by the collaboration directory's
+        `fsio.dir_key` from the ``lstat`` that found it: swapping a
+        subdirectory for a link, or creating one, changes that key, and the
+        next transaction checks them all again.  A subdirectory that was
+        absent is not remembered: `existing` checks it when it is used.
+        """
+        key = fsio.dir_key(self._located) if self._located is not None else None
+        cached = self.store.subdirs.get(self.collab)
+        if key is not None and cached is not None and cached[0] == key:
+            for sub, path in cached[1]:
+                self._dirs[(sub,)] = path
+            return
+        found = [(sub, self.existing(sub)) for sub in layout.COLLAB_SUBDIRS]
+        if key is not None:
+            self.store.subdirs[self.collab] = (key, tuple((sub, path) for sub, path in found if path is not None))
 
     @property
     def root(self) -> str:
@@ -291,18 +324,18 @@ class FileTxn:
         return self._registry
 
     def events(self) -> list[dict[str, Any]]:
-        return [rec for _pos, rec in Journal(os.path.join(self.base, layout.EVENTS)).scan()]
+        return [rec for _pos, rec in Journal(f"{self.base}/{layout.EVENTS}").scan()]
 
     def append_event(self, fields: dict[str, Any]) -> dict[str, Any]:
         """Durably append a membership or lifecycle event, then bring the registry and pin index up to date."""
         self.store.writable()
-        before = self._registry if os.path.exists(os.path.join(self.base, layout.EVENTS)) else None
-        fsio.refuse_link(os.path.join(self.base, layout.TRANSCRIPT))
+        before = self._registry if os.path.exists(f"{self.base}/{layout.EVENTS}") else None
+        fsio.refuse_link(f"{self.base}/{layout.TRANSCRIPT}")
         pins = {fields[k] for k in ("pin", "to") if isinstance(fields.get(k), str)}
-        if os.path.exists(os.path.join(self.base, layout.EVENTS)):
+        if os.path.exists(f"{self.base}/{layout.EVENTS}"):
             pins |= {p.pin for p in self.registry().participants.values()}
         views.refuse_pin_links(self.root, pins)
-        rec = Journal(os.path.join(self.base, layout.EVENTS)).append(dict(fields, cseq=self.next_cseq()))[1]
+        rec = Journal(f"{self.base}/{layout.EVENTS}").append(dict(fields, cseq=self.next_cseq()))[1]
         self._cseq = rec["cseq"]
         self._registry = None
         after = self.registry()
@@ -334,23 +367,23 @@ class FileTxn:
         alias = fields["to"]
         # A planted link, FIFO or hard link at a transcript is refused before anything is stored
         # (for a broadcast, every recipient's transcript before its first copy).
-        fsio.refuse_link(os.path.join(self.base, layout.TRANSCRIPT))
-        transcripts = self.existing("transcripts")
-        if transcripts is not None:
-            for to in dict.fromkeys([alias, *(broadcast_of or ())]):
-                fsio.refuse_link(layout.transcript(self.base, to))
-        if broadcast_of is not None:
-            views.write_broadcast(self, fields["broadcast"], broadcast_of)
-        fields = dict(fields, cseq=self.next_cseq())
-        self.dir("inbox")
-        journal = Journal(layout.inbox(self.base, alias))
-        # The id index entry first, as a reservation: a crash in between leaves
-        # an entry naming no record (read as absent), never a record with no entry.
-        _pos, rec = journal.append(fields, before=lambda at, sealed: views.index_message(self, sealed, at))
-        self._cseq = rec["cseq"]
-        msg = Message.from_record(rec)
-        views.wake_aliases(self, (alias,))  # after the record is stored: the launcher must not skip it
-        views.transcribe_message(self, msg)  # the inbox map folds it in at the next read
+        opened = views.open_transcripts(self, alias, broadcast_of or ())
+        try:
+            if broadcast_of is not None:
+                views.write_broadcast(self, fields["broadcast"], broadcast_of)
+            fields = dict(fields, cseq=self.next_cseq())
+            self.dir("inbox")
+            journal = Journal(layout.inbox(self.base, alias))
+            # The id index entry first, as a reservation: a crash in between leaves
+            # an entry naming no record (read as absent), never a record with no entry.
+            _pos, rec = journal.append(fields, before=lambda at, sealed: views.index_message(self, sealed, at))
+            self._cseq = rec["cseq"]
+            msg = Message.from_record(rec)
+            views.wake_aliases(self, (alias,))  # after the record is stored: the launcher must not skip it
+            views.transcribe_message(self, msg, opened)  # the inbox map folds it in at the next read
+        finally:
+            for view in opened:
+                view.close()
         return msg
 
     def since(self, alias: str, seq: int) -> list[Message]:
@@ -490,12 +523,12 @@ class FileTxn:
     # ---- log, delivery, order ------------------------------------------------------------------------
 
     def notes(self) -> list[dict[str, Any]]:
-        return [rec for _pos, rec in Journal(os.path.join(self.base, layout.LOG)).scan()]
+        return [rec for _pos, rec in Journal(f"{self.base}/{layout.LOG}").scan()]
 
     def append_note(self, fields: dict[str, Any]) -> dict[str, Any]:
         self.store.writable()
-        fsio.refuse_link(os.path.join(self.base, layout.TRANSCRIPT))
-        rec = Journal(os.path.join(self.base, layout.LOG)).append(dict(fields, cseq=self.next_cseq()))[1]
+        fsio.refuse_link(f"{self.base}/{layout.TRANSCRIPT}")
+        rec = Journal(f"{self.base}/{layout.LOG}").append(dict(fields, cseq=self.next_cseq()))[1]
         self._cseq = rec["cseq"]
         views.transcribe_note(self, rec)
         return rec
@@ -503,12 +536,12 @@ class FileTxn:
     def delivery_records(self) -> list[dict[str, Any]]:
         """Read once per transaction: a Stop hook asks for its envelope and its wake consent in one."""
         if self._delivery is None:
-            self._delivery = [rec for _pos, rec in Journal(os.path.join(self.base, layout.DELIVERY)).scan()]
+            self._delivery = [rec for _pos, rec in Journal(f"{self.base}/{layout.DELIVERY}").scan()]
         return list(self._delivery)
 
     def append_delivery(self, fields: dict[str, Any]) -> dict[str, Any]:
         self.store.writable()
-        rec = Journal(os.path.join(self.base, layout.DELIVERY)).append(fields)[1]
+        rec = Journal(f"{self.base}/{layout.DELIVERY}").append(fields)[1]
         self.delivery_placed([rec])
         return rec
 
@@ -530,10 +563,10 @@ class FileTxn:
         the tails once, not n times).
         """
         if self._cseq is None:
-            files = [os.path.join(self.base, layout.EVENTS), os.path.join(self.base, layout.LOG)]
+            files = [f"{self.base}/{layout.EVENTS}", f"{self.base}/{layout.LOG}"]
             inbox = self.existing("inbox")
             if inbox is not None:
-                files += [os.path.join(inbox, n) for n in sorted(os.listdir(inbox)) if n.endswith(".jsonl")]
+                files += [f"{inbox}/{n}" for n in self.inbox_names(inbox) if n.endswith(".jsonl")]
             tails = (Journal(f).last() for f in files)
             self._cseq = max((int(t.get("cseq", 0)) for t in tails if t), default=0)
         return self._cseq + 1
@@ -542,7 +575,25 @@ class FileTxn:
         inbox = self.existing("inbox")
         if inbox is None:
             return []
-        return sorted(n[:-6] for n in os.listdir(inbox) if n.endswith(".jsonl") and rules.is_alias(n[:-6]))
+        return sorted(n[:-6] for n in self.inbox_names(inbox) if n.endswith(".jsonl") and rules.is_alias(n[:-6]))
+
+    def inbox_names(self, inbox: str) -> tuple[str, ...]:
+        """The entries of ``inbox`` (checked by `existing`), sorted: listed again only after it changed.
+
+        Every send needs them (`next_cseq` reads each inbox's tail), and a
+        listing costs five system calls where the directory's ``lstat`` costs
+        one: the store keeps the last listing per directory, keyed by its
+        `fsio.dir_key`.  A new inbox file, made by any process, changes the key.
+        """
+        st = os.lstat(inbox)
+        key = fsio.dir_key(st) if stat.S_ISDIR(st.st_mode) else None  # a link swapped in: listed, not kept
+        cached = self.store.listings.get(inbox)
+        if key is not None and cached is not None and cached[0] == key:
+            return cached[1]
+        names = tuple(sorted(os.listdir(inbox)))
+        if key is not None:
+            self.store.listings[inbox] = (key, names)
+        return names
 
 
 def _line_record(reader: fsio.LineReader, offset: int) -> dict[str, Any] | None:

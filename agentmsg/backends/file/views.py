@@ -50,15 +50,27 @@ def collab_dir(root: str, collab: str, *, subdirs: bool = True) -> str | None:
     ``subdirs=False`` leaves the subdirectories to the caller (a transaction
     checks them once it holds the lock: `FileTxn.__enter__`).
     """
-    if not layout.is_uuid(collab):
-        return None
-    base = fsio.existing_dir(root, layout.COLLABS, collab)
-    if base is None or not os.path.exists(os.path.join(base, layout.EVENTS)):
+    found = locate(root, collab)
+    if found is None:
         return None
     if subdirs:
         for sub in layout.COLLAB_SUBDIRS:
-            fsio.existing_dir(base, sub)
-    return base
+            fsio.existing_dir(found[0], sub)
+    return found[0]
+
+
+def locate(root: str, collab: str) -> tuple[str, os.stat_result] | None:
+    """The collaboration's directory and its ``lstat`` (a transaction keys what it checked on it), or None."""
+    if not layout.is_uuid(collab):
+        return None
+    parent = fsio.existing_dir(root, layout.COLLABS)
+    if parent is None:
+        return None
+    base = layout.collab(root, collab)
+    st = fsio.dir_stat(base)
+    if st is None or not os.path.exists(f"{base}/{layout.EVENTS}"):
+        return None
+    return base, st
 
 
 # ---- registry.yaml ------------------------------------------------------------------------
@@ -66,7 +78,7 @@ def collab_dir(root: str, collab: str, *, subdirs: bool = True) -> str | None:
 
 def registry_document(base: str) -> dict[str, Any] | None:
     """``registry.yaml`` if it was built from the newest event; None when missing, damaged or stale."""
-    raw = fsio.read_bytes(os.path.join(base, layout.REGISTRY))
+    raw = fsio.read_bytes(f"{base}/{layout.REGISTRY}")
     if raw is None:
         return None
     try:
@@ -75,7 +87,7 @@ def registry_document(base: str) -> dict[str, Any] | None:
         return None
     if not isinstance(doc, dict) or not isinstance(doc.get("participants"), dict):
         return None
-    last = Journal(os.path.join(base, layout.EVENTS)).last()
+    last = Journal(f"{base}/{layout.EVENTS}").last()
     if not last or doc.get("built_from") != {"seq": last["seq"], "sum": last["sum"]}:
         return None
     return doc
@@ -114,17 +126,17 @@ def registry(tx: FileTxn) -> Registry:
 
 def _events_key(base: str) -> tuple[int, int, int, int] | None:
     try:
-        st = os.lstat(os.path.join(base, layout.EVENTS))
+        st = os.lstat(f"{base}/{layout.EVENTS}")
     except FileNotFoundError:
         return None
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def write_registry(tx: FileTxn, reg: Registry) -> None:
-    last = Journal(os.path.join(tx.base, layout.EVENTS)).last()
+    last = Journal(f"{tx.base}/{layout.EVENTS}").last()
     built_from = {"seq": last["seq"], "sum": last["sum"]} if last else None
     doc = yaml_json(rules.registry_document(reg) | {"built_from": built_from})
-    fsio.atomic_write(os.path.join(tx.base, layout.REGISTRY), REGISTRY_HEADER.encode() + doc.encode() + b"\n",
+    fsio.atomic_write(f"{tx.base}/{layout.REGISTRY}", REGISTRY_HEADER.encode() + doc.encode() + b"\n",
                       durable=False)
 
 
@@ -484,23 +496,57 @@ def rebuild_ids(tx: FileTxn) -> None:
 def transcribe_event(tx: FileTxn, rec: dict[str, Any]) -> None:
     from ...text import transcript as render
 
-    quietly(_append_or_render, tx, os.path.join(tx.base, layout.TRANSCRIPT), render.event_section(rec).encode())
+    quietly(_append_or_render, tx, f"{tx.base}/{layout.TRANSCRIPT}", render.event_section(rec).encode())
 
 
 def transcribe_note(tx: FileTxn, rec: dict[str, Any]) -> None:
     from ...text import transcript as render
 
-    quietly(_append_or_render, tx, os.path.join(tx.base, layout.TRANSCRIPT), render.log_section(rec).encode())
+    quietly(_append_or_render, tx, f"{tx.base}/{layout.TRANSCRIPT}", render.log_section(rec).encode())
 
 
-def transcribe_message(tx: FileTxn, msg: Message) -> None:
+def open_transcripts(tx: FileTxn, alias: str, others: Iterable[str] = ()) -> tuple[fsio.Appender, fsio.Appender]:
+    """``collaboration.md`` and ``alias``'s transcript, opened to append a message that is not stored yet.
+
+    A planted link, FIFO or hard link at either raises here, before anything
+    is stored; so does one at ``others``' transcripts (a broadcast's other
+    recipients).  The open that checks is the one that writes: no ``lstat``
+    beforehand.  The caller closes both.
+    """
+    collab_md = fsio.Appender(f"{tx.base}/{layout.TRANSCRIPT}")
+    try:
+        transcripts = tx.existing("transcripts")
+        inbox_md = fsio.Appender(layout.transcript(tx.base, alias))  # no folder: missing, like the file
+        try:
+            for to in dict.fromkeys(others) if transcripts is not None else ():
+                if to != alias:
+                    fsio.refuse_link(layout.transcript(tx.base, to))
+        except BaseException:
+            inbox_md.close()
+            raise
+    except BaseException:
+        collab_md.close()
+        raise
+    return collab_md, inbox_md
+
+
+def _append_view(view: str | fsio.Appender, section: bytes) -> int | None:
+    """Append to a view that exists (None when it is missing or empty), by path or already opened."""
+    if isinstance(view, fsio.Appender):
+        return view.append(section)
+    return fsio.append(view, section, durable=False, create=False)
+
+
+def transcribe_message(tx: FileTxn, msg: Message,
+                       opened: tuple[fsio.Appender, fsio.Appender] | None = None) -> None:
+    """Append the message to its inbox's transcript and to ``collaboration.md`` (``opened``: `open_transcripts`)."""
     from ...text import transcript as render
 
     section = render.message_section(msg).encode()
-    inbox_md = os.path.join(tx.dir("transcripts"), f"{msg.to}.md")
+    inbox_md = f"{tx.dir('transcripts')}/{msg.to}.md"
     appended = True
     try:  # one open: it refuses a link, a FIFO or a hard link, and says whether the view is there
-        appended = fsio.append(inbox_md, section, durable=False, create=False) is not None
+        appended = _append_view(opened[1] if opened else inbox_md, section) is not None
     except OSError:
         pass
     except Exception as exc:
@@ -512,15 +558,15 @@ def transcribe_message(tx: FileTxn, msg: Message) -> None:
             return
         head = render.inbox_header(msg.collab, msg.to).encode()  # the inbox's first message
         quietly(fsio.append, inbox_md, head + section, durable=False)
-    quietly(_append_or_render, tx, os.path.join(tx.base, layout.TRANSCRIPT), section)
+    quietly(_append_or_render, tx, opened[0] if opened else f"{tx.base}/{layout.TRANSCRIPT}", section)
 
 
-def _append_or_render(tx: FileTxn, path: str, section: bytes) -> None:
+def _append_or_render(tx: FileTxn, view: str | fsio.Appender, section: bytes) -> None:
     """Append to a view that exists; a missing one with history behind it is re-rendered whole."""
-    if fsio.append(path, section, durable=False, create=False) is not None:
+    if _append_view(view, section) is not None:
         return
     if tx.next_cseq() <= 2:
-        fsio.append(path, section, durable=False)
+        fsio.append(view.path if isinstance(view, fsio.Appender) else view, section, durable=False)
     else:
         render_all(tx)
 
@@ -533,12 +579,12 @@ def render_all(tx: FileTxn) -> list[str]:
     reg = tx.registry()
     by_alias = {a: [Message.from_record(r) for _p, r in Journal(layout.inbox(tx.base, a)).scan()]
                 for a in sorted(set(reg.participants) | set(tx.aliases_with_inbox()))}
-    written = [os.path.join(tx.base, layout.TRANSCRIPT)]
+    written = [f"{tx.base}/{layout.TRANSCRIPT}"]
     fsio.refuse_link(written[0])
     fsio.atomic_write(written[0], render.collaboration_md(reg, tx.events(), by_alias, tx.notes()).encode(),
                       durable=False)
     for alias, msgs in by_alias.items():
-        path = os.path.join(tx.dir("transcripts"), f"{alias}.md")
+        path = f"{tx.dir('transcripts')}/{alias}.md"
         fsio.atomic_write(path, render.inbox_md(reg, alias, msgs).encode(), durable=False)
         written.append(path)
     return written
@@ -546,7 +592,7 @@ def render_all(tx: FileTxn) -> list[str]:
 
 def write_html(tx: FileTxn, page: bytes) -> str:
     """``collaboration.html``: the overseer's page, derived like the Markdown (``log render --html``)."""
-    path = os.path.join(tx.base, layout.HTML)
+    path = f"{tx.base}/{layout.HTML}"
     fsio.atomic_write(path, page, durable=False)  # a planted link is replaced, never written through
     return path
 
@@ -650,7 +696,7 @@ def wake(root: str, pins: Iterable[str]) -> None:
         if files is None:
             continue
         try:
-            if fsio.existing_dir(root, layout.IDLE, os.path.basename(os.path.dirname(files[0]))) is None:
+            if fsio.existing_dir(root, layout.IDLE, pin.partition(":")[0]) is None:  # idle_files' runtime
                 continue  # no marker was ever written for this runtime
             os.unlink(files[0])
         except FileNotFoundError:
