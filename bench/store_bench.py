@@ -197,6 +197,9 @@ def bench_send(tmp: Path, n: int) -> dict[str, Any]:
         box.send(collab, DRIVER, draft(-1 - i))
         if i >= 5 and i % 50 == 0 and len(os.listdir(os.path.join(base, "ids"))) >= 256:
             break
+    # ...and settled: the store trusts its checks of the collaboration's subdirectories (and its inbox listing)
+    # only once the directory has gone unchanged for a while (`fsio.dir_key`), as it has in any long-lived one.
+    time.sleep(2.2)
     inbox = layout.inbox(base, "reviewer")
     raw_path = tmp / "bare.jsonl"
     send_s, bare_s = [], []
