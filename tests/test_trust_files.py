@@ -409,3 +409,32 @@ def test_send_hitting_the_file_size_limit_stores_nothing(collab) -> None:
     assert inbox.read_bytes() == kept
     code, doc, _err = run_json("inbox", "--collab", collab.id, "--self", REVIEWER_PIN, root=collab.root)
     assert code == 0 and [m["body"] for m in doc["result"]["messages"]] == ["first"]
+
+
+def test_a_send_whose_fsync_fails_stores_nothing_and_leaves_no_view_of_it(store, collab, monkeypatch) -> None:
+    """No transcript shows it, and the id index forgets the offset it reserved, which the next record takes."""
+    from agentmsg.domain.values import Draft
+
+    store.send(collab.id, collab.driver, Draft(to="reviewer", kind="update", priority="normal", subject="s",
+                                               body="the first one"))
+    cdir = collab.root / "collabs" / collab.id
+    inbox, md = cdir / "inbox" / "reviewer.jsonl", cdir / "collaboration.md"
+    kept = inbox.read_bytes()
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.raises(StoreFailed, match="Input/output error; nothing was stored"):
+        store.send(collab.id, collab.driver, Draft(to="reviewer", kind="update", priority="normal", subject="s",
+                                                   body="never stored"))
+    monkeypatch.setattr(os, "fsync", real)
+    assert inbox.read_bytes() == kept
+    assert "never stored" not in md.read_text() and "the first one" in md.read_text()
+    assert "never stored" not in (cdir / "transcripts" / "reviewer.md").read_text()
+    (sent,) = store.send(collab.id, collab.driver, Draft(to="reviewer", kind="update", priority="normal",
+                                                         subject="s", body="after the failure"))
+    assert sent.message.seq == 2
+    _code, findings = store.verify(None)
+    assert findings == [], findings

@@ -374,11 +374,22 @@ class FileTxn:
             fields = dict(fields, cseq=self.next_cseq())
             self.dir("inbox")
             journal = Journal(layout.inbox(self.base, alias))
-            # The id index entry first, as a reservation: a crash in between leaves
-            # an entry naming no record (read as absent), never a record with no entry.
-            _pos, rec = journal.append(fields, before=lambda at, sealed: views.index_message(self, sealed, at))
+            stored: list[Message] = []
+
+            def before(at: int, sealed: dict[str, Any]) -> None:
+                # The id index entry first, as a reservation: a crash in between leaves
+                # an entry naming no record (read as absent), never a record with no entry.
+                views.index_message(self, sealed, at)
+                stored.append(Message.from_record(sealed))
+
+            try:
+                _pos, rec = journal.append(fields, before=before)
+            except BaseException:
+                if stored:  # the record was cut back (a failed write or fsync): so goes its reservation in
+                    views.quietly(views.rebuild_ids, self)  # ids/ (rare, and whole: a later record takes its offset)
+                raise
             self._cseq = rec["cseq"]
-            msg = Message.from_record(rec)
+            msg = stored[0]
             views.wake_aliases(self, (alias,))  # after the record is stored: the launcher must not skip it
             views.transcribe_message(self, msg, opened)  # the inbox map folds it in at the next read
         finally:
