@@ -1321,7 +1321,7 @@ case("hook-claude-resealed-map-marks-unread-acked-still-shows", "hook-claude", "
      "", Stored(REVIEWER_SEES), outcome="context", prep=(MapAck("reviewer", 1, reseal=True),),
      checks=(BoundaryOnce(), Shows("subject: Review retry.py")))
 _ID_M1 = f"{CDIR}/ids/11.log"
-_DAMAGED_ID = Append(_ID_M1, f"m {M1} reviewer 9999 1 abcd\n".encode())  # after the true entry: the last one counts
+_DAMAGED_ID = Append(_ID_M1, f"m {M1} reviewer 9999 1 abcd .\n".encode())  # after the true entry: the last one counts
 case("reader-verify-damaged-id-entry", "reader", "base", Cli(("verify",)), 13,
      f"verify: 1 problem(s); first: damaged record at {ROOT}/{_ID_M1}:1 (index entry of {M1} disagrees with its "
      "record (run agentmsg repair))", NOTHING, prep=(_DAMAGED_ID,))

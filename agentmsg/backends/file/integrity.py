@@ -146,6 +146,7 @@ def check_derived(tx: FileTxn) -> list[Finding]:
     reg = rules.replay(tx.events())
     known = set(aliases) | (set(reg.participants) if reg else set())
     entries = views.index_entries(tx)
+    by_seq = {(rec["to"], rec["seq"]): rec for rec in messages.values()}
     for mid, doc in entries.items():
         path = layout.index(base, mid)
         if not doc:
@@ -157,6 +158,8 @@ def check_derived(tx: FileTxn) -> list[Finding]:
             size = fsio.file_size(layout.inbox(base, str(inbox))) if rules.is_alias(inbox) else 0
             if not rules.is_alias(inbox) or type(doc.get("offset")) is not int:
                 found.append(Finding(path, 1, "damaged", f"index entry of {mid} is malformed"))
+            elif views.overtaken(mid, doc, by_seq.get((inbox, doc.get("seq")))):
+                continue  # a reservation a crash or failed write left, whose place the next record took
             elif (size == 0 and doc.get("seq", 0) > 1) or 0 < doc["offset"] < size:
                 found.append(Finding(path, 1, "removed", f"index names message {mid} at inbox/{inbox}.jsonl "
                                      f"offset {doc['offset']}, which no journal holds"))

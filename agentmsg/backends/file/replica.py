@@ -163,12 +163,16 @@ def _append(tx: FileTxn, journal: Journal, kind: str, alias: str, recs: list[dic
 
 
 def _index(tx: FileTxn, alias: str, rec: dict[str, Any], offset: int) -> None:
-    """The id entry first, as the writer's reservation; a broadcast copy adds its recipient to the base id."""
-    views.index_message(tx, rec, offset)
+    """A broadcast copy adds its recipient to the base id; then the copy's entry, as the writer's reservation.
+
+    In that order: reading the base id may rebuild ids/ from the journals (a damaged log), which
+    holds no entry yet for a record that is not written yet.
+    """
     base_id = rec.get("broadcast")
     if isinstance(base_id, str) and layout.is_uuid(base_id):
         _was, recipients = views.broadcast(tx, base_id)
         views.write_broadcast(tx, base_id, sorted({*recipients, alias}))
+    views.index_message(tx, rec, offset)
 
 
 # ---- the replica mark --------------------------------------------------------------------------------

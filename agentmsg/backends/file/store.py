@@ -370,7 +370,10 @@ class FileTxn:
         opened = views.open_transcripts(self, alias, broadcast_of or ())
         try:
             if broadcast_of is not None:
-                views.write_broadcast(self, fields["broadcast"], broadcast_of)
+                # Every copy's ids/ log too, before the first copy is stored: never a broadcast cut short.
+                base_id = fields["broadcast"]
+                views.refuse_index_links(self, [base_id, *(rules.copy_id(base_id, a) for a in broadcast_of)])
+                views.write_broadcast(self, base_id, broadcast_of)
             fields = dict(fields, cseq=self.next_cseq())
             self.dir("inbox")
             journal = Journal(layout.inbox(self.base, alias))
@@ -382,12 +385,9 @@ class FileTxn:
                 views.index_message(self, sealed, at)
                 stored.append(Message.from_record(sealed))
 
-            try:
-                _pos, rec = journal.append(fields, before=before)
-            except BaseException:
-                if stored:  # the record was cut back (a failed write or fsync): so goes its reservation in
-                    views.quietly(views.rebuild_ids, self)  # ids/ (rare, and whole: a later record takes its offset)
-                raise
+            # A write or fsync that fails cuts the record back and leaves its reservation, which the
+            # next record overtakes (views.overtaken): read as absent, by lookups and verify alike.
+            _pos, rec = journal.append(fields, before=before)
             self._cseq = rec["cseq"]
             msg = stored[0]
             views.wake_aliases(self, (alias,))  # after the record is stored: the launcher must not skip it
@@ -518,7 +518,16 @@ class FileTxn:
     def message_receipts(self, message: Message) -> list[dict[str, Any]]:
         journal = Journal(layout.receipts(self.base, message.to))
         recs = (record_at(journal, off) for off in views.receipt_offsets(self, message.id))
-        return [rec for rec in recs if rec is not None and rec.get("message") == message.id]
+        found = [rec for rec in recs if rec is not None and rec.get("message") == message.id]
+        if not any(rec["type"] == kinds.ACK for rec in found) and self.map(message.to).acked(message.seq):
+            # Acknowledged, and no pointer to its ack: a pointer lost or torn by a crash.  The journal
+            # decides, and the pointers it names are put back.
+            placed = [(pos, rec) for pos, rec in journal.scan() if rec.get("message") == message.id]
+            for pos, rec in placed:
+                if rec not in found:
+                    views.quietly(views.index_receipt, self, message.id, pos)
+            found = [rec for _pos, rec in placed]
+        return found
 
     def receipts_since(self, alias: str, position: int) -> tuple[list[dict[str, Any]], int]:
         """Receipts appended after ``position`` (an opaque number from an earlier call), and the new position."""

@@ -239,15 +239,17 @@ def ensure_pins(store: FileStore, *, force: bool = False) -> None:
 # One append-only log per shard, ``ids/<first two hex digits>.log``: a send appends one line to a file
 # that already exists, where one file per message cost an inode (the most expensive thing a send did
 # besides its fsync).  Each entry is one line, written with a newline before it as well as after, so
-# a line torn by a crash is cut off from the next entry instead of merging with it:
+# a line torn by a crash is cut off from the next entry instead of merging with it, and ending in
+# `` .``, so that a torn line never reads as a shorter entry (``r <id> 1`` of ``r <id> 10469 .``):
 #
-#   m <id> <inbox> <offset> <seq> <digest>     where the message's record is (the last one wins)
-#   r <id> <offset>                            a receipt for it in its inbox's receipts journal
-#   b <id> <alias> ...                         a broadcast id and the recipients it went to
+#   m <id> <inbox> <offset> <seq> <digest> .     where the message's record is (the last one wins)
+#   r <id> <offset> .                            a receipt for it in its inbox's receipts journal
+#   b <id> <alias> ... .                         a broadcast id and the recipients it went to
 #
 # Lines that do not parse are skipped; an id whose only lines are damaged reads as damaged, and
-# lookup() lets the journals decide.  The first layout (one ``ids/<xx>/<id>.json`` per message) is
-# read as missing and rebuilt once.
+# lookup() lets the journals decide.  A log holding anything but entries, a missing ``ids/`` with
+# messages stored, and the first layout (one ``ids/<xx>/<id>.json`` per message, a directory per
+# shard) are rebuilt whole from the journals.
 
 
 def refuse_index_links(tx: FileTxn, messages: Iterable[str]) -> None:
@@ -262,7 +264,10 @@ def _entries(tx: FileTxn, message: str) -> list[list[str]] | None:
         return None
     raw = fsio.read_bytes(layout.index(tx.base, message))
     if raw is None:
-        return None
+        if not _shard_lost(tx):
+            return None
+        rebuild_ids(tx)
+        raw = fsio.read_bytes(layout.index(tx.base, message)) or b""
     if not _well_formed(raw):  # not the work of a crash, which tears at most the last line: rebuild all
         rebuild_ids(tx)
         raw = fsio.read_bytes(layout.index(tx.base, message)) or b""
@@ -281,8 +286,6 @@ def _entries(tx: FileTxn, message: str) -> list[list[str]] | None:
             fields = ["?"]
         if len(fields) > 1 and fields[1] == message:
             out.append(fields)
-        elif fields[0] in ("m", "r", "b") or len(fields) < 2:
-            out.append(["?"])  # names it, but not as an entry: damaged
         at = raw.find(needle, stop)
     return out if out else None
 
@@ -294,17 +297,20 @@ def _read_index(tx: FileTxn, message: str) -> tuple[dict[str, Any], list[int]] |
 
 
 def _fold_entries(found: list[list[str]]) -> tuple[dict[str, Any], list[int]]:
+    """The last whole entry wins; a torn or damaged line after it makes the id's entry damaged (``{}``)."""
     doc: dict[str, Any] = {}
     offsets: list[int] = []
     for fields in found:
-        kind = fields[0]
-        if kind == "m" and len(fields) == 6 and rules.is_alias(fields[2]) and fields[3].isdigit() \
+        kind, whole = fields[0], len(fields) > 2 and fields[-1] == "."
+        if kind == "m" and whole and len(fields) == 7 and rules.is_alias(fields[2]) and fields[3].isdigit() \
                 and fields[4].isdigit() and _is_hex(fields[5]):
             doc = {"inbox": fields[2], "offset": int(fields[3]), "seq": int(fields[4]), "digest": fields[5]}
-        elif kind == "r" and len(fields) == 3 and fields[2].isdigit():
+        elif kind == "r" and whole and len(fields) == 4 and fields[2].isdigit():
             offsets.append(int(fields[2]))
-        elif kind == "b" and all(rules.is_alias(a) for a in fields[2:]):
-            doc = {"broadcast": fields[2:]}
+        elif kind == "r":
+            continue  # a torn receipt pointer: the receipt is still in its journal (acked() scans for an ack)
+        elif kind == "b" and whole and len(fields) > 3 and all(rules.is_alias(a) for a in fields[2:-1]):
+            doc = {"broadcast": fields[2:-1]}
         else:
             doc = {}  # a damaged line after the last good entry: the journals decide
     return doc, list(dict.fromkeys(offsets))
@@ -331,14 +337,43 @@ _HEX = frozenset("0123456789abcdef")
 
 def _index_line(message: str, doc: dict[str, Any]) -> str:
     if "broadcast" in doc:
-        return " ".join(["b", message, *doc["broadcast"]])
-    return f"m {message} {doc['inbox']} {doc['offset']} {doc['seq']} {doc['digest']}"
+        return " ".join(["b", message, *doc["broadcast"], "."])
+    return f"m {message} {doc['inbox']} {doc['offset']} {doc['seq']} {doc['digest']} ."
 
 
 def _write_index(tx: FileTxn, message: str, doc: dict[str, Any], offsets: list[int] | None = None) -> None:
-    tx.dir("ids")
-    lines = [_index_line(message, doc), *(f"r {message} {o}" for o in offsets or ())]
-    fsio.append_entries(layout.index(tx.base, message), ("\n" + "\n".join(lines) + "\n").encode())
+    """Append the message's entry (and receipt pointers) to its shard's log: every log exists (`new_ids`)."""
+    lines = [_index_line(message, doc), *(f"r {message} {o} ." for o in offsets or ())]
+    data = ("\n" + "\n".join(lines) + "\n").encode()
+    path = layout.index(tx.base, message)
+    if tx.existing("ids") is not None and fsio.append_entries(path, data, create=False):
+        return
+    if _shard_lost(tx):  # ids/ or a log removed, or the first layout: the older entries come back first
+        rebuild_ids(tx)
+    else:
+        new_ids(tx)
+    fsio.append_entries(path, data)
+
+
+def new_ids(tx: FileTxn) -> None:
+    """A collaboration's ``ids/`` before its first entry: every shard's log, empty.
+
+    All 256 exist from then on (`rebuild_ids` writes them all too), so a
+    missing log always means a removed one, whose entries are rebuilt before
+    a lookup misses them or a new entry hides them.
+    """
+    ids = tx.dir("ids")
+    for shard in _SHARDS:
+        fsio.append_entries(f"{ids}/{shard}.log", b"")  # created if missing; a planted link is refused
+
+
+_SHARDS = tuple(f"{i:02x}" for i in range(256))
+
+
+def _shard_lost(tx: FileTxn) -> bool:
+    """A shard's log is missing: removed (messages are stored), or the first layout is there."""
+    return bool(tx.aliases_with_inbox()) and any(fsio.file_size(layout.inbox(tx.base, a))
+                                                  for a in tx.aliases_with_inbox())
 
 
 def index_message(tx: FileTxn, rec: dict[str, Any], offset: int) -> None:
@@ -349,7 +384,8 @@ def index_receipt(tx: FileTxn, message: str, offset: int) -> None:
     """Point a message's entry at a receipt for it (only in a shard that exists: a lost one is rebuilt)."""
     if not layout.is_uuid(message) or tx.existing("ids") is None:
         return
-    quietly(fsio.append_entries, layout.index(tx.base, message), f"\nr {message} {offset}\n".encode(), create=False)
+    quietly(fsio.append_entries, layout.index(tx.base, message), f"\nr {message} {offset} .\n".encode(),
+            create=False)
 
 
 def receipt_offsets(tx: FileTxn, message: str) -> list[int]:
@@ -368,20 +404,17 @@ def _scan_receipts(tx: FileTxn, message: str) -> list[int]:
 
 
 def _first_layout(tx: FileTxn) -> bool:
-    """``ids/`` as the first layout left it (a directory per shard) and no log yet: rebuild it once."""
+    """``ids/`` as the first layout left it: a directory per shard, holding a file per message."""
     ids = tx.existing("ids")
-    if ids is None:
-        return False
-    names = os.listdir(ids)
-    return not any(n.endswith(".log") for n in names) and any(len(n) == 2 for n in names)
+    return ids is not None and any(len(n) == 2 and os.path.isdir(f"{ids}/{n}") for n in os.listdir(ids))
 
 
 def lookup(tx: FileTxn, message: str) -> dict[str, Any] | None:
     """The stored record of a message id, checked against the inbox its entry points to.
 
-    An entry whose record is missing is a reservation left by a crash: absent.
-    A damaged entry, or a missing ``ids/`` with messages stored, is rebuilt
-    from the inboxes.
+    An entry whose record is missing is a reservation left by a crash or a
+    failed write: absent.  A damaged entry, a missing ``ids/`` with messages
+    stored, or the first layout is rebuilt from the inboxes.
     """
     if not layout.is_uuid(message):
         return None
@@ -389,18 +422,13 @@ def lookup(tx: FileTxn, message: str) -> dict[str, Any] | None:
         rebuild_ids(tx)
     found = _read_index(tx, message)
     if found is None:
-        if not _first_layout(tx):
-            return None
-        rebuild_ids(tx)
-        found = _read_index(tx, message)
-        if found is None:
-            return None
+        return None
     doc = found[0]
     if rules.is_alias(doc.get("inbox")) and type(doc.get("offset")) is int:
         rec = record_at(Journal(layout.inbox(tx.base, doc["inbox"])), doc["offset"])
         if rec is not None and rec.get("id") == message:
             return rec
-        if "broadcast" not in doc and _reservation(tx, doc):
+        if "broadcast" not in doc and (overtaken(message, doc, rec) or _reservation(tx, doc)):
             return None  # a reservation that never became a record
     if "broadcast" in doc and isinstance(doc["broadcast"], list):
         return None
@@ -408,6 +436,13 @@ def lookup(tx: FileTxn, message: str) -> dict[str, Any] | None:
     if rec is not None:
         quietly(_reindex_one, tx, rec)
     return rec
+
+
+def overtaken(message: str, doc: dict[str, Any], rec: dict[str, Any] | None) -> bool:
+    """``message``'s entry is a reservation whose record was never stored (a crash, a failed write), and the
+    next record took its place: same seq, another id.  A record removed from the journal leaves its chain
+    broken instead (``verify`` says so), not another record of the same seq at its offset."""
+    return rec is not None and rec.get("seq") == doc.get("seq") and rec.get("id") != message
 
 
 def _reservation(tx: FileTxn, doc: dict[str, Any]) -> bool:
@@ -458,7 +493,7 @@ def write_broadcast(tx: FileTxn, base_id: str, recipients: list[str]) -> None:
 
 
 def rebuild_ids(tx: FileTxn) -> None:
-    """Every id entry from the inboxes and receipts: each shard log written whole, stale ones removed."""
+    """Every id entry from the inboxes and receipts: all 256 shard logs written whole (empty ones too)."""
     shards: dict[str, list[str]] = {}
     by_id: dict[str, tuple[dict[str, Any], list[int]]] = {}
     broadcasts: dict[str, list[str]] = {}
@@ -470,20 +505,17 @@ def rebuild_ids(tx: FileTxn) -> None:
         for pos, rec in Journal(layout.receipts(tx.base, alias)).scan():
             if rec.get("message") in by_id:
                 by_id[rec["message"]][1].append(pos)
-    for mid, (doc, offsets) in by_id.items():
-        shards.setdefault(mid[:2], []).extend([_index_line(mid, doc), *(f"r {mid} {o}" for o in offsets)])
-    for bid, aliases in broadcasts.items():
+    for bid, aliases in broadcasts.items():  # before its copies' entries, as a send writes them
         shards.setdefault(bid[:2], []).append(_index_line(bid, {"broadcast": sorted(aliases)}))
+    for mid, (doc, offsets) in by_id.items():
+        shards.setdefault(mid[:2], []).extend([_index_line(mid, doc), *(f"r {mid} {o} ." for o in offsets)])
     ids = tx.dir("ids")
-    # A log that names nothing any more (a reservation a crash left) is emptied, not removed: a
-    # reader listing ids/ meanwhile never meets a name that vanishes.
-    stale = [n[:2] for n in os.listdir(ids) if len(n) == 6 and n.endswith(".log") and n[:2] not in shards]
-    for shard in [*shards, *stale]:
+    for shard in _SHARDS:  # a planted link is replaced, never written through
         lines = shards.get(shard)
-        fsio.atomic_write(layout.index_shard(tx.base, shard), ("\n".join(lines) + "\n").encode() if lines else b"",
+        fsio.atomic_write(f"{ids}/{shard}.log", ("\n".join(lines) + "\n").encode() if lines else b"",
                           durable=False)
     for name in os.listdir(ids):
-        path = os.path.join(ids, name)
+        path = f"{ids}/{name}"
         if len(name) == 2 and not os.path.islink(path) and os.path.isdir(path):
             import shutil  # the first layout's shard directories: derived, replaced by the logs above
 
@@ -654,6 +686,8 @@ def index_entries(tx: FileTxn) -> dict[str, dict[str, Any]]:
     ids = tx.existing("ids")
     if ids is None:
         return out
+    if _first_layout(tx):  # a root from before the logs: brought up to date, not reported
+        rebuild_ids(tx)
     for name in sorted(os.listdir(ids)):
         if not name.endswith(".log") or name.startswith("."):
             continue
