@@ -105,7 +105,7 @@ def test_sigkill_store_sender(store, collab, child_env):
             assert store.message(collab.id, mid.decode()).seq == int(seq)
         if trial % 25 == 0:  # the reader's view (a full scan while nothing is acked): same records
             box = store.inbox(collab.id, "reviewer")
-            assert all(p.torn for p in box.problems)
+            assert all(p["torn"] for p in box.problems)  # Page.problems are plain dicts (Problem.as_dict)
             assert len(box.messages) == check.seq
 
         # the next send (from another process: this one) succeeds and continues the sequence
