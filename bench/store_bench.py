@@ -122,7 +122,10 @@ def build_unread(root: Path, unread: int, *, body: str | None = None,
 
     def messages() -> Any:
         for i in range(bulk):
-            fields = {"type": "message", "id": f"{i:08x}-0000-4000-8000-00000000be4c", "collab": collab,
+            # Unique, and spread over the 256 ids/ logs as random version-4 ids are (a first byte of 00 for
+            # every one would put the whole backlog in one log: each lookup would read all of it).
+            fields = {"type": "message", "id": f"{(i * 2654435761) & 0xFFFFFFFF:08x}-0000-4000-8000-{i:012x}",
+                      "collab": collab,
                       "sender": "driver", "sender_pin": str(DRIVER), "sender_runtime": DRIVER.runtime,
                       "to": "reviewer", "kind": kinds[i % len(kinds)], "priority": "normal",
                       "subject": f"bench {i}", "body": BODY.format(i=i) if body is None else body,
