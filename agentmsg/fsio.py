@@ -202,6 +202,11 @@ def _open_stat(path: StrPath, flags: int, mode: int = 0o600, *, write: bool = Fa
     return fd, st
 
 
+def open_regular(path: StrPath) -> tuple[int, os.stat_result]:
+    """A read-only descriptor on a regular file (no link, no FIFO) and its ``fstat``; the caller closes it."""
+    return _open_stat(path, os.O_RDONLY)
+
+
 def fsync_dir(path: StrPath) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:

@@ -49,8 +49,8 @@ import os
 import sys
 import time
 
-from . import TOOL, __version__, fsio, hostcmd, mirrorstart, records, sessionfacts, wakehook
-from .backends.file import layout, outbox, views
+from . import TOOL, __version__, aheadstart, fsio, hostcmd, mirrorstart, records, sessionfacts, wakehook
+from .backends.file import ahead, layout, outbox, views
 from .backends.file.store import FileStore, FileTxn
 from .domain import envelope, kinds, rules
 from .paths import resolve_root_str
@@ -58,11 +58,11 @@ from .text import boundary
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
     from types import ModuleType
     from typing import Any
 
-    from .domain.values import Message, Registry
+    from .domain.values import Message, Page, Registry
 
     Binding = tuple[str, str, Registry]
 
@@ -144,6 +144,7 @@ def main(host: str) -> int:
             after()
     except BaseException as exc:  # fail open, whatever happened
         hook.log(exc)
+        hook.distrust()
     finally:
         sys.stderr = saved
     return 0
@@ -176,6 +177,7 @@ class Hook:
         self.cap = boundary.cap_from_env(env)
         self.unit = UNITS.get(host, "utf16")  # how each host counts (docs/HOSTS-NOTES.md)
         self.cli = boundary.CLI = hostcmd.cli_command(host, env)  # every command the text names runs as shown
+        self.key = ahead.launcher_key(env)  # the environment the launcher checks a delivery rendered ahead against
 
     # ---- plumbing ------------------------------------------------------------
 
@@ -211,9 +213,12 @@ class Hook:
         if mirrorstart.wanted(self.root, self.env):  # a replica root: its mirror keeps it current
             self._start_mirror()
         # The fast path's generation, read before any state (docs/DELIVERY.md, "Fast path").
-        token = self._idle_token(str(session)) if event in FAST_EVENTS or event == MIDTURN else None
+        keyed = self._launcher_keyed(str(session))
+        token = self._idle_token() if keyed and (event in FAST_EVENTS or event == MIDTURN) else None
         self.busy = token is None
         self.store = FileStore(self.root, lock_timeout=self.lock_timeout)
+        if keyed:  # a delivery the launcher printed from .ready: folded before anything reads the state
+            self.settle_claim(final=True)
         if event == "SessionStart":
             self._wake_step(sessionfacts.record, self.root, self.pin,
                             sessionfacts.gather(self.host, str(session), self.env))
@@ -232,6 +237,8 @@ class Hook:
         elif binds and self.host in MIDTURN_HOSTS:
             # A prompt counted or a context cleared may bring a shown message due again between tool calls.
             views.quietly(views.clear_midturn, self.root, self.pin)
+        if keyed:
+            self._keep_ahead(bool(binds))
         return out, after
 
     def _start_mirror(self) -> None:
@@ -250,13 +257,15 @@ class Hook:
             self.log(exc)
             return None
 
-    def _idle_token(self, session: str) -> str | None:
-        """The generation the launcher's idle marker must match; None when this run must not write one."""
-        var = SESSION_VARS.get(self.host)
+    def _launcher_keyed(self, session: str) -> bool:
+        """Whether ``hooks/run`` names this session's marker files as this run does."""
         if self.host in STDIN_SESSION_HOSTS:
-            pass  # the launcher keys the marker by stdin's session_id, the one this run read
-        elif var is None or self.env.get(var) != session:
-            return None  # the launcher keys the marker by this variable (Codex's is inherited: not its key)
+            return True  # the launcher keys the markers by stdin's session_id, the one this run read
+        var = SESSION_VARS.get(self.host)
+        return var is not None and self.env.get(var) == session  # Codex's variable is inherited: not its key
+
+    def _idle_token(self) -> str | None:
+        """The generation the launcher's idle marker must match; None when this run must not write one."""
         try:
             return views.idle_token(self.root or "", self.pin)
         except OSError:
@@ -307,6 +316,14 @@ class Hook:
         except BaseException:  # nowhere left to report to
             pass
 
+    def distrust(self) -> None:
+        """After a failed run: no delivery rendered ahead from state this run could not read is printed."""
+        if self.root is not None and self.pin != "?":
+            try:
+                ahead.drop(self.root, self.pin)
+            except BaseException:
+                pass
+
     def _locked_call(self, fn: Callable[..., Any], *args: Any) -> Any:
         try:
             return fn(*args)
@@ -318,7 +335,9 @@ class Hook:
 
     # ---- the hooks' own state (derived, per binding) -------------------------------------------
 
-    def load_state(self, tx: FileTxn, alias: str) -> dict[str, Any]:
+    def load_state(self, tx: FileTxn, alias: str, *, reset: bool = True) -> dict[str, Any]:
+        """The binding's hook state; a corrupt one is reset (unless ``reset`` is False: the renderer leaves
+        that, and its report, to the hook) and fails this run."""
         fresh = {"v": 2, "pin": self.pin, "prompt": 0, "shown": {}, "blocked": [], "rpos": 0, "seen": None}
         raw = fsio.read_bytes(layout.hook_state(tx.base, alias))
         if raw is None:
@@ -331,6 +350,8 @@ class Hook:
         except (UnicodeDecodeError, ValueError):
             ok = False
         if not ok:
+            if not reset:
+                raise HookError(f"corrupt hook state {layout.hook_state(tx.base, alias)}")
             self.save_state(tx, alias, fresh)
             raise HookError(f"corrupt hook state {layout.hook_state(tx.base, alias)}; reset it")
         return doc if doc.get("pin") == self.pin else fresh  # another pin's state: a takeover
@@ -340,15 +361,18 @@ class Hook:
         doc["shown"] = {k: v for k, v in doc["shown"].items() if doc["prompt"] - v < REPRESENT_AFTER}
         fsio.ensure_dir(tx.base, "state")
         fsio.atomic_write(layout.hook_state(tx.base, alias), records.dumps(doc).encode(), durable=False)
+        ahead.drop(tx.root, self.pin)  # rendered from the state before: the renderer renders again
 
-    def _fold_receipts(self, tx: FileTxn, alias: str, st: dict[str, Any]) -> None:
-        """Retry requests since the last run: whichever hook reads one first, the next prompt shows it."""
+    def _fold_receipts(self, tx: FileTxn, alias: str, st: dict[str, Any]) -> list[dict[str, Any]]:
+        """Retry requests since the last run: whichever hook reads one first, the next prompt shows it.
+        Returns the receipts read."""
         new, st["rpos"] = tx.receipts_since(alias, st["rpos"])
         retried = {r.get("message") for r in new if r.get("type") == kinds.RETRY}
         if retried:
             for msg in tx.unacked(alias, limit=CANDIDATES).messages:
                 if msg.id in retried:
                     st["shown"].pop(str(msg.seq), None)
+        return new
 
     def _due(self, tx: FileTxn, alias: str, st: dict[str, Any], *, requests_only: bool = False) -> Any:
         """The top unacknowledged messages not shown in the last prompts: a page, never the whole backlog."""
@@ -484,8 +508,6 @@ class Hook:
 
     def prompt(self, data: Mapping[str, Any], binds: list[Binding]) -> tuple[bytes, Callable[[], None]]:
         work = []
-        due_all: list[Message] = []
-        waiting = 0
         for collab, alias, reg in binds:
             with self.txn(collab) as tx:
                 st = self.load_state(tx, alias)
@@ -493,26 +515,13 @@ class Hook:
                 if self._wake_step(wakehook.prompt, tx, alias, self.pin, reg, data.get("prompt")):
                     self.busy = True  # the launcher must run every prompt and Stop: they count wakes and turns
                     self._wake_step(wakehook.turn, self.root, self.pin, "busy")
-                page = self._due(tx, alias, st)
-                self._pending(tx, alias, reg, page.total)
+                page = self._prompt_page(tx, alias, reg, st)
                 if not page.messages:
                     self.save_state(tx, alias, st)
             work.append((collab, alias, st, page))
-            due_all += page.messages
-            waiting += page.total - page.skipped
-        if not due_all:
+        rendered = self._render_prompt(work)
+        if rendered is None:
             return b"", _nothing
-        aliases = ", ".join(sorted({alias for _c, alias, *_ in work}))
-        collabs = list(dict.fromkeys(m.collab for m in due_all))
-        where = f" in collaboration {collabs[0]}" if len(collabs) == 1 else ""
-
-        def lead(shown: int) -> str:
-            return (f"agentmsg: {waiting} peer message{'s' * (waiting != 1)} for {aliases}{where} "
-                    f"{'are' if waiting != 1 else 'is'} unacknowledged and not shown in the last "
-                    f"{REPRESENT_AFTER} prompts; {shown} quoted below.\n")
-
-        rendered = boundary.render(due_all, alias=aliases, cap=self.cap, unit=self.unit, lead=lead,
-                                   more=waiting - len(due_all))
         included = set(rendered.included)
         completers = []
         for collab, alias, st, page in work:
@@ -522,9 +531,7 @@ class Hook:
             with self.txn(collab) as tx:
                 if ids:
                     completers.append(self.claim(tx, alias, ids, uuid4(), durable=False))
-                for m in page.messages:
-                    if m.id in included:
-                        st["shown"][str(m.seq)] = st["prompt"]
+                _mark_shown(st, [m.seq for m in page.messages if m.id in included])
                 self.save_state(tx, alias, st)
 
         def after() -> None:
@@ -532,6 +539,30 @@ class Hook:
                 complete()
 
         return self.output(rendered.text), after
+
+    def _prompt_page(self, tx: FileTxn, alias: str, reg: Registry, st: dict[str, Any]) -> Page:
+        """The messages due at this prompt (its count already advanced), and whether the fast path stays off."""
+        page = self._due(tx, alias, st)
+        self._pending(tx, alias, reg, page.total)
+        return page
+
+    def _render_prompt(self, work: list[tuple[str, str, dict[str, Any], Page]]) -> boundary.Rendered | None:
+        """The prompt's text for the due pages of its bindings; None when nothing is due."""
+        due_all = [m for *_rest, page in work for m in page.messages]
+        if not due_all:
+            return None
+        waiting = sum(page.total - page.skipped for *_rest, page in work)
+        aliases = ", ".join(sorted({alias for _c, alias, *_ in work}))
+        collabs = list(dict.fromkeys(m.collab for m in due_all))
+        where = f" in collaboration {collabs[0]}" if len(collabs) == 1 else ""
+
+        def lead(shown: int) -> str:
+            return (f"agentmsg: {waiting} peer message{'s' * (waiting != 1)} for {aliases}{where} "
+                    f"{'are' if waiting != 1 else 'is'} unacknowledged and not shown in the last "
+                    f"{REPRESENT_AFTER} prompts; {shown} quoted below.\n")
+
+        return boundary.render(due_all, alias=aliases, cap=self.cap, unit=self.unit, lead=lead,
+                               more=waiting - len(due_all))
 
     # ---- PostToolUse: mid-turn delivery ------------------------------------------------------
 
@@ -582,9 +613,7 @@ class Hook:
                 continue
             with self.txn(collab) as tx:
                 completers.append(self.claim(tx, alias, ids, uuid4(), durable=False))
-                for m in wanted:
-                    if m.id in included:
-                        st["shown"][str(m.seq)] = st["prompt"]
+                _mark_shown(st, [m.seq for m in wanted if m.id in included])
                 st["mid"] = now
                 self.save_state(tx, alias, st)
 
@@ -675,11 +704,146 @@ class Hook:
                 tx.append_delivery(spent)
             complete = self.claim(tx, alias, rendered.included, attempt)
             st["blocked"] = [m.id for m in requests]
-            for m in requests:
-                if m.id in rendered.included:
-                    st["shown"][str(m.seq)] = st["prompt"]
+            _mark_shown(st, [m.seq for m in requests if m.id in rendered.included])
             self.save_state(tx, alias, st)
         return self.output(rendered.text), complete
+
+
+    # ---- rendered ahead (docs/DELIVERY.md, "Rendered ahead") ----------------------------------------
+
+    @classmethod
+    def for_session(cls, root: str, pin: str, facts: Mapping[str, Any], store: FileStore) -> Hook:
+        """The hook as the session's last full run saw it (its host, cap and CLI), for the renderer."""
+        host = str(facts.get("host", ""))
+        hook = cls(host, {"AGENTMSG_HOOK_CAP": str(facts.get("cap", ""))})
+        hook.root, hook.pin, hook.store, hook.event = root, pin, store, "UserPromptSubmit"
+        hook.cli = boundary.CLI = str(facts.get("cli") or "agentmsg")
+        hook.key = str(facts.get("key", ""))
+        return hook
+
+    def _keep_ahead(self, bound: bool) -> None:
+        """Record what the renderer needs to render this session's next prompt, and ring it (never fails)."""
+        root = self.root
+        if root is None:
+            return
+        try:
+            if self.env.get("AGENTMSG_NO_AHEAD") or self.env.get("AGENTMSG_NO_FASTPATH"):
+                ahead.forget(root, self.pin)
+                return
+            package = os.path.dirname(os.path.abspath(__file__))
+            facts = {"v": 1, "pin": self.pin, "host": self.host, "cap": self.cap, "cli": self.cli,
+                     "key": ahead.launcher_key(self.env), "python": sys.executable,
+                     "hook": hostcmd.hook_script(package), "version": __version__}
+            ahead.remember(root, self.pin, facts)
+            if bound:
+                aheadstart.nudge(root, [self.pin])
+        except Exception as exc:
+            self.log(exc)
+
+    def settle_claim(self, *, final: bool) -> bool:
+        """Fold the delivery the launcher printed for this session (``.took``) into presented receipts and
+        the hook state, once.  ``final``: this is a full hook run of the same session, so the launcher is
+        done with it whatever it wrote.  True while a claim is still being printed (the renderer waits)."""
+        root = self.root
+        if root is None:
+            return False
+        try:
+            ahead.refuse_planted_claim(root, self.pin)
+            with ahead.settling(root, self.pin) as found:
+                if found is None:
+                    return False
+                if found.writer is not None:  # a renderer writing a delivery now (or one that died doing so)
+                    if found.stale_writer:
+                        ahead.give_back(root, self.pin)
+                    return False
+                if not found.finished and not final:
+                    return True
+                try:
+                    fold = ahead.load_fold(root, self.pin)
+                    if found.end != "no" and fold is not None and fold.get("gen") == found.gen:
+                        self._fold(fold, found.end or "cut")
+                finally:
+                    ahead.give_back(root, self.pin)
+        except Exception as exc:  # a claim that cannot be folded: its messages come due again
+            self.log(exc)
+        return False
+
+    def _fold(self, fold: Mapping[str, Any], end: str) -> None:
+        """What printing a rendered delivery changes, as :meth:`prompt` would have: one more prompt, a
+        presented receipt per message (``ok``: marked shown, and the attempt completed)."""
+        collab, alias, attempt = fold.get("collab"), fold.get("alias"), fold.get("attempt")
+        ids, seqs = fold.get("ids"), fold.get("seqs")
+        if not (isinstance(collab, str) and isinstance(alias, str) and isinstance(attempt, str)
+                and isinstance(ids, list) and isinstance(seqs, list)
+                and all(isinstance(i, str) for i in ids) and all(type(q) is int for q in seqs)):
+            raise HookError(f"malformed delivery fold for {self.pin[:80]}")
+        held = any((c, a) == (collab, alias) for c, a, _r in self._locked_call(self.store.bound, self.pin))
+        self.event = "UserPromptSubmit"
+        complete = None
+        with self.txn(collab) as tx:
+            st = self.load_state(tx, alias) if held else None  # taken over since: the receipts only
+            if st is not None and st.get("ahead") == attempt:
+                return  # folded already
+            if st is not None:
+                st["prompt"] += 1
+                recorded = any(r.get("attempt") == attempt for r in self._fold_receipts(tx, alias, st))
+            else:
+                recorded = False
+            if ids and not recorded:
+                complete = self.claim(tx, alias, tuple(ids), attempt, durable=False)
+            if st is not None:
+                if end == "ok":
+                    _mark_shown(st, seqs)
+                st["ahead"] = attempt
+                self.save_state(tx, alias, st)
+        if complete is not None and end == "ok":
+            complete()
+        if self.host in MIDTURN_HOSTS:
+            views.quietly(views.clear_midturn, self.root, self.pin)
+
+    def render_ahead(self) -> str:
+        """Render what this session's next UserPromptSubmit would print, for the launcher to print without
+        Python: ``ready``; ``idle`` (nothing pending: the idle marker); ``full`` (the hook must run: more
+        than one binding, an active wake consent, unbound); ``busy`` (a claim exists)."""
+        root, pin = self.root or "", self.pin
+        if not ahead.take(root, pin):
+            return "busy"
+        try:
+            return self._render_ahead(root, pin)
+        except BaseException:
+            ahead.drop(root, pin)  # whatever stopped it: the next prompt runs in full (and reports it)
+            raise
+        finally:
+            ahead.give_back(root, pin)
+
+    def _render_ahead(self, root: str, pin: str) -> str:
+        binds = self._locked_call(self.store.bound, pin)
+        if len(binds) != 1:
+            ahead.drop(root, pin)
+            return "full"
+        collab, alias, reg = binds[0]
+        with self.txn(collab) as tx:
+            token = self._idle_token()  # under the lock: every writer that changes the state deletes it
+            if token is None or wakehook.active(tx, alias, pin, reg) is not None:
+                ahead.drop(root, pin)  # the prompt hook records wake prompts and turns: it runs
+                return "full"
+            st = self.load_state(tx, alias, reset=False)
+            st = dict(st, shown=dict(st["shown"]))  # what this prompt would change, never saved here
+            st["prompt"] += 1
+            self.busy = False
+            page = self._prompt_page(tx, alias, reg, st)
+            rendered = self._render_prompt([(collab, alias, st, page)])
+            if rendered is None and not self.busy:
+                views.mark_idle(root, pin, token)
+                ahead.drop(root, pin)
+                return "idle"
+            included = set(rendered.included) if rendered is not None else set()
+            fold = {"v": 1, "attempt": uuid4(), "collab": collab, "alias": alias,
+                    "ids": list(rendered.included) if rendered is not None else [],
+                    "seqs": [m.seq for m in page.messages if m.id in included]}
+            payload = self.output(rendered.text) if rendered is not None else b""
+            ahead.write(root, pin, token, self.key, payload, fold)
+        return "ready"
 
 
 class _LockedTxn(FileTxn):
@@ -716,6 +880,12 @@ def is_session(value: object) -> bool:
 
 
 uuid4 = records.uuid4  # mcpserver imports it from here
+
+
+def _mark_shown(st: dict[str, Any], seqs: Iterable[int]) -> None:
+    """Shown at this prompt: not due again for ``REPRESENT_AFTER`` prompts (unless retried or cleared)."""
+    for seq in seqs:
+        st["shown"][str(seq)] = st["prompt"]
 
 
 def _sh_quote(value: str) -> str:

@@ -38,6 +38,15 @@ def launcher(package_dir: str) -> str | None:
     return None
 
 
+def hook_script(package_dir: str) -> str | None:
+    """``hooks/agentmsg_hook.py`` beside the package in ``package_dir`` (a checkout, or a wheel's ``_plugin``)."""
+    for cand in (os.path.join(os.path.dirname(package_dir), "hooks", "agentmsg_hook.py"),
+                 os.path.join(package_dir, "_plugin", "hooks", "agentmsg_hook.py")):
+        if os.path.isfile(cand):
+            return cand
+    return None
+
+
 def cli_command(host: str, env: Mapping[str, str], package_dir: str | None = None) -> str:
     """The agentmsg command, as the shell of ``host`` ("claude" or "codex") can run it."""
     explicit = env.get("AGENTMSG_CLI")

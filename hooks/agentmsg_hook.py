@@ -26,6 +26,10 @@ def _main():
             sys.pycache_prefix = os.path.join(data, "pycache")
         if len(sys.argv) > 2 and sys.argv[2] == "wait":  # Claude Code's asyncRewake waiter (agentmsg/waiter.py)
             from agentmsg.waiter import main
+        elif len(sys.argv) > 2 and sys.argv[2] == "ahead":  # the renderer of deliveries (agentmsg/ahead.py)
+            from agentmsg.ahead import main as ahead
+
+            return ahead(sys.argv[3:])
         else:
             from agentmsg.hooks import main
     except BaseException as exc:  # fail open, before agentmsg.hooks can

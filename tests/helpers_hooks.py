@@ -64,6 +64,10 @@ def host_env(host: str, tmp: Path, root: Path | None, session: str, event: str,
     env = {
         "HOME": str(home), "PATH": f"{python_dir()}:/usr/bin:/bin", "LANG": "C.UTF-8", "SHELL": "/bin/sh",
         "TMPDIR": os.environ.get("TMPDIR", "/tmp"),
+        # Deliveries rendered ahead are on for users; tests that are not about them keep every prompt on
+        # the full path, so what they read right after a hook is already written (tests/test_ahead.py
+        # turns it on with AGENTMSG_NO_AHEAD="").
+        "AGENTMSG_NO_AHEAD": "1",
     }
     if root is not None:
         env["AGENTMSG_HOME"] = str(root)

@@ -528,8 +528,10 @@ def test_hooks_files_name_the_launcher_for_each_host():
             assert set(group) == {"hooks"}
             (hook,) = group["hooks"]
             runs = "gemini" if event in gemini else host
-            # Claude's and Gemini's prompt and Stop hooks may skip the interpreter (docs/DELIVERY.md, "Fast path")
+            # Claude's and Gemini's prompt and Stop hooks may skip the interpreter (docs/DELIVERY.md, "Fast path");
+            # their prompt hooks may also print a delivery rendered ahead ("Rendered ahead").
             fast = " fast" if runs in ("claude", "gemini") and event != "SessionStart" else ""
+            fast = " prompt" if fast and event in ("UserPromptSubmit", "BeforeAgent") else fast
             fast = " midturn" if event == "PostToolUse" else fast
             assert hook["command"].startswith('/bin/sh "${') and hook["command"].endswith(f'/hooks/run" {runs}{fast}')
             if (host, event) == ("claude", "SessionStart"):

@@ -724,7 +724,9 @@ def fresh_map(tx: FileTxn, alias: str) -> InboxMap:
 
 
 def wake(root: str, pins: Iterable[str]) -> None:
-    """Tell the launcher these pins may have something to show (derived, best effort, no fsync)."""
+    """Tell the launcher these pins may have something to show (derived, best effort, no fsync), and the
+    renderer of deliveries ahead that their next prompt changed (``aheadstart.nudge``)."""
+    woken = []
     for pin in pins:
         files = layout.idle_files(root, pin) if isinstance(pin, str) else None
         if files is None:
@@ -732,6 +734,7 @@ def wake(root: str, pins: Iterable[str]) -> None:
         try:
             if fsio.existing_dir(root, layout.IDLE, pin.partition(":")[0]) is None:  # idle_files' runtime
                 continue  # no marker was ever written for this runtime
+            woken.append(pin)
             os.unlink(files[0])
         except FileNotFoundError:
             pass
@@ -740,6 +743,10 @@ def wake(root: str, pins: Iterable[str]) -> None:
         except Exception as exc:  # a planted link at idle/: the hooks refuse it too, and run in full
             if type(exc).__name__ != "UnsafePath":
                 raise
+    if woken:
+        from ... import aheadstart
+
+        quietly(aheadstart.nudge, root, woken)
 
 
 def _invalidate(files: tuple[str, str]) -> None:
@@ -814,7 +821,9 @@ def receipts_placed(tx: FileTxn, alias: str, placed: list[tuple[int, dict[str, A
     for offset, rec in placed:
         if rec.get("message"):
             index_receipt(tx, rec["message"], offset)
-    if any(rec.get("type") == kinds.ACK for _o, rec in placed):
+    acked = any(rec.get("type") == kinds.ACK for _o, rec in placed)
+    if acked:
         tx.map(alias)
-    if any(rec.get("type") == kinds.RETRY for _o, rec in placed):
+    # A retry shows a message again; an ack takes one out of a delivery rendered ahead.
+    if acked or any(rec.get("type") == kinds.RETRY for _o, rec in placed):
         wake_aliases(tx, (alias,))

@@ -1,0 +1,234 @@
+"""The renderer: each session's next prompt delivery, rendered ahead so the launcher prints it without Python.
+
+``hooks/run <host> ahead ROOT [PIN...]`` (started by :mod:`agentmsg.aheadstart`, or by the launcher right
+after it printed a delivery and found no renderer running).  One per state root, under
+``idle/ahead.lock``; it lives while it has work and exits after ``IDLE_EXIT`` seconds without any.
+
+For every session with facts (``idle/<runtime>/<session>.env``, recorded by its own full hook runs) it
+keeps one of these true, as the full prompt hook itself would find it:
+
+* the idle marker names the current generation (nothing pending: the launcher exits at once), or
+* ``.ready`` holds exactly what the next UserPromptSubmit hook would print for that generation and hook
+  state, with ``.fold`` saying what printing it changes (``Hook.render_ahead``: the hook's own code), or
+* neither (the next prompt runs the hook in full: several bindings, an active wake consent).
+
+When the launcher has printed a delivery (``.took``), the renderer folds it into presented receipts and
+the hook state (``Hook.settle_claim``), then renders the next one.  Writers ring its doorbell
+(``idle/ahead.fifo``, one line per pin) when they change what a session would see; every
+``SWEEP`` seconds it looks at every session anyway.
+
+Fail-open like the hooks: an error is one line in ``hooks.log`` and the session is left to the full
+hook.  Everything it writes is derived (docs/DELIVERY.md, "Rendered ahead").
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import stat
+import time
+
+from . import fsio
+from .backends.file import ahead, layout
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .backends.file.store import FileStore
+    from .hooks import Hook
+
+IDLE_EXIT = 120.0  # seconds without a doorbell or any work: exit (the next writer starts one again)
+SWEEP = 30.0  # seconds between looks at every session
+RETRY = 0.05  # seconds before looking again at a claim the launcher is still printing
+TAKEOVER = 2.0  # seconds a new renderer waits for the lock of one that is exiting
+
+
+def main(argv: list[str]) -> int:
+    """Run the renderer for ``argv[0]`` (a state root), looking first at the pins after it; always 0."""
+    hook = None
+    try:
+        if not argv or not argv[0].startswith("/"):
+            return 0
+        try:
+            os.setsid()  # detached from the hook's process group: the host may end that at once
+        except OSError:
+            pass
+        root = os.path.realpath(argv[0])
+        if fsio.existing_dir(root, layout.IDLE) is None:
+            return 0
+        from .backends.file.store import FileStore
+        from .hooks import Hook
+
+        hook = Hook("claude", {})  # for logging only
+        hook.root, hook.event = root, "ahead"
+        Renderer(root, FileStore(root, lock_timeout=2.0), Hook).run([p for p in argv[1:] if ahead.base(root, p)])
+    except BaseException as exc:  # fail open, whatever happened
+        if hook is not None:
+            hook.log(exc)
+    return 0
+
+
+class Renderer:
+    def __init__(self, root: str, store: FileStore, hook_class: type[Hook]) -> None:
+        self.root, self.store, self.hook_class = root, store, hook_class
+        self.idle = os.path.join(root, layout.IDLE)
+        self.later: dict[str, float] = {}  # pin -> when to look again (a claim still being printed)
+
+    def run(self, first: list[str]) -> None:
+        lock = self._lock()
+        if lock is None:  # another renderer runs: hand it these pins
+            _ring(self.root, first)
+            return
+        fifo = None
+        try:
+            fifo = self._doorbell()
+            fsio.atomic_write(ahead.root_file(self.root, ahead.PID), f"{os.getpid()}\n".encode(), durable=False)
+            self.loop(fifo, first)
+        finally:
+            self._unlink_pid()
+            if fifo is not None:
+                os.close(fifo)  # from here a writer's open fails, and it starts a new renderer
+            os.close(lock)
+
+    def loop(self, fifo: int, first: list[str]) -> None:
+        todo = set(first) | set(ahead.sessions(self.root))
+        again: set[str] = set()  # the sweep: rendered again even if current (the store may have been damaged)
+        last_sweep = last_work = time.monotonic()
+        while True:
+            now = time.monotonic()
+            todo |= {pin for pin, at in self.later.items() if at <= now}
+            for pin in sorted(todo):
+                self.later.pop(pin, None)
+                if self.visit(pin, again=pin in again):
+                    last_work = now
+            todo, again = set(), set()
+            if not os.path.isdir(self.idle):
+                return  # the root is gone
+            wait = min([SWEEP - (now - last_sweep), *[at - now for at in self.later.values()]])
+            ready, _w, _x = select.select([fifo], [], [], max(0.0, wait))
+            now = time.monotonic()
+            if ready:
+                todo = self._rung(fifo)
+                last_work = now
+            elif not self.later and now - last_sweep >= SWEEP:
+                todo = again = set(ahead.sessions(self.root))
+                last_sweep = now
+            if not ready and not self.later and now - last_work > IDLE_EXIT:
+                todo = self._rung(fifo)  # one last look: a ring may have come in just now
+                if not todo:
+                    return
+
+    def visit(self, pin: str, *, again: bool = False) -> bool:
+        """Settle the session's claim, then render its next prompt if what is there no longer matches (or
+        ``again``: checked against the store anew).  True if there was anything to do."""
+        facts = ahead.facts(self.root, pin)
+        claimed = ahead.claim(self.root, pin) is not None
+        if facts is None and not claimed:
+            return False
+        hook = self.hook_class.for_session(self.root, pin, facts or self._host_of(pin), self.store)
+        try:
+            if hook.settle_claim(final=False):
+                self.later[pin] = time.monotonic() + RETRY
+                return True
+            if facts is None or (ahead.current(self.root, pin) and not again):
+                return claimed  # no facts (a printed claim, settled above): nothing to render from
+            hook.render_ahead()
+        except Exception as exc:
+            if not _reported_by_the_hook(exc):
+                hook.log(exc)
+        return True
+
+    def _host_of(self, pin: str) -> dict[str, str]:
+        """Facts enough to settle a claim of a session whose facts are gone: its host, from the runtime."""
+        runtime = pin.partition(":")[0]
+        return {"host": next((h for h, r in self.hook_class.hosts.items() if r == runtime), "claude")}
+
+    def _rung(self, fifo: int) -> set[str]:
+        pins: set[str] = set()
+        while True:
+            try:
+                chunk = os.read(fifo, 65536)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            for line in chunk.decode("utf-8", "replace").splitlines():
+                if ahead.base(self.root, line) is not None:
+                    pins.add(line)
+        return pins
+
+    def _lock(self) -> int | None:
+        """The root's renderer lock, waiting briefly for one that is on its way out; None if held."""
+        import fcntl
+
+        fd = os.open(ahead.root_file(self.root, ahead.LOCK), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o600)
+        deadline = time.monotonic() + TAKEOVER
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return fd
+            except OSError:
+                if time.monotonic() > deadline or _doorbell_open(self.root):
+                    os.close(fd)
+                    return None
+                time.sleep(0.02)
+
+    def _doorbell(self) -> int:
+        """``idle/ahead.fifo``, opened read-write (never at end of file, never blocking writers)."""
+        path = ahead.root_file(self.root, ahead.FIFO)
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            st = None
+        if st is not None and not stat.S_ISFIFO(st.st_mode):
+            os.unlink(path)  # a planted file or link: replaced, never followed
+            st = None
+        if st is None:
+            os.mkfifo(path, 0o600)
+        fd = os.open(path, os.O_RDWR | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise OSError(f"{path} is not a FIFO")
+        return fd
+
+    def _unlink_pid(self) -> None:
+        path = ahead.root_file(self.root, ahead.PID)
+        raw = fsio.read_bytes(path) if os.path.isfile(path) else None
+        if raw is not None and raw.strip() == str(os.getpid()).encode():
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
+def _reported_by_the_hook(exc: Exception) -> bool:
+    """A store or hook-state problem (a vanished or corrupt collaboration, a corrupt hook state, a lock held
+    too long): the renderer leaves the session to the full hook, which reports it in hooks.log (once)."""
+    from . import errors
+    from .hooks import HookError
+
+    return isinstance(exc, (errors.AgentmsgError, HookError))
+
+
+def _ring(root: str, pins: list[str]) -> None:
+    """Name these pins to the running renderer (never starts one)."""
+    try:
+        fd = os.open(ahead.root_file(root, ahead.FIFO), os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.write(fd, "".join(f"{pin}\n" for pin in pins).encode())
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _doorbell_open(root: str) -> bool:
+    """Whether a renderer holds the doorbell (a writer's open would succeed)."""
+    try:
+        fd = os.open(ahead.root_file(root, ahead.FIFO), os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    os.close(fd)
+    return True

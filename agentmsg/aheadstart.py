@@ -1,0 +1,81 @@
+"""Ring the resident renderer of deliveries ahead (``agentmsg/ahead.py``), starting it when none runs.
+
+Every writer that woke a pin (``backends/file/views.wake``) and every full hook run calls
+:func:`nudge`.  Only pins whose session recorded facts (``idle/<runtime>/<session>.env``: a hook ran
+for it with rendering ahead on) count; for them one line naming the pin goes to ``idle/ahead.fifo``.
+Opening a FIFO for writing without blocking fails (``ENXIO``) when no process holds it open for
+reading, which is exactly "no renderer runs": then one is started from the session's own facts (the
+interpreter and the hook script its hook ran, so the renderer is the hook's own code), detached, with
+an empty environment, output discarded.  Two writers racing both start one; the second finds the
+renderer's lock taken, settles what it can and exits.
+
+Lean: the writers and the hooks import it (``os``; nothing is spawned unless needed).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+
+from .backends.file import ahead, layout
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+
+def nudge(root: str, pins: Iterable[str]) -> bool:
+    """Tell the renderer these pins may need a new delivery; start it if none runs.  True if started."""
+    named = []
+    for pin in pins:
+        at = ahead.base(root, pin) if isinstance(pin, str) else None
+        if at is not None and os.path.exists(at + ahead.FACTS):
+            named.append(pin)
+    if not named:
+        return False
+    fifo = os.path.join(root, layout.IDLE, ahead.FIFO)
+    try:
+        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno not in (errno.ENXIO, errno.ENOENT):
+            return False  # a link or something else planted there: the hooks run in full
+        for pin in named:
+            found = ahead.facts(root, pin)
+            if found is not None and spawn(root, pin, found):
+                return True
+        return False
+    try:
+        os.write(fd, "".join(f"{pin}\n" for pin in named).encode())
+    except OSError:
+        pass  # full (a renderer busy for a while): its periodic sweep finds them
+    finally:
+        os.close(fd)
+    return False
+
+
+def command(root: str, pin: str, facts: dict[str, Any]) -> list[str] | None:
+    """The renderer's command line from a session's facts, or None when they do not name a usable one."""
+    python, hook, host = facts.get("python"), facts.get("hook"), facts.get("host")
+    if not (isinstance(python, str) and python.startswith("/") and os.access(python, os.X_OK)):
+        return None
+    if not (isinstance(hook, str) and hook.startswith("/") and hook.endswith("/agentmsg_hook.py")
+            and os.path.isfile(hook)):
+        return None
+    if not isinstance(host, str) or not host.isalpha():
+        return None
+    return [python, "-I", "-S", hook, host, "ahead", root, pin]
+
+
+def spawn(root: str, pin: str, facts: dict[str, Any]) -> bool:
+    """Start the renderer detached (``sh`` backgrounds it and is reaped at once: no zombie is left)."""
+    argv = command(root, pin, facts)
+    if argv is None:
+        return False
+    script = '"$@" </dev/null >/dev/null 2>&1 &'
+    try:
+        child = os.posix_spawn("/bin/sh", ["sh", "-c", script, "sh", *argv], {"PATH": os.defpath})
+        os.waitpid(child, 0)
+    except OSError:
+        return False
+    return True
