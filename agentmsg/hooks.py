@@ -169,6 +169,7 @@ class Hook:
         self.pin = "?"
         self.root: str | None = None
         self.busy = True  # no idle marker unless a run proves there is nothing (see run)
+        self.stop_quiet = True  # Stop: no binding has an active envelope or wake consent (the .stop marker)
         self.mid_busy = False  # PostToolUse: something qualifies but the gap holds it (no mid-turn marker)
         try:
             self.lock_timeout = min(10.0, max(0.05, float(env.get("AGENTMSG_HOOK_LOCK_TIMEOUT") or LOCK_TIMEOUT)))
@@ -237,6 +238,8 @@ class Hook:
         elif binds and self.host in MIDTURN_HOSTS:
             # A prompt counted or a context cleared may bring a shown message due again between tool calls.
             views.quietly(views.clear_midturn, self.root, self.pin)
+        if event == "Stop" and token is not None and self.stop_quiet and not out:
+            views.quietly(views.mark_stop_quiet, self.root, self.pin, token)  # unread mail, and nothing to do
         if keyed:
             self._keep_ahead(bool(binds))
         return out, after
@@ -317,10 +320,12 @@ class Hook:
             pass
 
     def distrust(self) -> None:
-        """After a failed run: no delivery rendered ahead from state this run could not read is printed."""
+        """After a failed run: nothing decided from state this run could not read (a delivery rendered ahead,
+        the Stop marker) stands in for the hook; the next ones run in full, and report what they find."""
         if self.root is not None and self.pin != "?":
             try:
                 ahead.drop(self.root, self.pin)
+                views.clear_stop(self.root, self.pin)
             except BaseException:
                 pass
 
@@ -644,9 +649,11 @@ class Hook:
                 env = self._envelope(tx, alias, reg)  # first: an unsafe delivery journal ends the hook here, once
                 if self._wake_step(wakehook.active, tx, alias, self.pin, reg) is not None:
                     self.busy = True
+                    self.stop_quiet = False
                     self._wake_step(wakehook.turn, self.root, self.pin, "idle")
                 if env is None:
                     continue
+                self.stop_quiet = False
                 st = self.load_state(tx, alias)
                 requests = self._requests(tx, alias, st)
             if not requests and env.wait > 0 and not again:
@@ -736,6 +743,12 @@ class Hook:
                      "hook": hostcmd.hook_script(package), "version": __version__}
             ahead.remember(root, self.pin, facts)
             if bound:
+                if self.event == "SessionStart":  # the prompt comes next, maybe before any renderer could look
+                    self.event = "UserPromptSubmit"
+                    try:
+                        self.render_ahead()
+                    finally:
+                        self.event = "SessionStart"
                 aheadstart.nudge(root, [self.pin])
         except Exception as exc:
             self.log(exc)
@@ -833,6 +846,8 @@ class Hook:
             self.busy = False
             page = self._prompt_page(tx, alias, reg, st)
             rendered = self._render_prompt([(collab, alias, st, page)])
+            if self._envelope(tx, alias, reg) is None:  # and no wake consent (above): a Stop has nothing to do
+                views.mark_stop_quiet(root, pin, token)
             if rendered is None and not self.busy:
                 views.mark_idle(root, pin, token)
                 ahead.drop(root, pin)

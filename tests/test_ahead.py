@@ -479,3 +479,85 @@ def test_concurrent_sends_and_acks_never_lose_or_resurrect_a_message(session):
         text, _ran = session.hook()
         shown |= set(re.findall(r"· id ([0-9a-f-]{36})", text))
     assert set(sent) <= shown
+
+
+# ---- every host with a launcher path: Codex and Copilot (session id from stdin), Gemini ----------------
+
+
+def _host_run(host: str, event: str, tmp: Path, root: Path, session: str, stdin: bytes,
+              extra: dict[str, str]) -> tuple[bytes, bool]:
+    """One hook run of ``host`` through ``hooks/run`` with that host's variables (helpers_hooks' for Codex)."""
+    from helpers_hooks import REPO, host_env
+
+    env = host_env("codex", tmp, root, session, event, dict(ON, **extra))
+    mode = {"UserPromptSubmit": " prompt", "Stop": " stop"}.get(event, "") if host == "gemini" else ""
+    if host == "copilot":
+        env.update(COPILOT_CLI="1", COPILOT_PLUGIN_ROOT=str(REPO))
+    if host == "gemini":
+        for var in ("PLUGIN_ROOT", "PLUGIN_DATA", "CODEX_HOME"):
+            env.pop(var)
+        env["GEMINI_SESSION_ID"] = session
+    before = starts(tmp)
+    proc = __import__("subprocess").run(["/bin/sh", "-c", f'/bin/sh "{REPO}/hooks/run" {host}{mode}'], input=stdin,
+                                        capture_output=True, env=env, cwd=tmp, timeout=30)
+    assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
+    return proc.stdout, starts(tmp) > before
+
+
+@pytest.mark.parametrize("host", ["codex", "copilot", "gemini"])
+@pytest.mark.parametrize("big", [False, True])
+def test_every_launcher_host_prints_its_delivery_in_its_own_format(tmp_path, store, collab, host, big):
+    runtime = {"codex": "codex", "copilot": "copilot", "gemini": "gemini"}[host]
+    sid = "4242c0de-1111-4222-8333-944455556666"
+    pin = f"{runtime}:{sid}"
+    store.join(collab.id, model.pin(pin), "worker")
+    shim = python_shim(tmp_path)
+    extra = {"AGENTMSG_PYTHON": str(shim)}
+
+    def stdin(event: str) -> bytes:
+        doc = {"session_id": sid, "hook_event_name": event, "cwd": str(tmp_path), "transcript_path": None}
+        if event == "SessionStart":
+            doc["source"] = "startup"
+        else:  # a prompt over the 2 KB the launcher reads at once: the rest is drained before it prints
+            doc["prompt"] = "p" * (50_000 if big else 10)
+        return json.dumps(doc, separators=(",", ":")).encode()
+
+    out, ran = _host_run(host, "SessionStart", tmp_path, collab.root, sid, stdin("SessionStart"), extra)
+    assert ran and b"participant worker" in out
+    root = str(os.path.realpath(collab.root))
+    try:
+        for i in range(2):
+            store.send(collab.id, collab.driver if host != "codex" else collab.carol,
+                       Draft(to="worker", kind="request", priority="normal", subject=f"w{i}", body="b"))
+        deadline = time.monotonic() + 15
+        while not ahead.current(root, pin) or os.path.exists((ahead.base(root, pin) or "") + ahead.TOOK):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        out, ran = _host_run(host, "UserPromptSubmit", tmp_path, collab.root, sid, stdin("UserPromptSubmit"), extra)
+        assert not ran
+        doc = json.loads(out)
+        if host == "copilot":
+            assert set(doc) == {"additionalContext"}
+            text = doc["additionalContext"]
+        elif host == "gemini":
+            assert set(doc) == {"hookSpecificOutput"} and set(doc["hookSpecificOutput"]) == {"additionalContext"}
+            text = doc["hookSpecificOutput"]["additionalContext"]
+        else:
+            assert doc["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+            text = doc["hookSpecificOutput"]["additionalContext"]
+        assert subjects(text) == ["w0", "w1"]
+        if host == "codex":  # Codex counts its cap in bytes, the others in UTF-16 units: rendered for the host
+            assert ahead.facts(root, pin)["host"] == "codex"
+        deadline = time.monotonic() + 15
+        while os.path.exists((ahead.base(root, pin) or "") + ahead.TOOK):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        presented = [r for r in receipts(collab.root, collab.id, "worker") if r["type"] == "presented"]
+        assert len(presented) == 2 and {r["host"] for r in presented} == {host}
+    finally:
+        pid_file = Path(root) / layout.IDLE / ahead.PID
+        if pid_file.exists():
+            try:
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass

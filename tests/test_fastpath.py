@@ -220,6 +220,72 @@ def test_a_retry_wakes_the_session(tmp_path, store, collab, shim):
     assert ran and "subject: retried" in out
 
 
+def stop(tmp_path, root, shim):
+    return hook(tmp_path, root, shim, event="Stop", stop_hook_active=False)
+
+
+def test_stop_skips_the_interpreter_while_mail_waits_and_nothing_can_block(tmp_path, store, collab, shim):
+    """The .stop marker: unread mail keeps .idle off, but with no envelope and no wake consent a Stop does
+    nothing, so after one full run that finds so it starts no interpreter."""
+    settle(tmp_path, collab.root, shim)
+    send(store, collab, "unread")
+    assert "subject: unread" in hook(tmp_path, collab.root, shim)[0]
+    assert stop(tmp_path, collab.root, shim) == ("", True)  # full: finds nothing to do, writes .stop
+    base = files(collab.root)[0].with_suffix("")
+    assert (base.parent / (base.name + ".stop")).read_text() == files(collab.root)[0].read_text()
+    for _ in range(3):
+        assert stop(tmp_path, collab.root, shim) == ("", False)
+    assert hook(tmp_path, collab.root, shim)[1]  # the prompt still counts (the message comes due again)
+
+
+def test_an_envelope_voids_the_stop_marker_and_blocks(tmp_path, store, collab, shim):
+    settle(tmp_path, collab.root, shim)
+    send(store, collab, "hold it")
+    hook(tmp_path, collab.root, shim)
+    assert stop(tmp_path, collab.root, shim) == ("", True)
+    assert stop(tmp_path, collab.root, shim) == ("", False)
+    delivery.enable(store, collab.id, collab.reviewer)  # a writer: the generation goes
+    out, ran = stop(tmp_path, collab.root, shim)
+    assert ran and '"decision"' in out and "hold it" in out
+
+
+def test_wake_consent_keeps_stop_on_the_full_path(tmp_path, store, collab, shim):
+    from agentmsg.service import wake
+
+    settle(tmp_path, collab.root, shim)
+    send(store, collab, "waiting")
+    hook(tmp_path, collab.root, shim)
+    assert stop(tmp_path, collab.root, shim) == ("", True)
+    wake.on(store.port, str(collab.root), collab.id, collab.reviewer, {})
+    for _ in range(2):  # the Stop hook notes the turn's end for the doorbell: it runs every time
+        assert stop(tmp_path, collab.root, shim)[1]
+
+
+@pytest.mark.parametrize("damage", ["deleted", "other generation", "a link", "garbage"])
+def test_a_damaged_stop_marker_costs_one_full_run(tmp_path, store, collab, shim, damage):
+    settle(tmp_path, collab.root, shim)
+    send(store, collab, "first")
+    hook(tmp_path, collab.root, shim)
+    stop(tmp_path, collab.root, shim)
+    gen = files(collab.root)[0]
+    marker = gen.with_name(gen.name[: -len(".gen")] + ".stop")
+    if damage == "deleted":
+        marker.unlink()
+    elif damage == "other generation":
+        marker.write_text("0" * 32 + "\n")
+    elif damage == "a link":
+        marker.unlink()
+        marker.symlink_to(gen)
+    else:
+        marker.write_bytes(b"\xff\x00")
+    assert stop(tmp_path, collab.root, shim) == ("", True)  # one full run, which writes it again
+    assert stop(tmp_path, collab.root, shim) == ("", False)
+    delivery.enable(store, collab.id, collab.reviewer)  # and a writer still voids it
+    send(store, collab, "second")
+    out, ran = stop(tmp_path, collab.root, shim)
+    assert ran and "second" in out
+
+
 def test_an_envelope_that_waits_keeps_stop_on_the_full_path(tmp_path, store, collab, shim):
     settle(tmp_path, collab.root, shim)
     delivery.enable(store, collab.id, collab.reviewer, wait=1)

@@ -529,9 +529,11 @@ def test_hooks_files_name_the_launcher_for_each_host():
             (hook,) = group["hooks"]
             runs = "gemini" if event in gemini else host
             # Claude's and Gemini's prompt and Stop hooks may skip the interpreter (docs/DELIVERY.md, "Fast path");
-            # their prompt hooks may also print a delivery rendered ahead ("Rendered ahead").
+            # their prompt hooks may also print a delivery rendered ahead ("Rendered ahead"), their Stop hooks
+            # may skip it while mail waits and nothing can block ("The Stop marker").
             fast = " fast" if runs in ("claude", "gemini") and event != "SessionStart" else ""
             fast = " prompt" if fast and event in ("UserPromptSubmit", "BeforeAgent") else fast
+            fast = " stop" if fast and event in ("Stop", "AfterAgent") else fast
             fast = " midturn" if event == "PostToolUse" else fast
             assert hook["command"].startswith('/bin/sh "${') and hook["command"].endswith(f'/hooks/run" {runs}{fast}')
             if (host, event) == ("claude", "SessionStart"):

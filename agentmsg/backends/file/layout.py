@@ -13,7 +13,7 @@ from ...domain import rules
 COLLABS = "collabs"
 PINS = "pins"
 HOOKS_LOG = "hooks.log"
-#: The hook fast path's markers (docs/DELIVERY.md, "Fast path"): ``idle/<runtime>/<session>.{gen,idle,mid}``.
+#: The hook fast path's markers (docs/DELIVERY.md, "Fast path"): ``idle/<runtime>/<session>.{gen,idle,mid,stop}``.
 IDLE = "idle"
 #: Subdirectories of a collaboration; each is checked for a symlink before use (a transaction: once per change
 #: of the collaboration directory, `FileTxn._check_subdirs`).
@@ -77,6 +77,12 @@ def midturn_file(root: str, pin: str) -> str | None:
     """The mid-turn marker beside :func:`idle_files`: ``<session>.mid``, "nothing due between tool calls"."""
     files = idle_files(root, pin)
     return files[0][: -len(".gen")] + ".mid" if files is not None else None
+
+
+def stop_file(root: str, pin: str) -> str | None:
+    """The Stop marker beside :func:`idle_files`: ``<session>.stop``, "a Stop hook has nothing to do"."""
+    files = idle_files(root, pin)
+    return files[0][: -len(".gen")] + ".stop" if files is not None else None
 
 
 def collab(root: str, cid: str) -> str:

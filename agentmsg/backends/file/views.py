@@ -750,7 +750,8 @@ def wake(root: str, pins: Iterable[str]) -> None:
 
 
 def _invalidate(files: tuple[str, str]) -> None:
-    for path in (files[1], files[0][: -len(".gen")] + ".mid"):
+    base = files[0][: -len(".gen")]
+    for path in (files[1], base + ".mid", base + ".stop", base + ".ready"):
         try:
             os.unlink(path)
         except FileNotFoundError:
@@ -803,6 +804,24 @@ def mark_midturn_quiet(root: str, pin: str, token: str) -> None:
     path = layout.midturn_file(root, pin)
     if path is not None:
         fsio.atomic_write(path, (token + "\n").encode(), durable=False)
+
+
+def mark_stop_quiet(root: str, pin: str, token: str) -> None:
+    """Record that a Stop hook had nothing to do for the pin as of generation ``token`` (no active envelope,
+    no active wake consent): ``hooks/run <host> stop`` may exit without Python while unread mail waits."""
+    path = layout.stop_file(root, pin)
+    if path is not None:
+        fsio.atomic_write(path, (token + "\n").encode(), durable=False)
+
+
+def clear_stop(root: str, pin: str) -> None:
+    """Drop the pin's Stop marker: the next Stop hook runs in full."""
+    path = layout.stop_file(root, pin)
+    if path is not None:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
 
 
 def clear_midturn(root: str, pin: str) -> None:
