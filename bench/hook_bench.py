@@ -903,8 +903,9 @@ def issue15_markdown(res: dict, info: dict[str, str], command: str) -> str:
 
     lines += ["", f"Targets (wall time, vs the floor): prompt with nothing pending at most 0.5x: "
                   f"{verdict('prompt', 0.5)}; PostToolUse with nothing due at most 0.5x: {verdict('tool', 0.5)}; "
-                  f"prompt with {PENDING} pending at most 1.5x: {verdict('busy', 1.5)} (the full hook, when "
-                  f"nothing is rendered yet: {verdict('busy_full', 1.5)})."]
+                  f"prompt with {PENDING} pending at most 1.5x: {verdict('busy', 1.5)}. For comparison, the full "
+                  f"hook (what a prompt costs when nothing was rendered ahead yet): worst "
+                  f"{max(r['busy_full']['ratio'] for r in res['rows']):.2f}x."]
     lines += ["", "Off the prompt's path, per case: how long after the last of the 20 sends the delivery was "
                   "rendered (the first send's doorbell started the renderer), and the renderer's CPU per busy prompt "
                   "(folding the claim, rendering the next prompt; median):", "",
