@@ -219,7 +219,9 @@ def markdown(res: dict, info: dict[str, str], command: str) -> str:
     first = rows[0]
     lines += [
         "Hook: UserPromptSubmit as Claude Code runs it: `sh -c` with the command from `hooks/hooks.json`",
-        f"(`{hook_command()}`), Claude's hook environment and stdin. Every run presents the same 20",
+        f"(`{hook_command()}`), Claude's hook environment and stdin, and `AGENTMSG_NO_AHEAD=1`: the full",
+        "Python hook, what must stay flat in the backlog (rendered ahead, the launcher prints the delivery",
+        "without it: \"Issue 15\" below). Every run presents the same 20",
         "messages for the first time (presented receipts appended, not fsynced, id index entries pointed at",
         "them, boundary rendering, then the completion receipt). Ack: `python -m agentmsg.cli ack --message ID",
         "--json`, a whole process, acknowledging the newest message for the first time. Before each run the",
