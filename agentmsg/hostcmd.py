@@ -29,22 +29,22 @@ def sh_quote(value: str) -> str:
     return "'" + value.replace("'", "'\"'\"'") + "'"
 
 
-def launcher(package_dir: str) -> str | None:
-    """The ``bin/agentmsg`` launcher that runs the package in ``package_dir``, if there is one."""
-    for cand in (os.path.join(os.path.dirname(package_dir), "bin", "agentmsg"),
-                 os.path.join(package_dir, "_plugin", "bin", "agentmsg")):
+def _beside(package_dir: str, *parts: str) -> str | None:
+    """A plugin file for the package in ``package_dir``: in its checkout, or in a wheel's ``_plugin``."""
+    for cand in (os.path.join(os.path.dirname(package_dir), *parts), os.path.join(package_dir, "_plugin", *parts)):
         if os.path.isfile(cand):
             return cand
     return None
+
+
+def launcher(package_dir: str) -> str | None:
+    """The ``bin/agentmsg`` launcher that runs the package in ``package_dir``, if there is one."""
+    return _beside(package_dir, "bin", "agentmsg")
 
 
 def hook_script(package_dir: str) -> str | None:
-    """``hooks/agentmsg_hook.py`` beside the package in ``package_dir`` (a checkout, or a wheel's ``_plugin``)."""
-    for cand in (os.path.join(os.path.dirname(package_dir), "hooks", "agentmsg_hook.py"),
-                 os.path.join(package_dir, "_plugin", "hooks", "agentmsg_hook.py")):
-        if os.path.isfile(cand):
-            return cand
-    return None
+    """``hooks/agentmsg_hook.py`` beside the package in ``package_dir`` (the renderer runs the hook's own code)."""
+    return _beside(package_dir, "hooks", "agentmsg_hook.py")
 
 
 def cli_command(host: str, env: Mapping[str, str], package_dir: str | None = None) -> str:

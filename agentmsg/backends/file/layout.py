@@ -73,16 +73,15 @@ def idle_files(root: str, pin: str) -> tuple[str, str] | None:
     return base + ".gen", base + ".idle"
 
 
+def marker_file(root: str, pin: str, suffix: str) -> str | None:
+    """A marker beside :func:`idle_files`: ``<session>.mid`` ("nothing due between tool calls"),
+    ``<session>.stop`` ("a Stop hook has nothing to do")."""
+    files = idle_files(root, pin)
+    return files[0][: -len(".gen")] + suffix if files is not None else None
+
+
 def midturn_file(root: str, pin: str) -> str | None:
-    """The mid-turn marker beside :func:`idle_files`: ``<session>.mid``, "nothing due between tool calls"."""
-    files = idle_files(root, pin)
-    return files[0][: -len(".gen")] + ".mid" if files is not None else None
-
-
-def stop_file(root: str, pin: str) -> str | None:
-    """The Stop marker beside :func:`idle_files`: ``<session>.stop``, "a Stop hook has nothing to do"."""
-    files = idle_files(root, pin)
-    return files[0][: -len(".gen")] + ".stop" if files is not None else None
+    return marker_file(root, pin, ".mid")
 
 
 def collab(root: str, cid: str) -> str:

@@ -799,39 +799,40 @@ def clear_idle(root: str, pin: str) -> None:
 # prompt or SessionStart run that may change what is due (a prompt counted, a cleared context) drops it.
 
 
-def mark_midturn_quiet(root: str, pin: str, token: str) -> None:
-    """Record that nothing was due mid-turn for the pin as of generation ``token``."""
-    path = layout.midturn_file(root, pin)
+def _mark(root: str, pin: str, suffix: str, token: str) -> None:
+    path = layout.marker_file(root, pin, suffix)
     if path is not None:
         fsio.atomic_write(path, (token + "\n").encode(), durable=False)
+
+
+def _clear(root: str, pin: str, suffix: str) -> None:
+    path = layout.marker_file(root, pin, suffix)
+    if path is not None:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+
+
+def mark_midturn_quiet(root: str, pin: str, token: str) -> None:
+    """Record that nothing was due mid-turn for the pin as of generation ``token``."""
+    _mark(root, pin, ".mid", token)
+
+
+def clear_midturn(root: str, pin: str) -> None:
+    """Drop the pin's mid-turn marker: the next PostToolUse hook runs in full."""
+    _clear(root, pin, ".mid")
 
 
 def mark_stop_quiet(root: str, pin: str, token: str) -> None:
     """Record that a Stop hook had nothing to do for the pin as of generation ``token`` (no active envelope,
     no active wake consent): ``hooks/run <host> stop`` may exit without Python while unread mail waits."""
-    path = layout.stop_file(root, pin)
-    if path is not None:
-        fsio.atomic_write(path, (token + "\n").encode(), durable=False)
+    _mark(root, pin, ".stop", token)
 
 
 def clear_stop(root: str, pin: str) -> None:
     """Drop the pin's Stop marker: the next Stop hook runs in full."""
-    path = layout.stop_file(root, pin)
-    if path is not None:
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
-
-
-def clear_midturn(root: str, pin: str) -> None:
-    """Drop the pin's mid-turn marker: the next PostToolUse hook runs in full."""
-    path = layout.midturn_file(root, pin)
-    if path is not None:
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
+    _clear(root, pin, ".stop")
 
 
 def receipts_placed(tx: FileTxn, alias: str, placed: list[tuple[int, dict[str, Any]]]) -> None:
