@@ -60,7 +60,12 @@ def main(argv: list[str]) -> int:
 
         hook = Hook("claude", {})  # for logging only
         hook.root, hook.event = root, "ahead"
-        Renderer(root, FileStore(root, lock_timeout=2.0), Hook).run([p for p in argv[1:] if ahead.base(root, p)])
+        renderer = Renderer(root, FileStore(root, lock_timeout=2.0), Hook)
+        try:  # the tests' shorter idle exit; nothing else reads the environment (writers start it with none)
+            renderer.idle_exit = min(IDLE_EXIT, max(0.1, float(os.environ["AGENTMSG_AHEAD_IDLE"])))
+        except (KeyError, ValueError):
+            pass
+        renderer.run([p for p in argv[1:] if ahead.base(root, p)])
     except BaseException as exc:  # fail open, whatever happened
         if hook is not None:
             hook.log(exc)
@@ -72,6 +77,7 @@ class Renderer:
         self.root, self.store, self.hook_class = root, store, hook_class
         self.idle = os.path.join(root, layout.IDLE)
         self.later: dict[str, float] = {}  # pin -> when to look again (a claim still being printed)
+        self.idle_exit = IDLE_EXIT
 
     def run(self, first: list[str]) -> None:
         lock = self._lock()
@@ -98,12 +104,12 @@ class Renderer:
             todo |= {pin for pin, at in self.later.items() if at <= now}
             for pin in sorted(todo):
                 self.later.pop(pin, None)
-                if self.visit(pin, again=pin in again):
-                    last_work = now
+                if self.visit(pin, again=pin in again) and pin not in again:
+                    last_work = now  # the sweep's own renders are upkeep: they never keep the renderer alive
             todo, again = set(), set()
             if not os.path.isdir(self.idle):
                 return  # the root is gone
-            wait = min([SWEEP - (now - last_sweep), *[at - now for at in self.later.values()]])
+            wait = min([SWEEP - (now - last_sweep), self.idle_exit, *[at - now for at in self.later.values()]])
             ready, _w, _x = select.select([fifo], [], [], max(0.0, wait))
             now = time.monotonic()
             if ready:
@@ -112,7 +118,7 @@ class Renderer:
             elif not self.later and now - last_sweep >= SWEEP:
                 todo = again = set(ahead.sessions(self.root))
                 last_sweep = now
-            if not ready and not self.later and now - last_work > IDLE_EXIT:
+            if not ready and not self.later and now - last_work > self.idle_exit:
                 todo = self._rung(fifo)  # one last look: a ring may have come in just now
                 if not todo:
                     return

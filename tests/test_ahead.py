@@ -565,3 +565,23 @@ def test_every_launcher_host_prints_its_delivery_in_its_own_format(tmp_path, sto
                 os.kill(int(pid_file.read_text()), signal.SIGKILL)
             except (OSError, ValueError):
                 pass
+
+
+def test_an_idle_renderer_exits_and_the_next_writer_starts_another(session):
+    import subprocess
+
+    from helpers_hooks import REPO
+
+    session.start()
+    session.stop_renderer()
+    session.send("first")  # starts one; stop it and start one that idles out quickly
+    session.ready()
+    session.stop_renderer()
+    env = {"PATH": os.defpath, "AGENTMSG_AHEAD_IDLE": "0.5"}
+    proc = subprocess.Popen([str(session.shim), "-I", "-S",
+                             str(REPO / "hooks" / "agentmsg_hook.py"), "claude", "ahead", session.root], env=env)
+    assert proc.wait(timeout=20) == 0  # nothing to do: gone after the idle time, its pid file with it
+    assert session.renderer_pid() is None
+    assert not (Path(session.root) / layout.IDLE / ahead.PID).exists()
+    session.send("second")  # the doorbell finds nobody listening: this send starts a renderer
+    assert subjects(session.served()) == ["first", "second"]
