@@ -79,3 +79,32 @@ def spawn(root: str, pin: str, facts: dict[str, Any]) -> bool:
     except OSError:
         return False
     return True
+
+
+def state(root: str) -> dict[str, object] | None:
+    """For ``status``: whether this root's renderer runs, and how many sessions have a delivery rendered ahead
+    or a claim not yet folded; None when no session here ever recorded facts for it."""
+    idle = os.path.join(root, layout.IDLE)
+    if not os.path.isdir(idle) or os.path.islink(idle):
+        return None
+    pins = list(ahead.sessions(root))
+    try:
+        fd = os.open(os.path.join(idle, ahead.FIFO), os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        running = False
+    else:
+        os.close(fd)
+        running = True
+    if not running and not pins and not any(n.endswith(ahead.FACTS) for n in _names(idle)):
+        return None
+    return {"running": running, "ready": sum(1 for p in pins if ahead.current(root, p)),
+            "claims": sum(1 for p in pins if ahead.claim(root, p) is not None)}
+
+
+def _names(idle: str) -> list[str]:
+    out = []
+    for runtime in os.listdir(idle):
+        sub = os.path.join(idle, runtime)
+        if os.path.isdir(sub) and not os.path.islink(sub):
+            out += os.listdir(sub)
+    return out

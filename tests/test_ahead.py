@@ -585,3 +585,14 @@ def test_an_idle_renderer_exits_and_the_next_writer_starts_another(session):
     assert not (Path(session.root) / layout.IDLE / ahead.PID).exists()
     session.send("second")  # the doorbell finds nobody listening: this send starts a renderer
     assert subjects(session.served()) == ["first", "second"]
+
+
+def test_status_says_whether_the_renderer_runs(session):
+    assert run_json("status", root=session.collab.root).doc["result"]["renderer"] is None  # never used here
+    session.start()
+    session.send("x")
+    session.ready()
+    doc = run_json("status", root=session.collab.root).doc["result"]["renderer"]
+    assert doc == {"running": True, "ready": 1, "claims": 0}
+    session.stop_renderer()
+    assert run_json("status", root=session.collab.root).doc["result"]["renderer"]["running"] is False

@@ -175,6 +175,10 @@ def _status(p: Payload) -> None:
         m = p["mirror"]
         print(f"replica of: {m['replica_of']}  (mirror {'running' if m['running'] else 'not running'}; "
               f"outbox: {m['outbox']})")
+    if p.get("renderer"):
+        r = p["renderer"]
+        print(f"renderer: {'running' if r['running'] else 'not running'} (deliveries rendered ahead: {r['ready']}; "
+              f"claims not yet folded: {r['claims']})")
     print(f"self: {p.get('self') or '(no session identity)'}")
     if p.get("collab") is None:
         for b in p.get("bindings", []):

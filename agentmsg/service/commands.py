@@ -232,10 +232,11 @@ def status(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
         who = None
     store = ctx.store
     bindings = store.bindings(str(who)) if who else []
-    from .. import mirrorstart
+    from .. import aheadstart, mirrorstart
 
     base: Payload = {"root": str(ctx.root), "root_source": ctx.root_source, "store": store.describe(),
-                     "mirror": mirrorstart.state(str(ctx.root))}  # agentmsg sync: docs/MIRROR.md
+                     "mirror": mirrorstart.state(str(ctx.root)),  # agentmsg sync: docs/MIRROR.md
+                     "renderer": aheadstart.state(str(ctx.root))}  # docs/DELIVERY.md, "Rendered ahead"
     if not collab and not ctx.env.get("AGENTMSG_COLLAB") and len(bindings) != 1:
         return {**base, "self": str(who) if who else None,
                 "bindings": [{"collab": c, "alias": a} for c, a in bindings], "collab": None,
