@@ -28,7 +28,7 @@ import select
 import stat
 import time
 
-from . import fsio
+from . import __version__, fsio
 from .backends.file import ahead, layout
 
 TYPE_CHECKING = False
@@ -52,6 +52,8 @@ def main(argv: list[str]) -> int:
             os.setsid()  # detached from the hook's process group: the host may end that at once
         except OSError:
             pass
+        idle_env = os.environ.get("AGENTMSG_AHEAD_IDLE")
+        os.environ.clear()  # started by the launcher, it got the host's environment: it needs none of it
         root = os.path.realpath(argv[0])
         if fsio.existing_dir(root, layout.IDLE) is None:
             return 0
@@ -61,9 +63,9 @@ def main(argv: list[str]) -> int:
         hook = Hook("claude", {})  # for logging only
         hook.root, hook.event = root, "ahead"
         renderer = Renderer(root, FileStore(root, lock_timeout=2.0), Hook)
-        try:  # the tests' shorter idle exit; nothing else reads the environment (writers start it with none)
-            renderer.idle_exit = min(IDLE_EXIT, max(0.1, float(os.environ["AGENTMSG_AHEAD_IDLE"])))
-        except (KeyError, ValueError):
+        try:  # the tests' shorter idle exit; nothing else from the environment is used
+            renderer.idle_exit = min(IDLE_EXIT, max(0.1, float(idle_env or "")))
+        except ValueError:
             pass
         renderer.run([p for p in argv[1:] if ahead.base(root, p)])
     except BaseException as exc:  # fail open, whatever happened
@@ -127,6 +129,8 @@ class Renderer:
         """Settle the session's claim, then render its next prompt if what is there no longer matches (or
         ``again``: checked against the store anew).  True if there was anything to do."""
         facts = ahead.facts(self.root, pin)
+        if facts is not None and facts.get("version") != __version__:
+            facts = None  # recorded by another version's hook: its own renderer renders it (settled here)
         claimed = ahead.claim(self.root, pin) is not None
         if facts is None and not claimed:
             return False

@@ -179,6 +179,7 @@ class Hook:
         self.unit = UNITS.get(host, "utf16")  # how each host counts (docs/HOSTS-NOTES.md)
         self.cli = boundary.CLI = hostcmd.cli_command(host, env)  # every command the text names runs as shown
         self.key = ahead.launcher_key(env)  # the environment the launcher checks a delivery rendered ahead against
+        self.mirrored: bool | None = None  # a mirror is wanted for the root (the renderer: as the facts say)
 
     # ---- plumbing ------------------------------------------------------------
 
@@ -726,6 +727,7 @@ class Hook:
         hook.root, hook.pin, hook.store, hook.event = root, pin, store, "UserPromptSubmit"
         hook.cli = boundary.CLI = str(facts.get("cli") or "agentmsg")
         hook.key = str(facts.get("key", ""))
+        hook.mirrored = facts.get("mirror") is not False
         return hook
 
     def _keep_ahead(self, bound: bool) -> None:
@@ -740,7 +742,8 @@ class Hook:
             package = os.path.dirname(os.path.abspath(__file__))
             facts = {"v": 1, "pin": self.pin, "host": self.host, "cap": self.cap, "cli": self.cli,
                      "key": ahead.launcher_key(self.env), "python": sys.executable,
-                     "hook": hostcmd.hook_script(package), "version": __version__}
+                     "hook": hostcmd.hook_script(package), "version": __version__,
+                     "mirror": mirrorstart.wanted(root, self.env)}
             ahead.remember(root, self.pin, facts)
             if bound:
                 if self.event == "SessionStart":  # the prompt comes next, maybe before any renderer could look
@@ -775,10 +778,14 @@ class Hook:
                     fold = ahead.load_fold(root, self.pin)
                     if found.end != "no" and fold is not None and fold.get("gen") == found.gen:
                         self._fold(fold, found.end or "cut")
-                finally:
-                    ahead.give_back(root, self.pin)
+                except LockTimeout:
+                    if not final:
+                        return True  # the collaboration is busy: the renderer tries again, the claim kept
+                    raise
+                ahead.give_back(root, self.pin)
         except Exception as exc:  # a claim that cannot be folded: its messages come due again
             self.log(exc)
+            views.quietly(ahead.give_back, root, self.pin)
         return False
 
     def _fold(self, fold: Mapping[str, Any], end: str) -> None:
@@ -791,28 +798,42 @@ class Hook:
                 and all(isinstance(i, str) for i in ids) and all(type(q) is int for q in seqs)):
             raise HookError(f"malformed delivery fold for {self.pin[:80]}")
         held = any((c, a) == (collab, alias) for c, a, _r in self._locked_call(self.store.bound, self.pin))
-        self.event = "UserPromptSubmit"
+        event, self.event = self.event, "UserPromptSubmit"  # the receipts say which hook showed it; put back
+        try:
+            complete = self._fold_in(collab, alias, attempt, ids, seqs, fold.get("rpos"), end, held)
+            if complete is not None and end == "ok":
+                complete()
+        finally:
+            self.event = event
+        if self.host in MIDTURN_HOSTS:
+            views.quietly(views.clear_midturn, self.root, self.pin)
+
+    def _fold_in(self, collab: str, alias: str, attempt: str, ids: list[str], seqs: list[int], rpos: object,
+                 end: str, held: bool) -> Callable[[], None] | None:
         complete = None
         with self.txn(collab) as tx:
-            st = self.load_state(tx, alias) if held else None  # taken over since: the receipts only
+            # Taken over since (another pin's state): the receipts only.  A damaged state is left to the hook.
+            st = self.load_state(tx, alias, reset=False) if held else None
             if st is not None and st.get("ahead") == attempt:
-                return  # folded already
+                return None  # folded already
+            recorded = False
             if st is not None:
                 st["prompt"] += 1
                 recorded = any(r.get("attempt") == attempt for r in self._fold_receipts(tx, alias, st))
-            else:
-                recorded = False
             if ids and not recorded:
                 complete = self.claim(tx, alias, tuple(ids), attempt, durable=False)
             if st is not None:
                 if end == "ok":
                     _mark_shown(st, seqs)
+                    if type(rpos) is int:  # a retry made after the delivery was rendered still shows it again
+                        later = {r.get("message") for r in tx.receipts_since(alias, rpos)[0]
+                                 if r.get("type") == kinds.RETRY}
+                        for mid, seq in zip(ids, seqs, strict=False):
+                            if mid in later:
+                                st["shown"].pop(str(seq), None)
                 st["ahead"] = attempt
                 self.save_state(tx, alias, st)
-        if complete is not None and end == "ok":
-            complete()
-        if self.host in MIDTURN_HOSTS:
-            views.quietly(views.clear_midturn, self.root, self.pin)
+        return complete
 
     def render_ahead(self) -> str:
         """Render what this session's next UserPromptSubmit would print, for the launcher to print without
@@ -830,16 +851,22 @@ class Hook:
             ahead.give_back(root, pin)
 
     def _render_ahead(self, root: str, pin: str) -> str:
+        # The generation first, before the bindings and the state (as every hook reads it): a join, takeover
+        # or send after this read deletes it, and what is written below is then for a generation that is gone.
+        token = self._idle_token()
+        mirrored = self.mirrored if self.mirrored is not None else mirrorstart.wanted(root, self.env)
+        if mirrored or self.store.replica_of is not None:
+            ahead.drop(root, pin)  # a mirrored root: each full hook makes sure its mirror runs
+            return "full"
         binds = self._locked_call(self.store.bound, pin)
-        if len(binds) != 1:
+        if token is None or len(binds) != 1:
             ahead.drop(root, pin)
             return "full"
         collab, alias, reg = binds[0]
         with self.txn(collab) as tx:
-            token = self._idle_token()  # under the lock: every writer that changes the state deletes it
-            if token is None or wakehook.active(tx, alias, pin, reg) is not None:
-                ahead.drop(root, pin)  # the prompt hook records wake prompts and turns: it runs
-                return "full"
+            if views.idle_token_now(root, pin) != token or wakehook.active(tx, alias, pin, reg) is not None:
+                ahead.drop(root, pin)  # changed meanwhile (rendered again at the writer's ring), or a wake
+                return "full"  # consent: the prompt hook records wake prompts and turns, so it runs
             st = self.load_state(tx, alias, reset=False)
             st = dict(st, shown=dict(st["shown"]))  # what this prompt would change, never saved here
             st["prompt"] += 1
@@ -855,7 +882,8 @@ class Hook:
             included = set(rendered.included) if rendered is not None else set()
             fold = {"v": 1, "attempt": uuid4(), "collab": collab, "alias": alias,
                     "ids": list(rendered.included) if rendered is not None else [],
-                    "seqs": [m.seq for m in page.messages if m.id in included]}
+                    "seqs": [m.seq for m in page.messages if m.id in included],
+                    "rpos": st["rpos"]}  # how far into the receipts it read: a retry after it still counts
             payload = self.output(rendered.text) if rendered is not None else b""
             ahead.write(root, pin, token, self.key, payload, fold)
         return "ready"

@@ -288,7 +288,8 @@ class _Stopped(Exception):
 
 
 def _wake_all(root: str) -> None:
-    """On exit, drop every idle marker: the next prompt runs the hook in full, and the hook restarts the mirror."""
+    """On exit, drop every marker and delivery rendered ahead (``.idle``, ``.stop``, ``.mid``, ``.ready``): the
+    next hook runs in full, and the hook restarts the mirror."""
     base = fsio.existing_dir(root, layout.IDLE)
     if base is None:
         return
@@ -296,7 +297,7 @@ def _wake_all(root: str) -> None:
         folder = os.path.join(base, runtime)
         if os.path.isdir(folder) and not os.path.islink(folder):
             for name in os.listdir(folder):
-                if name.endswith(".idle"):
+                if name.endswith((".idle", ".stop", ".mid", ".ready")):
                     try:
                         os.unlink(os.path.join(folder, name))
                     except OSError:

@@ -596,3 +596,121 @@ def test_status_says_whether_the_renderer_runs(session):
     assert doc == {"running": True, "ready": 1, "claims": 0}
     session.stop_renderer()
     assert run_json("status", root=session.collab.root).doc["result"]["renderer"]["running"] is False
+
+
+# ---- found in review: each a scenario that once went wrong ---------------------------------------------
+
+
+def _stopped_renderer(session) -> int:
+    """The renderer stopped between two pieces of work: alive for the launcher, deaf to its ring."""
+    for _ in range(20):
+        session.ready()
+        pid = session.renderer_pid()
+        os.kill(pid, signal.SIGSTOP)
+        if not os.path.exists(session.base + ahead.TOOK) and ahead.current(session.root, PIN):
+            return pid
+        os.kill(pid, signal.SIGCONT)
+    raise AssertionError("the renderer never stood still")
+
+
+def test_a_hook_that_folds_a_claim_first_still_answers_as_itself(session):
+    from helpers_hooks import run_hook as run
+
+    session.start()
+    delivery.enable(session.store, session.collab.id, session.collab.reviewer)
+    session.send("r1")
+    pid = _stopped_renderer(session)
+    try:
+        text, ran = session.hook()
+        assert not ran and subjects(text) == ["r1"] and os.path.exists(session.base + ahead.TOOK)
+        session.send("r2")  # a new request during the turn
+        res = run("claude", "Stop", session.tmp, session.collab.root, REVIEWER_SESSION, extra_env=session.env,
+                  stop_hook_active=False)
+        assert json.loads(res.stdout)["decision"] == "block"  # the Stop's own format, after folding the claim
+        res = run("claude", "SessionStart", session.tmp, session.collab.root, REVIEWER_SESSION,
+                  extra_env=session.env, source="clear")
+        assert json.loads(res.stdout)["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    finally:
+        os.kill(pid, signal.SIGKILL)
+
+
+def test_a_takeover_while_the_renderer_reads_is_not_lost(session, store, collab):
+    """The generation is read before the bindings: a join landing in between voids what is rendered."""
+    from agentmsg.backends.file.store import FileStore
+    from agentmsg.hooks import Hook
+
+    session.start()
+    reg = store.open(collab.driver, "driver", "second", "another", {"adapter": "hook"})
+    eve = model.pin("codex:eeee0000-1111-4222-8333-944455556666")
+    store.join(reg.collab, eve, "rev2")
+    store.send(reg.collab, collab.driver, Draft(to="rev2", kind="request", priority="normal", subject="backlog",
+                                                body="b"))
+    store.mailbox.handover(reg.collab, eve, collab.reviewer)
+    session.stop_renderer()
+    Path(session.base + ahead.TOOK).unlink(missing_ok=True)
+    hook = Hook.for_session(session.root, PIN, ahead.facts(session.root, PIN), FileStore(session.root))
+    real = hook.store.bound
+
+    def bound(pin: str):
+        out = real(pin)  # the renderer has read the bindings: only the first collaboration
+        store.join(reg.collab, collab.reviewer, "rev2", succeeds=eve, reason="handover")  # lands now
+        return out
+
+    hook.store.bound = bound  # type: ignore[method-assign]
+    hook.render_ahead()
+    text, _ran = session.hook()
+    assert subjects(text) == ["backlog"]
+
+
+def test_a_retry_after_the_delivery_was_printed_still_shows_it_again(session):
+    session.start()
+    mid = session.send("again")
+    pid = _stopped_renderer(session)
+    text, ran = session.hook()
+    assert not ran and subjects(text) == ["again"]
+    attempt = "3f0c5f8e-0c1a-4d55-9c6b-6c1d2a3b4c5d"  # an attempt interrupted elsewhere, retried now
+    session.store.receipt(session.collab.id, "reviewer", {"type": "presented", "message": mid, "attempt": attempt,
+                                                           "host": "claude", "hook": "UserPromptSubmit"})
+    delivery.retry(session.store, session.collab.id, session.collab.reviewer, attempt, mid)
+    os.kill(pid, signal.SIGCONT)
+    session.settled()
+    again, _ran = session.hook()
+    assert subjects(again) == ["again"]
+
+
+def test_a_full_doorbell_never_holds_the_launcher(session):
+    session.start()
+    session.send("first")
+    pid = _stopped_renderer(session)
+    fd = os.open(os.path.join(session.root, layout.IDLE, ahead.FIFO), os.O_WRONLY | os.O_NONBLOCK)
+    try:
+        while True:
+            os.write(fd, b"x")
+    except BlockingIOError:
+        pass
+    try:
+        t0 = time.monotonic()
+        text, ran = session.hook()
+        assert not ran and subjects(text) == ["first"] and time.monotonic() - t0 < 5
+    finally:
+        os.close(fd)
+        os.kill(pid, signal.SIGKILL)
+
+
+def test_a_mirrored_root_is_left_to_the_full_hook(session, tmp_path):
+    from agentmsg import mirror
+
+    cli = tmp_path / "fake-cli"
+    cli.write_text("#!/bin/sh\nexit 0\n")
+    cli.chmod(0o755)
+    session.env.update(AGENTMSG_CLI=str(cli), AGENTMSG_STORE="postgresql://example/agentmsg",
+                       AGENTMSG_NO_MIRROR="")
+    session.start()
+    session.send("m0")
+    time.sleep(0.5)
+    assert not os.path.exists(session.base + ahead.READY)  # each prompt runs the hook, which keeps a mirror
+    text, ran = session.hook()
+    assert ran and subjects(text) == ["m0"]
+    Path(session.base + ".stop").write_text(Path(session.base + ".gen").read_text())
+    mirror._wake_all(session.root)  # the mirror's idle exit: every marker goes
+    assert not os.path.exists(session.base + ".stop")

@@ -779,6 +779,14 @@ def idle_token(root: str, pin: str) -> str | None:
     return token
 
 
+def idle_token_now(root: str, pin: str) -> str | None:
+    """The pin's generation token as it is on disk now (never created): None when a writer deleted it."""
+    files = layout.idle_files(root, pin)
+    raw = fsio.read_bytes(files[0]) if files is not None else None
+    token = raw.decode("ascii", "replace").strip() if raw else ""
+    return token if len(token) == 32 else None
+
+
 def mark_idle(root: str, pin: str, token: str) -> None:
     """Record that the pin had nothing to show as of generation ``token`` (the launcher may skip Python)."""
     files = layout.idle_files(root, pin)
