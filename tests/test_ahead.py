@@ -105,13 +105,33 @@ class Session:
         path = Path(self.root) / "hooks.log"
         return path.read_text().splitlines() if path.exists() else []
 
+    def renderers(self) -> list[int]:
+        """Every renderer process of this root, whether or not it has written its pid file yet."""
+        out = []
+        for p in os.listdir("/proc"):
+            if not p.isdigit():
+                continue
+            try:
+                cmd = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"ahead" in cmd and self.root.encode() in cmd:
+                out.append(int(p))
+        return out
+
     def stop_renderer(self) -> None:
-        pid = self.renderer_pid()
-        if pid is not None:
-            os.kill(pid, signal.SIGKILL)
-            deadline = time.monotonic() + 5
-            while self.renderer_pid() == pid and time.monotonic() < deadline:
-                time.sleep(0.01)
+        """Kill every renderer of this root (one a hook just started may not have written its pid yet)."""
+        deadline = time.monotonic() + 5
+        while True:
+            pids = self.renderers()
+            if not pids or time.monotonic() > deadline:
+                break
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            time.sleep(0.02)
 
 
 @pytest.fixture
@@ -435,16 +455,7 @@ def test_one_renderer_per_root(session):
         session.hook("Stop", stop_hook_active=False)  # full runs ring the running one, start no other
     time.sleep(0.3)
     assert session.renderer_pid() == pid
-    procs = [p for p in os.listdir("/proc") if p.isdigit()]
-    ours = []
-    for p in procs:
-        try:
-            cmd = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"ahead" in cmd and session.root.encode() in cmd:
-            ours.append(p)
-    assert ours == [str(pid)]
+    assert session.renderers() == [pid]
 
 
 def test_concurrent_sends_and_acks_never_lose_or_resurrect_a_message(session):
