@@ -84,7 +84,7 @@ class Renderer:
     def run(self, first: list[str]) -> None:
         lock = self._lock()
         if lock is None:  # another renderer runs: hand it these pins
-            _ring(self.root, first)
+            ahead.ring(self.root, first)
             return
         fifo = None
         try:
@@ -178,7 +178,7 @@ class Renderer:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 return fd
             except OSError:
-                if time.monotonic() > deadline or _doorbell_open(self.root):
+                if time.monotonic() > deadline or ahead.ring(self.root, ()) == "rung":  # it still listens
                     os.close(fd)
                     return None
                 time.sleep(0.02)
@@ -218,27 +218,3 @@ def _reported_by_the_hook(exc: Exception) -> bool:
     from .hooks import HookError
 
     return isinstance(exc, (errors.AgentmsgError, HookError))
-
-
-def _ring(root: str, pins: list[str]) -> None:
-    """Name these pins to the running renderer (never starts one)."""
-    try:
-        fd = os.open(ahead.root_file(root, ahead.FIFO), os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return
-    try:
-        os.write(fd, "".join(f"{pin}\n" for pin in pins).encode())
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _doorbell_open(root: str) -> bool:
-    """Whether a renderer holds the doorbell (a writer's open would succeed)."""
-    try:
-        fd = os.open(ahead.root_file(root, ahead.FIFO), os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return False
-    os.close(fd)
-    return True

@@ -14,7 +14,6 @@ Lean: the writers and the hooks import it (``os``; nothing is spawned unless nee
 
 from __future__ import annotations
 
-import errno
 import os
 
 from .backends.file import ahead, layout
@@ -32,25 +31,12 @@ def nudge(root: str, pins: Iterable[str]) -> bool:
         at = ahead.base(root, pin) if isinstance(pin, str) else None
         if at is not None and os.path.exists(at + ahead.FACTS):
             named.append(pin)
-    if not named:
+    if not named or ahead.ring(root, named) != "absent":
         return False
-    fifo = os.path.join(root, layout.IDLE, ahead.FIFO)
-    try:
-        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError as exc:
-        if exc.errno not in (errno.ENXIO, errno.ENOENT):
-            return False  # a link or something else planted there: the hooks run in full
-        for pin in named:
-            found = ahead.facts(root, pin)
-            if found is not None and spawn(root, pin, found):
-                return True
-        return False
-    try:
-        os.write(fd, "".join(f"{pin}\n" for pin in named).encode())
-    except OSError:
-        pass  # full (a renderer busy for a while): its periodic sweep finds them
-    finally:
-        os.close(fd)
+    for pin in named:
+        found = ahead.facts(root, pin)
+        if found is not None and spawn(root, pin, found):
+            return True
     return False
 
 
@@ -88,23 +74,8 @@ def state(root: str) -> dict[str, object] | None:
     if not os.path.isdir(idle) or os.path.islink(idle):
         return None
     pins = list(ahead.sessions(root))
-    try:
-        fd = os.open(os.path.join(idle, ahead.FIFO), os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        running = False
-    else:
-        os.close(fd)
-        running = True
-    if not running and not pins and not any(n.endswith(ahead.FACTS) for n in _names(idle)):
+    running = ahead.ring(root, ()) == "rung"
+    if not running and not pins and next(ahead.sessions(root, (ahead.FACTS,)), None) is None:
         return None
     return {"running": running, "ready": sum(1 for p in pins if ahead.current(root, p)),
             "claims": sum(1 for p in pins if ahead.claim(root, p) is not None)}
-
-
-def _names(idle: str) -> list[str]:
-    out = []
-    for runtime in os.listdir(idle):
-        sub = os.path.join(idle, runtime)
-        if os.path.isdir(sub) and not os.path.islink(sub):
-            out += os.listdir(sub)
-    return out

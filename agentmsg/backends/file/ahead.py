@@ -24,6 +24,7 @@ acknowledged, never lost), a lost ``.ready`` costs one full hook run.  Lean: the
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import time
@@ -33,7 +34,7 @@ from . import layout
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterable, Iterator
     from typing import Any
 
 FACTS, READY, FOLD, TOOK = ".env", ".ready", ".fold", ".took"
@@ -262,8 +263,9 @@ def give_back(root: str, pin: str) -> None:
         _unlink(at + TOOK)
 
 
-def sessions(root: str) -> Iterator[str]:
-    """Every pin with a delivery rendered ahead or a claim under ``idle/`` (the renderer's periodic sweep)."""
+def sessions(root: str, suffixes: tuple[str, ...] = (READY, TOOK)) -> Iterator[str]:
+    """Every pin with one of these files under ``idle/`` (by default: a delivery rendered ahead or a claim,
+    the renderer's periodic sweep)."""
     idle = fsio.existing_dir(root, layout.IDLE)
     if idle is None:
         return
@@ -273,12 +275,34 @@ def sessions(root: str) -> Iterator[str]:
             continue
         seen = set()
         for name in sorted(os.listdir(sub)):
-            for suffix in (READY, TOOK):
+            for suffix in suffixes:
                 if name.endswith(suffix):
                     pin = f"{runtime}:{name[: -len(suffix)]}"
                     if pin not in seen and base(root, pin) is not None:
                         seen.add(pin)
                         yield pin
+
+
+# ---- the doorbell -----------------------------------------------------------------------------------
+
+
+def ring(root: str, pins: Iterable[str]) -> str:
+    """Name ``pins`` to the running renderer: ``rung``; ``absent`` when no renderer holds the doorbell open
+    (opening a FIFO to write without blocking fails then: exactly "none runs"); ``refused`` for anything
+    else there (a planted file or link: left alone, the hooks run in full)."""
+    try:
+        fd = os.open(root_file(root, FIFO), os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        return "absent" if exc.errno in (errno.ENXIO, errno.ENOENT) else "refused"
+    try:
+        data = "".join(f"{pin}\n" for pin in pins).encode()
+        if data:
+            os.write(fd, data)
+    except OSError:
+        pass  # full (a renderer busy for a while): its periodic sweep finds them
+    finally:
+        os.close(fd)
+    return "rung"
 
 
 def _first_line(path: str) -> str | None:

@@ -769,9 +769,8 @@ def idle_token(root: str, pin: str) -> str | None:
     files = layout.idle_files(root, pin)
     if files is None:
         return None
-    raw = fsio.read_bytes(files[0])
-    token = raw.decode("ascii", "replace").strip() if raw else ""
-    if len(token) != 32 or not set(token) <= set("0123456789abcdef"):
+    token = idle_token_now(root, pin)
+    if token is None:
         token = os.urandom(16).hex()
         runtime = os.path.basename(os.path.dirname(files[0]))
         fsio.ensure_dir(fsio.ensure_dir(root, layout.IDLE), runtime)
@@ -784,7 +783,7 @@ def idle_token_now(root: str, pin: str) -> str | None:
     files = layout.idle_files(root, pin)
     raw = fsio.read_bytes(files[0]) if files is not None else None
     token = raw.decode("ascii", "replace").strip() if raw else ""
-    return token if len(token) == 32 else None
+    return token if len(token) == 32 and set(token) <= _HEX else None
 
 
 def mark_idle(root: str, pin: str, token: str) -> None:
