@@ -242,7 +242,7 @@ def append_entries(path: StrPath, data: bytes, *, create: bool = True) -> bool:
 
 def append(path: StrPath, data: bytes, *, durable: bool = True, create: bool = True,
            first: Callable[[int], None] | None = None,
-           written: Callable[[os.stat_result], None] | None = None) -> int | None:
+           written: Callable[[os.stat_result], None] | None = None, fd: int | None = None) -> int | None:
     """Append ``data``; returns the offset it was written at.
 
     A torn last line (no trailing newline) is terminated first, so it stays
@@ -254,7 +254,13 @@ def append(path: StrPath, data: bytes, *, durable: bool = True, create: bool = T
     (an index entry as a reservation); ``written(stat)`` after the write,
     with the file's new ``fstat`` (a tail cache keyed on it). One open
     serves all of it: each system call costs as much as a tenth of an fsync.
+    ``fd``: the file, already open (`open_append`); it is checked as an open
+    is, and left open.
     """
+    if fd is not None:
+        st = os.fstat(fd)
+        _check_regular(path, st, write=True)
+        return _append_fd(fd, st, data, durable=durable, create=create, first=first, written=written)
     try:
         fd, st = _open_stat(path, os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0), write=True)
     except FileNotFoundError:
@@ -268,6 +274,14 @@ def append(path: StrPath, data: bytes, *, durable: bool = True, create: bool = T
     if at is not None and not st.st_size and durable:  # a new file: its name made durable too
         fsync_dir(_parent(path))
     return at
+
+
+def open_append(path: StrPath) -> int | None:
+    """A descriptor to `append` through, for a caller that keeps it open; None when the file is missing."""
+    try:
+        return _open(path, os.O_RDWR | os.O_APPEND, write=True)
+    except FileNotFoundError:
+        return None
 
 
 def _append_fd(fd: int, st: os.stat_result, data: bytes, *, durable: bool, create: bool,
@@ -311,13 +325,23 @@ class Appender:
 
     __slots__ = ("_error", "_fd", "_st", "path")
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, fd: int | None = None) -> None:
+        """``fd``: the file, already open (kept by the caller): checked as the open would check it."""
         self.path = path
         self._fd: int | None = None
         self._st: os.stat_result | None = None
         self._error: OSError | None = None
         try:
-            self._fd, self._st = _open_stat(path, os.O_RDWR | os.O_APPEND, write=True, link=_LINK_INSIDE)
+            if fd is None:
+                self._fd, self._st = _open_stat(path, os.O_RDWR | os.O_APPEND, write=True, link=_LINK_INSIDE)
+            else:
+                try:
+                    self._st = os.fstat(fd)
+                    _check_regular(path, self._st, write=True)
+                except BaseException:
+                    os.close(fd)
+                    raise
+                self._fd = fd
         except OSError as exc:
             self._error = exc
 
@@ -334,6 +358,11 @@ class Appender:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+    def detach(self) -> int | None:
+        """The descriptor, for the caller to keep (None if the open failed); `close` then does nothing."""
+        fd, self._fd = self._fd, None
+        return fd
 
 
 def _cut_back(fd: int, size: int) -> None:
@@ -471,14 +500,17 @@ class locked:  # lower case: used like the function it replaced, ``with fsio.loc
     Raises StoreFailed when the lock stays held that long.
     """
 
-    __slots__ = ("_fh", "path", "timeout")
+    __slots__ = ("_fd", "_fh", "path", "timeout")
 
-    def __init__(self, path: StrPath, timeout: float) -> None:
+    def __init__(self, path: StrPath, timeout: float, fd: int | None = None) -> None:
+        """``fd``: the lock file, already open (`unlock_keep` gave it back), or None to open it."""
         self.path, self.timeout = path, timeout
         self._fh: IO[Any] | None = None
+        self._fd = fd
 
     def __enter__(self) -> None:
-        fd = _open(self.path, os.O_RDWR | os.O_CREAT)
+        fd = self._fd if self._fd is not None else _open(self.path, os.O_RDWR | os.O_CREAT)
+        self._fd = None
         # flock needs only the descriptor; a file object (which portalocker wants) costs an fstat,
         # and a buffered one an ioctl and three lseeks more, on every transaction.
         fh: Any = _Descriptor(fd) if lock_nonblocking is _flock_nb else os.fdopen(fd, "r+b", buffering=0)
@@ -510,6 +542,26 @@ class locked:  # lower case: used like the function it replaced, ``with fsio.loc
         if self._fh is not None:
             self._fh.close()
             self._fh = None
+
+    def unlock_keep(self) -> int | None:
+        """Release the lock but keep its descriptor open, for the next `locked` of this file (None: closed).
+
+        Only plain flock's descriptor is kept (portalocker's file objects are closed as by ``__exit__``).
+        """
+        fh, self._fh = self._fh, None
+        if fh is None:
+            return None
+        if not isinstance(fh, _Descriptor):
+            fh.close()
+            return None
+        import fcntl
+
+        try:
+            fcntl.flock(fh.fd, fcntl.LOCK_UN)
+        except OSError:
+            fh.close()
+            return None
+        return fh.fd
 
 
 def _is_contention(exc: BaseException) -> bool:
@@ -587,22 +639,38 @@ def read_bytes_at(path: StrPath, offset: int, size: int) -> bytes | None:
         os.close(fd)
 
 
-def overwrite(path: StrPath, data: bytes) -> None:
+def overwrite(path: StrPath, data: bytes, *, fd: int | None = None) -> None:
     """Replace a small derived file's bytes in place (no rename, not fsynced).
 
     Cheaper than ``atomic_write`` on ext4, where renaming over an existing
     file forces a data flush.  For files that are checked when read (a torn
     write reads as damaged and is rebuilt) and written under a lock.
+    ``fd``: the file, already open (`open_overwrite`): checked as the open
+    would check it, and left open.
     """
+    if fd is not None:
+        st = os.fstat(fd)
+        _check_regular(path, st, write=True)
+        _overwrite_fd(fd, st, data)
+        return
     fd, st = _open_stat(path, os.O_WRONLY | os.O_CREAT, write=True)
     try:
-        view, at = memoryview(data), 0
-        while at < len(data):
-            at += os.pwrite(fd, view[at:], at)
-        if st.st_size > len(data):
-            os.ftruncate(fd, len(data))
+        _overwrite_fd(fd, st, data)
     finally:
         os.close(fd)
+
+
+def open_overwrite(path: StrPath) -> int:
+    """A descriptor to `overwrite` through, for a caller that keeps it open (created if missing)."""
+    return _open(path, os.O_WRONLY | os.O_CREAT, write=True)
+
+
+def _overwrite_fd(fd: int, st: os.stat_result, data: bytes) -> None:
+    view, at = memoryview(data), 0
+    while at < len(data):
+        at += os.pwrite(fd, view[at:], at)
+    if st.st_size > len(data):
+        os.ftruncate(fd, len(data))
 
 
 def overwrite_or_replace(path: StrPath, data: bytes) -> None:

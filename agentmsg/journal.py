@@ -59,18 +59,20 @@ class Journal:
     def __init__(self, path: StrPath) -> None:
         self.path = path
 
-    def last(self) -> Record | None:
+    def last(self, st: os.stat_result | None = None) -> Record | None:
         """The newest record (chain link and sequence number), read from the end.
 
         Remembered per file by identity, size and modification time: a
         process that appends many records (a benchmark, the MCP server, a
         hook reading several journals) reads each tail once; any write
         changes the key.  A symlink is refused as before (``lstat``).
+        ``st``: the file's ``lstat``, taken by a caller that holds the lock.
         """
-        try:
-            st = os.lstat(self.path)
-        except FileNotFoundError:
-            return None
+        if st is None:
+            try:
+                st = os.lstat(self.path)
+            except FileNotFoundError:
+                return None
         key = (os.fspath(self.path), st.st_ino, st.st_size, st.st_mtime_ns)
         if key in _TAILS:
             return _TAILS[key]
@@ -83,17 +85,20 @@ class Journal:
         _remember(key[0], st, found)
         return found
 
-    def append(self, fields: Record, before: Callable[[int, Record], None] | None = None) -> tuple[int, Record]:
+    def append(self, fields: Record, before: Callable[[int, Record], None] | None = None, *,
+               head: bool = True, st: os.stat_result | None = None, fd: int | None = None) -> tuple[int, Record]:
         """Seal and durably append one record; returns (offset, record).
 
         ``before(offset, record)`` runs first, with the offset the record is
         about to land at: an index written there is a reservation that a
-        crash can leave dangling but never missing.
+        crash can leave dangling but never missing.  ``head``, ``st`` and
+        ``fd``: as for :meth:`append_many`.
         """
-        return self.append_many([fields], before=before)[0]
+        return self.append_many([fields], before=before, head=head, st=st, fd=fd)[0]
 
     def append_many(self, items: Sequence[Record], *, before: Callable[[int, Record], None] | None = None,
-                    durable: bool = True, head: bool = True) -> list[tuple[int, Record]]:
+                    durable: bool = True, head: bool = True,
+                    st: os.stat_result | None = None, fd: int | None = None) -> list[tuple[int, Record]]:
         """Seal records and append them with one write; returns (offset, record) for each.
 
         ``before`` runs for each record first, as for :meth:`append`.  By
@@ -103,16 +108,17 @@ class Journal:
         the fsyncs, for records whose loss in a crash is harmless.
         ``head=False`` leaves the sidecar as it was: ``verify`` accepts a
         sidecar that lags the file (never one that leads it), and the next
-        append with ``head=True`` brings it up to date.
+        append with ``head=True`` brings it up to date.  ``st``: as for :meth:`last`; ``fd``: the file, already open
+        (`fsio.open_append`), left open.
         """
         if not items:
             return []
-        tail = self.last()
+        tail = self.last(st)
         sealed, lines = [], []
         for fields in items:
-            tail = records.seal_next(fields, tail)
+            tail, line = records.seal_next_line(fields, tail)
             sealed.append(tail)
-            lines.append(records.encode(tail))
+            lines.append(line)
         def reserve(at: int) -> None:
             assert before is not None
             for rec, line in zip(sealed, lines, strict=True):
@@ -124,7 +130,7 @@ class Journal:
 
         try:
             at = fsio.append(self.path, b"".join(lines), durable=durable, first=reserve if before else None,
-                             written=remember)
+                             written=remember, fd=fd)
         except OSError as exc:  # fsio cut the file back: no part of these records is on disk
             from .errors import StoreFailed
 
@@ -137,10 +143,27 @@ class Journal:
         return _placed(at, sealed, lines)
 
     def _write_head(self, tail: Record) -> None:
+        self.write_head(tail)
+
+    def write_head(self, tail: Record, fd: int | None = None) -> bool:
+        """Name ``tail`` in the ``.head`` sidecar; ``fd``: the sidecar, already open (left open).
+
+        False when ``fd`` could not be written through (the caller closes
+        it): the sidecar was then written by path, as without one.
+        """
+        data = records.canonical({"seq": tail["seq"], "sum": tail["sum"]})
+        if fd is not None:
+            try:
+                fsio.overwrite(self.head_path, data, fd=fd)
+                return True
+            except Exception as exc:  # an OSError, or UnsafePath (a hard link made to it): by path, as below
+                if not isinstance(exc, OSError) and type(exc).__name__ != "UnsafePath":
+                    raise
         try:
-            fsio.overwrite_or_replace(self.head_path, records.canonical({"seq": tail["seq"], "sum": tail["sum"]}))
+            fsio.overwrite_or_replace(self.head_path, data)
         except OSError:
             pass  # the records are stored; verify accepts a sidecar that lags, and the next append fixes it
+        return False
 
     def append_sealed(self, recs: Sequence[Record], *, before: Callable[[int, Record], None] | None = None
                       ) -> list[tuple[int, Record]]:

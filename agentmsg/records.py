@@ -156,19 +156,39 @@ def now_utc() -> str:
 
 def seal(fields: Record, *, seq: int, prev: str, prev_ts: str | None) -> Record:
     """Complete a record: sequence, time, chain link, tool version, checksum."""
+    return _sealed(fields, seq, prev, prev_ts)[0]
+
+
+def _sealed(fields: Record, seq: int, prev: str, prev_ts: str | None) -> tuple[Record, bytes]:
+    """`seal`, and the record's line (`encode`) from the same JSON text: one encoding, not two.
+
+    Canonical JSON sorts the keys, so the text without ``sum`` (what the
+    checksum covers) and the line with it differ only by ``"sum":...``
+    between the keys before it and the keys after it; each half is encoded
+    once and the two texts are joined from them.
+    """
     rec = dict(fields)
+    rec.pop("sum", None)
     rec.update(seq=seq, prev=prev, tool=TOOL, ts=now_utc())
     if prev_ts is not None and rec["ts"] < prev_ts:
         rec["ts_backwards"] = True
-    rec["sum"] = checksum(rec)
-    return rec
+    low = dumps({k: v for k, v in rec.items() if k < "sum"})[:-1]  # "{...", no closing brace
+    high = dumps({k: v for k, v in rec.items() if k > "sum"})[1:]  # "...}", no opening brace
+    lead, tail = ("," if len(low) > 1 else ""), ("," if len(high) > 1 else "")
+    summ = rec["sum"] = str(_sha256((low + ("," if lead and tail else "") + high).encode()).hexdigest())
+    return rec, f'{low}{lead}"sum":"{summ}"{tail}{high}\n'.encode()
 
 
 def seal_next(fields: Record, tail: Record | None) -> Record:
     """Seal ``fields`` as the record after ``tail`` (None: the first of its journal); every backend chains this way."""
+    return seal_next_line(fields, tail)[0]
+
+
+def seal_next_line(fields: Record, tail: Record | None) -> tuple[Record, bytes]:
+    """`seal_next`, and the sealed record's line (`encode`), for a writer that stores it at once."""
     if tail is None:
-        return seal(fields, seq=1, prev="", prev_ts=None)
-    return seal(fields, seq=tail["seq"] + 1, prev=tail["sum"], prev_ts=tail.get("ts"))
+        return _sealed(fields, 1, "", None)
+    return _sealed(fields, tail["seq"] + 1, tail["sum"], tail.get("ts"))
 
 
 def encode(rec: Record) -> bytes:

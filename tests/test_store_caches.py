@@ -181,3 +181,16 @@ def test_delivery_records_read_once_per_transaction_stay_current(store, collab) 
         assert tx.delivery_records() == [r for r in before if r["type"] != "not stored"] + [rec]
     with store.port.transaction(collab.id) as tx:
         assert tx.delivery_records()[-1] == rec
+
+
+def test_a_log_note_another_process_writes_after_the_listing_was_remembered_counts_for_cseq(
+        store, collab, root, monkeypatch) -> None:
+    monkeypatch.setattr(fsio, "SETTLED_NS", 100_000_000)  # as above: remembered after 0.1 s
+    store.send(collab.id, collab.driver, draft("reviewer"))
+    time.sleep(0.15)
+    store.send(collab.id, collab.driver, draft("reviewer"))
+    assert "log.jsonl" not in store.port.listings[str(collab.dir)][1]  # so no send looks for it
+    FileStore(root).log_append(collab.id, collab.driver, "a note, by another process")
+    time.sleep(0.15)  # settled again: only the changed key tells the store to list again
+    store.send(collab.id, collab.driver, draft("reviewer"))
+    assert cseqs(collab.dir) == list(range(1, len(cseqs(collab.dir)) + 1))

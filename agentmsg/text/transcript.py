@@ -26,7 +26,7 @@ def escape_hidden(text: str) -> str:
 def one_line(text: str) -> str:
     """A code span holding ``text`` on a single line, whatever it contains."""
     shown = escape_hidden(text).replace("\n", "\\n").replace("\t", "\\t")
-    longest = max((len(run) for run in re.findall(r"`+", shown)), default=0)
+    longest = max((len(run) for run in re.findall(r"`+", shown)), default=0) if "`" in shown else 0
     fence = "`" * (longest + 1)
     pad = " " if shown.startswith("`") or shown.endswith("`") or not shown else ""
     return f"{fence}{pad}{shown}{pad}{fence}"

@@ -63,8 +63,22 @@ def idle_files(root: str, pin: str) -> tuple[str, str] | None:
 
     ``hooks/run`` builds the same names in sh, without hashing: the runtime
     and the session id (``[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}``) are safe file
-    names, and the two suffixes cannot collide across sessions.
+    names, and the two suffixes cannot collide across sessions.  Remembered per
+    (root, pin): every send wakes its recipient's pin.
     """
+    key = (root, pin)
+    if key in _IDLE_FILES:
+        return _IDLE_FILES[key]
+    if len(_IDLE_FILES) >= 256:
+        _IDLE_FILES.clear()
+    found = _IDLE_FILES[key] = _idle_files(root, pin)
+    return found
+
+
+_IDLE_FILES: dict[tuple[str, str], tuple[str, str] | None] = {}
+
+
+def _idle_files(root: str, pin: str) -> tuple[str, str] | None:
     runtime, sep, session = pin.partition(":")
     if (not sep or not runtime or len(runtime) > 32 or not set(runtime) <= _RUNTIME
             or not 0 < len(session) <= 128 or session[0] not in _SESSION_FIRST or not set(session) <= _SESSION_REST):

@@ -134,6 +134,7 @@ def _append(tx: FileTxn, journal: Journal, kind: str, alias: str, recs: list[dic
     if kind == "events":
         before = tx.registry() if os.path.exists(path) else None
         placed = journal.append_sealed(recs)
+        tx.wrote(os.fspath(path))
         if placed:
             tx._registry = None
             after = tx.registry()
@@ -145,6 +146,7 @@ def _append(tx: FileTxn, journal: Journal, kind: str, alias: str, recs: list[dic
                 views.transcribe_event(tx, rec)
     elif kind == "inbox":
         placed = journal.append_sealed(recs, before=lambda at, rec: _index(tx, alias, rec, at))
+        tx.wrote(os.fspath(path))
         if placed:
             views.wake_aliases(tx, (alias,))
             for _o, rec in placed if transcribe else ():
@@ -154,6 +156,7 @@ def _append(tx: FileTxn, journal: Journal, kind: str, alias: str, recs: list[dic
         views.receipts_placed(tx, alias, placed)
     elif kind == "notes":
         placed = journal.append_sealed(recs)
+        tx.wrote(os.fspath(path))
         for _o, rec in placed if transcribe else ():
             views.transcribe_note(tx, rec)
     else:  # delivery

@@ -21,6 +21,7 @@ from ...journal import Journal
 from ..acks import count_acks
 from ..reads import TxnReads
 from . import layout, views
+from .handles import Handles
 from .inboxmap import ACKED_VALUES, InboxMap, record_at
 
 TYPE_CHECKING = False
@@ -45,8 +46,13 @@ class FileStore(TxnReads):
         self._replica: str | bool | None = False  # not read yet
         # collab -> (its directory's fsio.dir_key; the subdirectories then checked, that were directories)
         self.subdirs: dict[str, tuple[tuple[int, int, int, int], tuple[tuple[str, str], ...]]] = {}
-        # inbox directory -> (its fsio.dir_key; its entries, sorted): see FileTxn.inbox_names
+        # inbox or collaboration directory -> (its fsio.dir_key; its entries, sorted): see FileTxn.inbox_names
         self.listings: dict[str, tuple[tuple[int, int, int, int], tuple[str, ...]]] = {}
+        self.handles = Handles()  # descriptors kept open between transactions (handles.py)
+
+    def close(self) -> None:
+        """Close what the store keeps open between transactions (it opens them again if used after)."""
+        self.handles.close()
 
     def describe(self) -> dict[str, Any]:
         """A root that does not exist yet is fine (the first write creates it); anything else there is not."""
@@ -73,10 +79,11 @@ class FileStore(TxnReads):
 
     def transaction(self, collab: str) -> FileTxn:
         """The collaboration's lock, and the only way to write (``with store.transaction(c) as tx:``)."""
-        found = views.locate(self.root, collab)  # its subdirectories are checked under the lock
+        # Its subdirectories, and its opening record, are checked under the lock (`FileTxn.__enter__`).
+        found = views.locate(self.root, collab, opened=False)
         if found is None:
             raise _no_collab(self.root, collab)
-        return FileTxn(self, collab, found[0], located=found[1])
+        return FileTxn(self, collab, found[0], located=found[1], opened=True)
 
     def create(self, collab: str) -> FileTxn:
         """A transaction on a new, empty collaboration."""
@@ -226,20 +233,30 @@ class FileTxn:
     """Everything a command reads and writes while it holds one collaboration's lock."""
 
     def __init__(self, store: FileStore, collab: str, base: str, *, fresh: bool = False,
-                 located: os.stat_result | None = None) -> None:
+                 located: os.stat_result | None = None, opened: bool = False) -> None:
+        """``opened``: the collaboration must have its opening record (checked under the lock)."""
         self.store, self.collab, self.base, self.fresh = store, collab, base, fresh
+        self._opened = opened
         self._located = located  # the ``lstat`` of ``base`` that found it (FileStore.transaction)
-        self._lock = fsio.locked(f"{base}/{layout.LOCK}", store.lock_timeout)
+        # what that lstat says of base's entries (None: fresh, or changed within 2 s): `_check_subdirs`, and
+        # the descriptors of base's files kept between transactions (handles.py)
+        self.key = fsio.dir_key(located) if located is not None else None
+        lock = f"{base}/{layout.LOCK}"
+        self._lock = fsio.locked(lock, store.lock_timeout, fd=store.handles.take(lock, self.key))
+        self._listed: dict[str, tuple[int, int, int, int] | None] = {}  # directory -> its key, when listed
         self._registry: Registry | None = None
         self._maps: dict[str, InboxMap] = {}
         self._dirs: dict[tuple[str, ...], str] = {}
         self._cseq: int | None = None  # the highest cseq stored, once read: the lock keeps it current
         self._delivery: list[dict[str, Any]] | None = None  # delivery.jsonl, once read: the same
+        self._stats: dict[str, os.stat_result | None] = {}  # journal -> its lstat, until this transaction writes it
 
     def __enter__(self) -> FileTxn:
         self._lock.__enter__()
         try:
             self._check_subdirs()
+            if self._opened and self.lstat(f"{self.base}/{layout.EVENTS}") is None:
+                raise _no_collab(self.root, self.collab)  # a directory with no opening record
         except BaseException:
             self._lock.__exit__(None, None, None)
             raise
@@ -251,7 +268,10 @@ class FileTxn:
                 for m in self._maps.values():
                     views.quietly(m.save)
         finally:
-            self._lock.__exit__(*exc)
+            if self.key is not None:
+                self.store.handles.give(f"{self.base}/{layout.LOCK}", self.key, self._lock.unlock_keep())
+            else:
+                self._lock.__exit__(*exc)
             if exc[0] is not None and self.fresh:
                 self._drop_unopened()
 
@@ -275,7 +295,7 @@ class FileTxn:
         next transaction checks them all again.  A subdirectory that was
         absent is not remembered: `existing` checks it when it is used.
         """
-        key = fsio.dir_key(self._located) if self._located is not None else None
+        key = self.key
         cached = self.store.subdirs.get(self.collab)
         if key is not None and cached is not None and cached[0] == key:
             for sub, path in cached[1]:
@@ -316,6 +336,34 @@ class FileTxn:
             self._dirs[parts] = found
         return found
 
+    def lstat(self, path: str) -> os.stat_result | None:
+        """A journal's ``lstat`` (None: missing), taken once per transaction until it appends to it.
+
+        The lock keeps it current: the registry's key, the ``cseq`` tails and
+        the append's own tail all read the same files in one send.
+        """
+        if path in self._stats:
+            return self._stats[path]
+        try:
+            st: os.stat_result | None = os.lstat(path)
+        except FileNotFoundError:
+            st = None
+        self._stats[path] = st
+        return st
+
+    def wrote(self, path: str) -> None:
+        """``path`` was appended to: its next `lstat` is taken afresh."""
+        self._stats.pop(path, None)
+
+    def events_key(self) -> tuple[int, int, int, int] | None:
+        """``collab.jsonl``'s identity, size and modification time (the registry's key), or None."""
+        st = self.lstat(f"{self.base}/{layout.EVENTS}")
+        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) if st is not None else None
+
+    def _tail(self, path: str) -> dict[str, Any] | None:
+        st = self.lstat(path)
+        return Journal(path).last(st) if st is not None else None
+
     # ---- membership ---------------------------------------------------------------------
 
     def registry(self) -> Registry:
@@ -335,7 +383,9 @@ class FileTxn:
         if os.path.exists(f"{self.base}/{layout.EVENTS}"):
             pins |= {p.pin for p in self.registry().participants.values()}
         views.refuse_pin_links(self.root, pins)
-        rec = Journal(f"{self.base}/{layout.EVENTS}").append(dict(fields, cseq=self.next_cseq()))[1]
+        cseq = self.next_cseq()
+        self.wrote(f"{self.base}/{layout.EVENTS}")
+        rec = Journal(f"{self.base}/{layout.EVENTS}").append(dict(fields, cseq=cseq))[1]
         self._cseq = rec["cseq"]
         self._registry = None
         after = self.registry()
@@ -376,7 +426,16 @@ class FileTxn:
                 views.write_broadcast(self, base_id, broadcast_of)
             fields = dict(fields, cseq=self.next_cseq())
             self.dir("inbox")
-            journal = Journal(layout.inbox(self.base, alias))
+            path = layout.inbox(self.base, alias)
+            st = self.lstat(path)
+            self.wrote(path)  # this transaction writes it now
+            journal = Journal(path)
+            # The inbox's descriptor is kept between transactions while its directory's key (listed for
+            # `next_cseq`, before this use) holds.
+            key = self._listed.get(self.dir("inbox"))
+            fd = self.store.handles.take(path, key)
+            if fd is None and key is not None and st is not None:
+                fd = fsio.open_append(path)
             stored: list[Message] = []
 
             def before(at: int, sealed: dict[str, Any]) -> None:
@@ -387,15 +446,36 @@ class FileTxn:
 
             # A write or fsync that fails cuts the record back and leaves its reservation, which the
             # next record overtakes (views.overtaken): read as absent, by lookups and verify alike.
-            _pos, rec = journal.append(fields, before=before)
+            try:
+                _pos, rec = journal.append(fields, before=before, head=False, st=st, fd=fd)
+            except BaseException:
+                if fd is not None:
+                    os.close(fd)
+                raise
+            self.store.handles.give(path, key, fd)
+            self._write_head(journal, rec, key)
             self._cseq = rec["cseq"]
             msg = stored[0]
             views.wake_aliases(self, (alias,))  # after the record is stored: the launcher must not skip it
             views.transcribe_message(self, msg, opened)  # the inbox map folds it in at the next read
         finally:
-            for view in opened:
-                view.close()
+            views.close_transcripts(self, opened)
         return msg
+
+    def _write_head(self, journal: Journal, rec: dict[str, Any], key: tuple[int, int, int, int] | None) -> None:
+        """The inbox's ``.head`` sidecar (verify's witness of its last record), through a kept descriptor."""
+        path = os.fspath(journal.head_path)
+        fd = self.store.handles.take(path, key)
+        if fd is None and key is not None:
+            try:
+                fd = fsio.open_overwrite(path)
+            except Exception as exc:  # a planted link or FIFO: written by path, which replaces it
+                if not isinstance(exc, OSError) and type(exc).__name__ != "UnsafePath":
+                    raise
+        if journal.write_head(rec, fd):
+            self.store.handles.give(path, key, fd)
+        elif fd is not None:
+            os.close(fd)
 
     def since(self, alias: str, seq: int) -> list[Message]:
         m = self.map(alias)
@@ -548,7 +628,9 @@ class FileTxn:
     def append_note(self, fields: dict[str, Any]) -> dict[str, Any]:
         self.store.writable()
         fsio.refuse_link(f"{self.base}/{layout.TRANSCRIPT}")
-        rec = Journal(f"{self.base}/{layout.LOG}").append(dict(fields, cseq=self.next_cseq()))[1]
+        cseq = self.next_cseq()
+        self.wrote(f"{self.base}/{layout.LOG}")
+        rec = Journal(f"{self.base}/{layout.LOG}").append(dict(fields, cseq=cseq))[1]
         self._cseq = rec["cseq"]
         views.transcribe_note(self, rec)
         return rec
@@ -583,11 +665,11 @@ class FileTxn:
         the tails once, not n times).
         """
         if self._cseq is None:
-            files = [f"{self.base}/{layout.EVENTS}", f"{self.base}/{layout.LOG}"]
+            files = [f"{self.base}/{name}" for name in (layout.EVENTS, layout.LOG) if not self._absent(name)]
             inbox = self.existing("inbox")
             if inbox is not None:
                 files += [f"{inbox}/{n}" for n in self.inbox_names(inbox) if n.endswith(".jsonl")]
-            tails = (Journal(f).last() for f in files)
+            tails = (self._tail(f) for f in files)
             self._cseq = max((int(t.get("cseq", 0)) for t in tails if t), default=0)
         return self._cseq + 1
 
@@ -607,13 +689,26 @@ class FileTxn:
         """
         st = os.lstat(inbox)
         key = fsio.dir_key(st) if stat.S_ISDIR(st.st_mode) else None  # a link swapped in: listed, not kept
-        cached = self.store.listings.get(inbox)
+        self._listed[inbox] = key
+        return self._listing(inbox, key)
+
+    def _listing(self, directory: str, key: tuple[int, int, int, int] | None) -> tuple[str, ...]:
+        cached = self.store.listings.get(directory)
         if key is not None and cached is not None and cached[0] == key:
             return cached[1]
-        names = tuple(sorted(os.listdir(inbox)))
+        names = tuple(sorted(os.listdir(directory)))
         if key is not None:
-            self.store.listings[inbox] = (key, names)
+            self.store.listings[directory] = (key, names)
         return names
+
+    def _absent(self, name: str) -> bool:
+        """``base/name`` is surely absent: the collaboration directory's remembered listing lacks it.
+
+        Saves the failed ``lstat`` of a journal most collaborations never
+        have (``log.jsonl``); only while the directory's key holds (the
+        ``lstat`` that found it), so one created since is never missed.
+        """
+        return self.key is not None and name not in self._listing(self.base, self.key)
 
 
 def _line_record(reader: fsio.LineReader, offset: int) -> dict[str, Any] | None:

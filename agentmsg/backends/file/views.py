@@ -59,8 +59,12 @@ def collab_dir(root: str, collab: str, *, subdirs: bool = True) -> str | None:
     return found[0]
 
 
-def locate(root: str, collab: str) -> tuple[str, os.stat_result] | None:
-    """The collaboration's directory and its ``lstat`` (a transaction keys what it checked on it), or None."""
+def locate(root: str, collab: str, *, opened: bool = True) -> tuple[str, os.stat_result] | None:
+    """The collaboration's directory and its ``lstat`` (a transaction keys what it checked on it), or None.
+
+    ``opened=False`` leaves the opening record (``collab.jsonl``) to the
+    caller: a transaction looks for it once it holds the lock.
+    """
     if not layout.is_uuid(collab):
         return None
     parent = fsio.existing_dir(root, layout.COLLABS)
@@ -68,7 +72,7 @@ def locate(root: str, collab: str) -> tuple[str, os.stat_result] | None:
         return None
     base = layout.collab(root, collab)
     st = fsio.dir_stat(base)
-    if st is None or not os.path.exists(f"{base}/{layout.EVENTS}"):
+    if st is None or (opened and not os.path.exists(f"{base}/{layout.EVENTS}")):
         return None
     return base, st
 
@@ -101,7 +105,7 @@ def registry(tx: FileTxn) -> Registry:
     process (the MCP server) then reads neither file while membership stays
     the same. Any event changes the key.
     """
-    key = _events_key(tx.base)
+    key = tx.events_key()
     cached = tx.store.registries.get(tx.collab)
     if key is not None and cached is not None and cached[0] == key:
         return cached[1]
@@ -122,14 +126,6 @@ def registry(tx: FileTxn) -> Registry:
     if key is not None:
         tx.store.registries[tx.collab] = (key, reg)
     return reg
-
-
-def _events_key(base: str) -> tuple[int, int, int, int] | None:
-    try:
-        st = os.lstat(f"{base}/{layout.EVENTS}")
-    except FileNotFoundError:
-        return None
-    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def write_registry(tx: FileTxn, reg: Registry) -> None:
@@ -545,7 +541,8 @@ def open_transcripts(tx: FileTxn, alias: str, others: Iterable[str] = ()) -> tup
     recipients).  The open that checks is the one that writes: no ``lstat``
     beforehand.  The caller closes both.
     """
-    collab_md = fsio.Appender(f"{tx.base}/{layout.TRANSCRIPT}")
+    path = f"{tx.base}/{layout.TRANSCRIPT}"
+    collab_md = fsio.Appender(path, fd=tx.store.handles.take(path, tx.key))  # kept open between sends
     try:
         transcripts = tx.existing("transcripts")
         inbox_md = fsio.Appender(layout.transcript(tx.base, alias))  # no folder: missing, like the file
@@ -560,6 +557,12 @@ def open_transcripts(tx: FileTxn, alias: str, others: Iterable[str] = ()) -> tup
         collab_md.close()
         raise
     return collab_md, inbox_md
+
+
+def close_transcripts(tx: FileTxn, opened: tuple[fsio.Appender, fsio.Appender]) -> None:
+    """After `open_transcripts`: ``collaboration.md``'s descriptor is kept for the next send (handles.py)."""
+    tx.store.handles.give(opened[0].path, tx.key, opened[0].detach())
+    opened[1].close()
 
 
 def _append_view(view: str | fsio.Appender, section: bytes) -> int | None:
