@@ -437,12 +437,14 @@ class FileTxn:
             if fd is None and key is not None and st is not None:
                 fd = fsio.open_append(path)
             stored: list[Message] = []
+            sections: list[bytes] = []
 
             def before(at: int, sealed: dict[str, Any]) -> None:
                 # The id index entry first, as a reservation: a crash in between leaves
                 # an entry naming no record (read as absent), never a record with no entry.
                 views.index_message(self, sealed, at)
                 stored.append(Message.from_record(sealed))
+                sections.append(views.message_section(stored[0]))  # written after the fsync
 
             # A write or fsync that fails cuts the record back and leaves its reservation, which the
             # next record overtakes (views.overtaken): read as absent, by lookups and verify alike.
@@ -457,7 +459,7 @@ class FileTxn:
             self._cseq = rec["cseq"]
             msg = stored[0]
             views.wake_aliases(self, (alias,))  # after the record is stored: the launcher must not skip it
-            views.transcribe_message(self, msg, opened)  # the inbox map folds it in at the next read
+            views.transcribe_message(self, msg, opened, sections[0])  # the inbox map folds it in at the next read
         finally:
             views.close_transcripts(self, opened)
         return msg

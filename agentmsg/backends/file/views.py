@@ -572,16 +572,35 @@ def _append_view(view: str | fsio.Appender, section: bytes) -> int | None:
     return fsio.append(view, section, durable=False, create=False)
 
 
-def transcribe_message(tx: FileTxn, msg: Message,
-                       opened: tuple[fsio.Appender, fsio.Appender] | None = None) -> None:
-    """Append the message to its inbox's transcript and to ``collaboration.md`` (``opened``: `open_transcripts`)."""
-    from ...text import transcript as render
+def message_section(msg: Message) -> bytes:
+    """The message's transcript section: pure, so a send renders it before its record's fsync (the work after
+    that fsync runs on a cold CPU here) and only writes it after."""
+    text: str = _transcript().message_section(msg)
+    return text.encode()
 
-    section = render.message_section(msg).encode()
-    inbox_md = f"{tx.dir('transcripts')}/{msg.to}.md"
+
+def _transcript() -> Any:
+    """``text.transcript``, imported on first use (it imports ``re``: the hooks' prompt path never needs it)."""
+    if not _RENDER:
+        from ...text import transcript
+
+        _RENDER.append(transcript)
+    return _RENDER[0]
+
+
+_RENDER: list[Any] = []
+
+
+def transcribe_message(tx: FileTxn, msg: Message, opened: tuple[fsio.Appender, fsio.Appender] | None = None,
+                       section: bytes | None = None) -> None:
+    """Append the message to its inbox's transcript and to ``collaboration.md`` (``opened``: `open_transcripts`;
+    ``section``: `message_section`, rendered already)."""
+    if section is None:
+        section = message_section(msg)
     appended = True
     try:  # one open: it refuses a link, a FIFO or a hard link, and says whether the view is there
-        appended = _append_view(opened[1] if opened else inbox_md, section) is not None
+        view = opened[1] if opened else f"{tx.dir('transcripts')}/{msg.to}.md"
+        appended = _append_view(view, section) is not None
     except OSError:
         pass
     except Exception as exc:
@@ -591,8 +610,8 @@ def transcribe_message(tx: FileTxn, msg: Message,
         if msg.seq > 1:  # a view lost with history behind it: render every view whole, once
             quietly(render_all, tx)
             return
-        head = render.inbox_header(msg.collab, msg.to).encode()  # the inbox's first message
-        quietly(fsio.append, inbox_md, head + section, durable=False)
+        head = _transcript().inbox_header(msg.collab, msg.to).encode()  # the inbox's first message
+        quietly(fsio.append, f"{tx.dir('transcripts')}/{msg.to}.md", head + section, durable=False)
     quietly(_append_or_render, tx, opened[0] if opened else f"{tx.base}/{layout.TRANSCRIPT}", section)
 
 
