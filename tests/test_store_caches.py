@@ -119,15 +119,22 @@ def test_a_link_planted_after_the_store_remembered_the_checked_subdirectories_is
     assert inbox.stat().st_size == size  # nothing stored, through the link or beside it
 
 
-def test_an_inbox_another_process_creates_after_the_listing_was_remembered_counts_for_cseq(
-        store, collab, root, monkeypatch) -> None:
+@pytest.mark.parametrize("what", ["inbox", "log"])
+def test_a_journal_another_process_creates_after_the_listing_was_remembered_counts_for_cseq(
+        store, collab, root, monkeypatch, what) -> None:
+    """A new inbox, or the first log note: each lands in a directory whose listing a send remembers."""
     monkeypatch.setattr(fsio, "SETTLED_NS", 100_000_000)  # as above: remembered after 0.1 s
     store.send(collab.id, collab.driver, draft("reviewer"))
     time.sleep(0.15)
     store.send(collab.id, collab.driver, draft("reviewer"))
-    assert [n for n in store.port.listings[str(collab.dir / "inbox")][1] if n.endswith(".jsonl")] == [
-        "reviewer.jsonl"]
-    FileStore(root).send(collab.id, collab.driver, draft("carol"))  # a new inbox, by another process
+    inboxes = store.port.listings[str(collab.dir / "inbox")][1]
+    assert [n for n in inboxes if n.endswith(".jsonl")] == ["reviewer.jsonl"]
+    assert "log.jsonl" not in store.port.listings[str(collab.dir)][1]  # so no send looks for it
+    other = FileStore(root)
+    if what == "inbox":
+        other.send(collab.id, collab.driver, draft("carol"))
+    else:
+        other.log_append(collab.id, collab.driver, "a note, by another process")
     time.sleep(0.15)  # settled again: only the changed key tells the store to list again
     store.send(collab.id, collab.driver, draft("reviewer"))
     assert cseqs(collab.dir) == list(range(1, len(cseqs(collab.dir)) + 1))
@@ -182,15 +189,3 @@ def test_delivery_records_read_once_per_transaction_stay_current(store, collab) 
     with store.port.transaction(collab.id) as tx:
         assert tx.delivery_records()[-1] == rec
 
-
-def test_a_log_note_another_process_writes_after_the_listing_was_remembered_counts_for_cseq(
-        store, collab, root, monkeypatch) -> None:
-    monkeypatch.setattr(fsio, "SETTLED_NS", 100_000_000)  # as above: remembered after 0.1 s
-    store.send(collab.id, collab.driver, draft("reviewer"))
-    time.sleep(0.15)
-    store.send(collab.id, collab.driver, draft("reviewer"))
-    assert "log.jsonl" not in store.port.listings[str(collab.dir)][1]  # so no send looks for it
-    FileStore(root).log_append(collab.id, collab.driver, "a note, by another process")
-    time.sleep(0.15)  # settled again: only the changed key tells the store to list again
-    store.send(collab.id, collab.driver, draft("reviewer"))
-    assert cseqs(collab.dir) == list(range(1, len(cseqs(collab.dir)) + 1))
