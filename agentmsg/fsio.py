@@ -257,23 +257,31 @@ def append(path: StrPath, data: bytes, *, durable: bool = True, create: bool = T
     ``fd``: the file, already open (`open_append`); it is checked as an open
     is, and left open.
     """
+    kept = fd is not None
     if fd is not None:
-        st = os.fstat(fd)
-        _check_regular(path, st, write=True)
-        return _append_fd(fd, st, data, durable=durable, create=create, first=first, written=written)
-    try:
-        fd, st = _open_stat(path, os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0), write=True)
-    except FileNotFoundError:
-        if create:
-            raise
-        return None
+        st = _kept_stat(path, fd)
+    else:
+        try:
+            fd, st = _open_stat(path, os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0), write=True)
+        except FileNotFoundError:
+            if create:
+                raise
+            return None
     try:
         at = _append_fd(fd, st, data, durable=durable, create=create, first=first, written=written)
     finally:
-        os.close(fd)
+        if not kept:
+            os.close(fd)
     if at is not None and not st.st_size and durable:  # a new file: its name made durable too
         fsync_dir(_parent(path))
     return at
+
+
+def _kept_stat(path: StrPath, fd: int) -> os.stat_result:
+    """The ``fstat`` of a descriptor a caller kept open on ``path``, checked as `_open_stat` checks an open."""
+    st = os.fstat(fd)
+    _check_regular(path, st, write=True)
+    return st
 
 
 def open_append(path: StrPath) -> int | None:
@@ -336,8 +344,7 @@ class Appender:
                 self._fd, self._st = _open_stat(path, os.O_RDWR | os.O_APPEND, write=True, link=_LINK_INSIDE)
             else:
                 try:
-                    self._st = os.fstat(fd)
-                    _check_regular(path, self._st, write=True)
+                    self._st = _kept_stat(path, fd)
                 except BaseException:
                     os.close(fd)
                     raise
@@ -649,9 +656,7 @@ def overwrite(path: StrPath, data: bytes, *, fd: int | None = None) -> None:
     would check it, and left open.
     """
     if fd is not None:
-        st = os.fstat(fd)
-        _check_regular(path, st, write=True)
-        _overwrite_fd(fd, st, data)
+        _overwrite_fd(fd, _kept_stat(path, fd), data)
         return
     fd, st = _open_stat(path, os.O_WRONLY | os.O_CREAT, write=True)
     try:

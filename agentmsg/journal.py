@@ -139,11 +139,8 @@ class Journal:
         assert at is not None  # append creates the file
         if head:
             assert tail is not None  # items is not empty
-            self._write_head(tail)
+            self.write_head(tail)
         return _placed(at, sealed, lines)
-
-    def _write_head(self, tail: Record) -> None:
-        self.write_head(tail)
 
     def write_head(self, tail: Record, fd: int | None = None) -> bool:
         """Name ``tail`` in the ``.head`` sidecar; ``fd``: the sidecar, already open (left open).
@@ -206,7 +203,7 @@ class Journal:
             raise StoreFailed(f"cannot append to {os.fspath(self.path)}: {exc.strerror or exc}; "
                               "nothing was stored") from None
         assert end is not None  # append creates the file
-        self._write_head(fresh[-1])
+        self.write_head(fresh[-1])
         return _placed(end, fresh, lines)
 
     @property

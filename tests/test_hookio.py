@@ -417,3 +417,19 @@ def test_hook_path_imports_stay_lean():
     assert not [m for m in out if re.match(r"(typer|rich|yaml|portalocker)\b", m)]
     assert {"agentmsg.records", "agentmsg.fsio", "agentmsg.journal", "agentmsg.paths",
             "agentmsg.backends.file.store", "agentmsg.domain.rules"} <= set(out)
+
+
+def test_the_sealed_line_is_the_canonical_encoding_of_the_sealed_record() -> None:
+    import random
+
+    rnd = random.Random(7)
+    keys = ["a", "sum", "to", "s", "sul", "sun", "summary", "type", "ts", "zz", "body", "", "Sum", "ü", "sum2"]
+    values = [1, 'x"y\\', None, ["a"], {"to": 1, "sum": 2}, "é\u2028", True, ',"to":']
+    for _ in range(3000):
+        fields = {k: rnd.choice(values) for k in rnd.sample(keys, rnd.randint(0, 10))}
+        tail = rnd.choice([None, {"seq": 3, "sum": "ab", "ts": "2099"}, {"seq": 3, "sum": "ab", "ts": "2000"}])
+        rec, line = records.seal_next_line(fields, tail)
+        assert line == records.encode(rec)
+        assert rec["sum"] == records.checksum(rec) and records.decode(line[:-1]) == rec
+        assert rec == records.seal_next(fields, tail) | {"ts": rec["ts"], "sum": rec["sum"]}
+

@@ -26,7 +26,7 @@ from .inboxmap import ACKED_VALUES, InboxMap, record_at
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterator
+    from collections.abc import Callable, Collection, Iterator
     from typing import Any
 
     from ...domain.search import Found, Query
@@ -46,8 +46,10 @@ class FileStore(TxnReads):
         self._replica: str | bool | None = False  # not read yet
         # collab -> (its directory's fsio.dir_key; the subdirectories then checked, that were directories)
         self.subdirs: dict[str, tuple[tuple[int, int, int, int], tuple[tuple[str, str], ...]]] = {}
-        # inbox or collaboration directory -> (its fsio.dir_key; its entries, sorted): see FileTxn.inbox_names
+        # inbox directory -> (its fsio.dir_key; its entries, sorted): see FileTxn.inbox_names
         self.listings: dict[str, tuple[tuple[int, int, int, int], tuple[str, ...]]] = {}
+        # a journal found missing -> its collaboration directory's fsio.dir_key then: see FileTxn._absent
+        self.absent: dict[str, tuple[int, int, int, int]] = {}
         self.handles = Handles()  # descriptors kept open between transactions (handles.py)
 
     def close(self) -> None:
@@ -430,12 +432,10 @@ class FileTxn:
             st = self.lstat(path)
             self.wrote(path)  # this transaction writes it now
             journal = Journal(path)
-            # The inbox's descriptor is kept between transactions while its directory's key (listed for
-            # `next_cseq`, before this use) holds.
+            # Kept between transactions while the inbox directory's key (listed for `next_cseq`, before
+            # this use) holds; a missing inbox is created by the append, as before.
             key = self._listed.get(self.dir("inbox"))
-            fd = self.store.handles.take(path, key)
-            if fd is None and key is not None and st is not None:
-                fd = fsio.open_append(path)
+            fd = self._kept(path, key, fsio.open_append)
             stored: list[Message] = []
             sections: list[bytes] = []
 
@@ -467,17 +467,27 @@ class FileTxn:
     def _write_head(self, journal: Journal, rec: dict[str, Any], key: tuple[int, int, int, int] | None) -> None:
         """The inbox's ``.head`` sidecar (verify's witness of its last record), through a kept descriptor."""
         path = os.fspath(journal.head_path)
-        fd = self.store.handles.take(path, key)
-        if fd is None and key is not None:
-            try:
-                fd = fsio.open_overwrite(path)
-            except Exception as exc:  # a planted link or FIFO: written by path, which replaces it
-                if not isinstance(exc, OSError) and type(exc).__name__ != "UnsafePath":
-                    raise
+        fd = self._kept(path, key, fsio.open_overwrite)
         if journal.write_head(rec, fd):
             self.store.handles.give(path, key, fd)
         elif fd is not None:
             os.close(fd)
+
+    def _kept(self, path: str, key: tuple[int, int, int, int] | None,
+              opener: Callable[[str], int | None]) -> int | None:
+        """``path``'s kept descriptor, else one opened to keep while its directory's ``key`` holds.
+
+        None when there is no key, or the open fails: the caller then writes
+        by path, whose open refuses (or replaces) what this one could not use.
+        """
+        fd = self.store.handles.take(path, key)
+        if fd is None and key is not None:
+            try:
+                fd = opener(path)
+            except Exception as exc:  # a planted link or FIFO, say
+                if not isinstance(exc, OSError) and type(exc).__name__ != "UnsafePath":
+                    raise
+        return fd
 
     def since(self, alias: str, seq: int) -> list[Message]:
         m = self.map(alias)
@@ -667,7 +677,9 @@ class FileTxn:
         the tails once, not n times).
         """
         if self._cseq is None:
-            files = [f"{self.base}/{name}" for name in (layout.EVENTS, layout.LOG) if not self._absent(name)]
+            files, log = [f"{self.base}/{layout.EVENTS}"], f"{self.base}/{layout.LOG}"
+            if not self._absent(log):
+                files.append(log)
             inbox = self.existing("inbox")
             if inbox is not None:
                 files += [f"{inbox}/{n}" for n in self.inbox_names(inbox) if n.endswith(".jsonl")]
@@ -692,25 +704,30 @@ class FileTxn:
         st = os.lstat(inbox)
         key = fsio.dir_key(st) if stat.S_ISDIR(st.st_mode) else None  # a link swapped in: listed, not kept
         self._listed[inbox] = key
-        return self._listing(inbox, key)
-
-    def _listing(self, directory: str, key: tuple[int, int, int, int] | None) -> tuple[str, ...]:
-        cached = self.store.listings.get(directory)
+        cached = self.store.listings.get(inbox)
         if key is not None and cached is not None and cached[0] == key:
             return cached[1]
-        names = tuple(sorted(os.listdir(directory)))
+        names = tuple(sorted(os.listdir(inbox)))
         if key is not None:
-            self.store.listings[directory] = (key, names)
+            self.store.listings[inbox] = (key, names)
         return names
 
-    def _absent(self, name: str) -> bool:
-        """``base/name`` is surely absent: the collaboration directory's remembered listing lacks it.
+    def _absent(self, path: str) -> bool:
+        """A journal directly in ``base`` is missing: remembered while the directory keeps its key.
 
         Saves the failed ``lstat`` of a journal most collaborations never
-        have (``log.jsonl``); only while the directory's key holds (the
-        ``lstat`` that found it), so one created since is never missed.
+        have (``log.jsonl``) in every later send; creating it changes the
+        directory's key (the ``lstat`` that found it, taken before this one),
+        so one created since is never missed.
         """
-        return self.key is not None and name not in self._listing(self.base, self.key)
+        if self.key is None:
+            return False
+        if self.store.absent.get(path) == self.key:
+            return True
+        if self.lstat(path) is None:
+            self.store.absent[path] = self.key
+            return True
+        return False
 
 
 def _line_record(reader: fsio.LineReader, offset: int) -> dict[str, Any] | None:

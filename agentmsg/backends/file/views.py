@@ -575,20 +575,9 @@ def _append_view(view: str | fsio.Appender, section: bytes) -> int | None:
 def message_section(msg: Message) -> bytes:
     """The message's transcript section: pure, so a send renders it before its record's fsync (the work after
     that fsync runs on a cold CPU here) and only writes it after."""
-    text: str = _transcript().message_section(msg)
-    return text.encode()
+    from ...text import transcript as render
 
-
-def _transcript() -> Any:
-    """``text.transcript``, imported on first use (it imports ``re``: the hooks' prompt path never needs it)."""
-    if not _RENDER:
-        from ...text import transcript
-
-        _RENDER.append(transcript)
-    return _RENDER[0]
-
-
-_RENDER: list[Any] = []
+    return render.message_section(msg).encode()
 
 
 def transcribe_message(tx: FileTxn, msg: Message, opened: tuple[fsio.Appender, fsio.Appender] | None = None,
@@ -610,7 +599,9 @@ def transcribe_message(tx: FileTxn, msg: Message, opened: tuple[fsio.Appender, f
         if msg.seq > 1:  # a view lost with history behind it: render every view whole, once
             quietly(render_all, tx)
             return
-        head = _transcript().inbox_header(msg.collab, msg.to).encode()  # the inbox's first message
+        from ...text import transcript as render
+
+        head = render.inbox_header(msg.collab, msg.to).encode()  # the inbox's first message
         quietly(fsio.append, f"{tx.dir('transcripts')}/{msg.to}.md", head + section, durable=False)
     quietly(_append_or_render, tx, opened[0] if opened else f"{tx.base}/{layout.TRANSCRIPT}", section)
 
