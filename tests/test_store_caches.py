@@ -189,3 +189,102 @@ def test_delivery_records_read_once_per_transaction_stay_current(store, collab) 
     with store.port.transaction(collab.id) as tx:
         assert tx.delivery_records()[-1] == rec
 
+
+
+# ---- inbox maps kept between transactions ------------------------------------------------------------
+
+
+def unread(store: FileStore, collab) -> list[str]:
+    """reviewer's unread ids, oldest first, through the port (one transaction, the inbox map)."""
+    return [m.id for m in store.port.unacked(collab.id, "reviewer", limit=50, priority_first=False).messages]
+
+
+def sent_ids(store: FileStore, collab, n: int, prefix: str = "m") -> list[str]:
+    return [store.send(collab.id, collab.driver, draft("reviewer", f"{prefix}{i}"))[0].message.id for i in range(n)]
+
+
+def same_key_always(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every map file looks untouched, as a write in the same clock tick and of the same size would: a map
+    kept after this is used however the file changed."""
+    from agentmsg.backends.file import inboxmap
+
+    monkeypatch.setattr(inboxmap, "file_key", lambda path: (0, 0, 0, 0, 0))
+
+
+def test_a_kept_inbox_map_is_not_read_again_while_its_file_is_unchanged(store, collab, monkeypatch) -> None:
+    ids = sent_ids(store, collab, 4)
+    assert unread(store, collab) == ids  # folded and saved: kept by the store
+    reads: list[str] = []
+    real = fsio.read_bytes
+    monkeypatch.setattr(fsio, "read_bytes", lambda path, *a: (reads.append(os.fspath(path)), real(path, *a))[1])
+    assert unread(store, collab) == ids
+    assert not [p for p in reads if p.endswith("reviewer.map")]
+    store.ack(collab.id, collab.reviewer, ids[1])  # this store's own ack: the kept map follows it, unread again
+    assert unread(store, collab) == [ids[0], *ids[2:]]
+    assert not [p for p in reads if p.endswith("reviewer.map")]
+
+
+@pytest.mark.parametrize("tick", ["file changed", "same tick"])
+def test_what_another_process_does_reaches_a_store_that_keeps_the_map(store, collab, root, monkeypatch,
+                                                                       tick) -> None:
+    if tick == "same tick":
+        same_key_always(monkeypatch)  # the kept map is used even though the other store rewrote the file
+    ids = sent_ids(store, collab, 4)
+    assert unread(store, collab) == ids
+    other = FileStore(root)
+    other.ack(collab.id, collab.reviewer, ids[0])
+    more = sent_ids(other, collab, 2, "x")
+    assert unread(other, collab) == [*ids[1:], *more]  # the other store saves its map
+    other.ack(collab.id, collab.reviewer, ids[2])
+    assert unread(store, collab) == [ids[1], ids[3], *more]
+    assert store.inbox(collab.id, "reviewer").total == 4
+
+
+@pytest.mark.parametrize("tick", ["file changed", "same tick"])
+def test_a_map_edited_on_disk_never_hides_mail_from_a_store_that_keeps_it(store, collab, monkeypatch, tick) -> None:
+    if tick == "same tick":
+        same_key_always(monkeypatch)
+    ids = sent_ids(store, collab, 3)
+    assert unread(store, collab) == ids
+    path = collab.root / "collabs" / collab.id / "state" / "reviewer.map"
+    head, body = path.read_bytes().split(b"\n", 1)
+    forged = bytes(b | 1 for b in body)  # "all acknowledged", its own checksum fixed
+    doc = records.loads(head)
+    doc["h"] = records.sha256_hex(forged)
+    path.write_bytes(records.dumps(doc).encode() + b"\n" + forged)
+    assert unread(store, collab) == ids
+    assert unread(FileStore(collab.root), collab) == ids  # and a new process: caught by the receipts' count
+
+
+def test_a_journal_cut_back_under_a_kept_map_is_read_as_it_is_now(store, collab, monkeypatch) -> None:
+    same_key_always(monkeypatch)  # so the kept map is used: only the journals can tell
+    ids = sent_ids(store, collab, 3)
+    assert unread(store, collab) == ids
+    inbox = collab.root / "collabs" / collab.id / "inbox" / "reviewer.jsonl"
+    lines = inbox.read_bytes().splitlines(keepends=True)
+    inbox.write_bytes(b"".join(lines[:-1]))  # the last record gone, as a restored backup would leave it
+    assert unread(store, collab) == ids[:2] == unread(FileStore(collab.root), collab)
+    assert store.inbox(collab.id, "reviewer").total == 2
+
+
+def test_a_transaction_that_fails_gives_back_no_map(store, collab) -> None:
+    ids = sent_ids(store, collab, 2)
+    assert unread(store, collab) == ids
+    assert store.port.maps
+    with pytest.raises(RuntimeError), store.port.transaction(collab.id) as tx:
+        tx.map("reviewer")
+        raise RuntimeError("after the map was taken")
+    assert not store.port.maps
+    assert unread(store, collab) == ids  # read from the file again
+
+
+def test_state_removed_under_a_store_that_keeps_the_map_is_rebuilt(store, collab) -> None:
+    import shutil
+
+    ids = sent_ids(store, collab, 3)
+    store.ack(collab.id, collab.reviewer, ids[0])
+    assert unread(store, collab) == ids[1:]
+    shutil.rmtree(collab.root / "collabs" / collab.id / "state")
+    assert unread(store, collab) == ids[1:]
+    assert (collab.root / "collabs" / collab.id / "state" / "reviewer.map").exists()
+    assert clean(store) == []

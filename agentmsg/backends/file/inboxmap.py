@@ -19,6 +19,8 @@ collaboration's lock, and not fsynced: a map lost in a crash is rebuilt.
 
 from __future__ import annotations
 
+import os
+
 from ... import fsio, records
 from ...domain import kinds
 from ...journal import Journal, Problem
@@ -50,8 +52,8 @@ UNACKED_NORMAL = (PRESENT, PRESENT | REQUEST)
 class InboxMap:
     """The folded state of one alias's inbox and receipts."""
 
-    __slots__ = ("alias", "bad", "base", "changed", "ie", "il", "is_", "new_offsets", "offsets_from", "problems",
-                 "re", "rl", "rs", "status")
+    __slots__ = ("_counts", "alias", "bad", "base", "changed", "ie", "il", "is_", "new_offsets", "offsets_from",
+                 "problems", "re", "rl", "rs", "saved", "status")
 
     def __init__(self, base: str, alias: str) -> None:
         self.base, self.alias = base, alias
@@ -64,20 +66,37 @@ class InboxMap:
         self.problems: list[Problem] = []  # lines skipped while folding (torn tails, damaged records)
         #: skipped lines folded past, kept as ``[offset, reason, torn]`` so every later read still reports them
         self.bad: list[list[Any]] = []
+        self._counts: dict[tuple[int, ...], int] = {}  # count() per value set, until a fold changes the bytes
+        #: the map file's `file_key` when these bytes were read from it or written to it (None: neither)
+        self.saved: tuple[int, ...] | None = None
 
     # ---- loading and checking ---------------------------------------------------------
 
     @classmethod
-    def load(cls, base: str, alias: str) -> InboxMap:
-        """The stored map if it still matches the journals, else an empty one (to be folded from zero)."""
-        m = cls(base, alias)
-        raw = fsio.read_bytes(layout.inbox_map(base, alias))
-        if raw and m._parse(raw) and m._matches_journals():
-            m.offsets_from = min(len(m.status), fsio.file_size(layout.inbox_offsets(base, alias)) // _OFF)
-            return m
-        fresh = cls(base, alias)
-        fresh.changed = True
-        return fresh
+    def load(cls, base: str, alias: str, kept: InboxMap | None = None) -> InboxMap:
+        """The stored map if it still matches the journals, else an empty one (to be folded from zero).
+
+        ``kept``: this map as a long-lived store last saved or read it.  While
+        the file is the one it was (`file_key`), it is used instead of reading
+        and checksumming the file again (the whole map: at 100,000 messages
+        most of a page's cost).  It is a fold of the journals either way, so
+        it is checked against them as the file would be, and the caller folds
+        it forward; a file written since by anyone is read as before.
+        """
+        path = layout.inbox_map(base, alias)
+        key = file_key(path)
+        if kept is not None and key is not None and kept.saved == key and kept._matches_journals():
+            m = kept
+        else:
+            m = cls(base, alias)
+            raw = fsio.read_bytes(path)
+            if not (raw and m._parse(raw) and m._matches_journals()):
+                fresh = cls(base, alias)
+                fresh.changed = True
+                return fresh
+            m.saved = key  # taken before the read: a file changed in between reads as changed next time
+        m.offsets_from = min(len(m.status), fsio.file_size(layout.inbox_offsets(base, alias)) // _OFF)
+        return m
 
     def _parse(self, raw: bytes) -> bool:
         head, sep, body = raw.partition(b"\n")
@@ -141,6 +160,7 @@ class InboxMap:
             self.new_offsets.append(pos)
             self.ie, self.il, self.is_ = end, pos, rec["sum"]
             self.changed = True
+            self._counts.clear()
         known = {b[0] for b in self.bad}
         for p in self.problems:
             if p.offset < self.ie and p.offset not in known and len(self.bad) < 100:
@@ -155,6 +175,7 @@ class InboxMap:
                     seq = lookup_seq(rec.get("message"))
                 if type(seq) is int and 0 < seq <= len(self.status):
                     self.status[seq - 1] |= ACKED
+                    self._counts.clear()
             self.re, self.rl, self.rs = end, pos, rec["sum"]
             self.changed = True
         return self
@@ -177,7 +198,10 @@ class InboxMap:
         head = records.dumps({"v": VERSION, "n": len(body), "ie": self.ie, "il": self.il, "is": self.is_,
                               "re": self.re, "rl": self.rl, "rs": self.rs, "h": records.sha256_hex(body),
                               "bad": self.bad})
-        fsio.overwrite(layout.inbox_map(self.base, self.alias), head.encode() + b"\n" + body)
+        path = layout.inbox_map(self.base, self.alias)
+        self.saved = None  # until it is written whole
+        fsio.overwrite(path, head.encode() + b"\n" + body)
+        self.saved = file_key(path)
         self.offsets_from, self.new_offsets, self.changed = len(self.status), [], False
 
     def _all_offsets(self) -> list[int]:
@@ -216,7 +240,10 @@ class InboxMap:
         return 0 < seq <= len(self.status) and bool(self.status[seq - 1] & ACKED)
 
     def count(self, values: tuple[int, ...]) -> int:
-        return sum(self.status.count(v) for v in values)
+        found = self._counts.get(values)
+        if found is None:
+            found = self._counts[values] = sum(self.status.count(v) for v in values)
+        return found
 
     def unacked(self, *, requests_only: bool = False, priority_first: bool = True) -> Iterator[int]:
         """Sequence numbers of unacknowledged messages: oldest first, high priority before the rest if asked."""
@@ -238,6 +265,15 @@ class InboxMap:
             if len(out) >= limit:
                 break
         return out
+
+
+def file_key(path: str) -> tuple[int, ...] | None:
+    """A file's identity, size and times: equal while nobody has written it (no user can set the ctime)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _pack(offsets: list[int]) -> bytes:

@@ -51,10 +51,13 @@ class FileStore(TxnReads):
         # a journal found missing -> its collaboration directory's fsio.dir_key then: see FileTxn._absent
         self.absent: dict[str, tuple[int, int, int, int]] = {}
         self.handles = Handles()  # descriptors kept open between transactions (handles.py)
+        # inbox map path -> the map as the last transaction left it: see FileTxn.map
+        self.maps: dict[str, InboxMap] = {}
 
     def close(self) -> None:
         """Close what the store keeps open between transactions (it opens them again if used after)."""
         self.handles.close()
+        self.maps.clear()
 
     def describe(self) -> dict[str, Any]:
         """A root that does not exist yet is fine (the first write creates it); anything else there is not."""
@@ -231,6 +234,10 @@ def _no_collab(root: str, collab: str) -> Exception:
     return NotFound(f"no collaboration {collab} under {root}")
 
 
+#: Inbox maps a long-lived store keeps between transactions (each about a byte per message).
+_KEPT_MAPS = 16
+
+
 class FileTxn:
     """Everything a command reads and writes while it holds one collaboration's lock."""
 
@@ -269,6 +276,7 @@ class FileTxn:
             if exc[0] is None:
                 for m in self._maps.values():
                     views.quietly(m.save)
+                self._keep_maps()
         finally:
             if self.key is not None:
                 self.store.handles.give(f"{self.base}/{layout.LOCK}", self.key, self._lock.unlock_keep())
@@ -501,11 +509,32 @@ class FileTxn:
     # ---- the inbox map: unacknowledged mail at flat cost ---------------------------------------
 
     def map(self, alias: str) -> InboxMap:
+        """``alias``'s inbox map, folded up to the journals' ends.
+
+        A long-lived store (the MCP server) keeps each map between
+        transactions, so a read at 100,000 unread does not parse and checksum
+        the whole file again (`InboxMap.load`).  A transaction takes the kept
+        map for itself and gives it back only when it ends cleanly: a failed
+        one, or another thread, never sees a map half-way through a change.
+        """
         m = self._maps.get(alias)
         if m is None:
-            m = InboxMap.load(self.base, alias)
+            path = layout.inbox_map(self.base, alias)
+            m = InboxMap.load(self.base, alias, self.store.maps.pop(path, None))
             self._maps[alias] = m
         return m.fold(lambda mid: views.seq_of(self, mid))
+
+    def _keep_maps(self) -> None:
+        """Give this transaction's maps back to the store, each only as it is on disk (saved, or read unchanged)."""
+        kept = self.store.maps
+        for alias, m in self._maps.items():
+            if m.saved is None or m.changed:
+                continue
+            path = layout.inbox_map(self.base, alias)
+            kept.pop(path, None)
+            while len(kept) >= _KEPT_MAPS:
+                kept.pop(next(iter(kept)))
+            kept[path] = m
 
     def _record(self, m: InboxMap, seq: int, problems: list[Any] | None = None,
                 readers: tuple[fsio.LineReader, fsio.LineReader] | None = None) -> dict[str, Any] | None:
