@@ -213,7 +213,7 @@ class MemoryTxn:
             return True, list(self.data.broadcasts[base_id])
         return (False, []) if base_id in self.data.ids else (None, [])
 
-    def append_message(self, fields: Record, *, broadcast_of: list[str] | None = None) -> Message:
+    def append_message(self, fields: Record, *, broadcast_of: dict[str, str] | None = None) -> Message:
         if broadcast_of is not None:
             self.data.broadcasts[fields["broadcast"]] = list(broadcast_of)
         inbox = self.data.inboxes.setdefault(fields["to"], [])

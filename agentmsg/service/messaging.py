@@ -116,8 +116,8 @@ class Mailbox:
                     continue
                 if flags:
                     fields["flags"] = list(flags)
-                out.append(Sent(tx.append_message(fields, broadcast_of=wanted if fresh and i == 0 else None),
-                                already=False))
+                copies = {f["to"]: f["id"] for f, _e in planned} if fresh and i == 0 else None
+                out.append(Sent(tx.append_message(fields, broadcast_of=copies), already=False))
             return out
 
     def _reply(self, tx: Txn, sender: str, ref: str | None) -> tuple[Message | None, str | None]:

@@ -57,7 +57,7 @@ M3 = "33333333-3333-4333-8333-333333333333"  # driver -> reviewer, update (revie
 F1 = "f1f1f1f1-f1f1-4f1f-8f1f-f1f1f1f1f1f1"  # a forged message some cases send in prep
 NEW = "44444444-4444-4444-8444-444444444444"  # an id nothing uses yet
 BCAST = "b0b0b0b0-b0b0-4b0b-8b0b-b0b0b0b0b0b0"  # a broadcast some cases send in prep
-BCAST_CAROL = str(uuid.uuid5(uuid.UUID(BCAST), "carol"))  # its copy for carol (store._copy_id)
+BCAST_CAROL = str(uuid.uuid5(uuid.UUID(BCAST), "carol"))  # its copy for carol (rules.copy_id)
 NIL = "00000000-0000-4000-8000-000000000000"  # a collaboration / message that does not exist
 
 M1_SUBJECT, M1_BODY = "Review retry.py", "Please review retry.py.\nSecond line."

@@ -421,7 +421,7 @@ class FileTxn:
         """How an id was first used: (True, recipients) for a broadcast, (False, []) direct, (None, []) unused."""
         return views.broadcast(self, base_id)
 
-    def append_message(self, fields: dict[str, Any], *, broadcast_of: list[str] | None = None) -> Message:
+    def append_message(self, fields: dict[str, Any], *, broadcast_of: dict[str, str] | None = None) -> Message:
         """Durably append one message to its recipient's inbox: the one fsync of a send."""
         self.store.writable()
         alias = fields["to"]
@@ -430,10 +430,11 @@ class FileTxn:
         opened = views.open_transcripts(self, alias, broadcast_of or ())
         try:
             if broadcast_of is not None:
-                # Every copy's ids/ log too, before the first copy is stored: never a broadcast cut short.
+                # Every copy's ids/ log too (the ids the service chose), before the first copy is stored:
+                # never a broadcast cut short.
                 base_id = fields["broadcast"]
-                views.refuse_index_links(self, [base_id, *(rules.copy_id(base_id, a) for a in broadcast_of)])
-                views.write_broadcast(self, base_id, broadcast_of)
+                views.refuse_index_links(self, [base_id, *broadcast_of.values()])
+                views.write_broadcast(self, base_id, list(broadcast_of))
             fields = dict(fields, cseq=self.next_cseq())
             self.dir("inbox")
             path = layout.inbox(self.base, alias)

@@ -500,7 +500,7 @@ class PgTxn:
             return True, [r[0].split("/", 1)[1] for r in rows]
         return (False, []) if self.message(base_id) is not None else (None, [])
 
-    def append_message(self, fields: Record, *, broadcast_of: list[str] | None = None) -> Message:
+    def append_message(self, fields: Record, *, broadcast_of: dict[str, str] | None = None) -> Message:
         if broadcast_of is not None:
             self._pending_broadcasts[fields["broadcast"]] = list(broadcast_of)
         rec = self._append(inbox(self.alias(fields["to"])), dict(fields, cseq=self._next_cseq()))
