@@ -507,16 +507,32 @@ class locked:  # lower case: used like the function it replaced, ``with fsio.loc
     Raises StoreFailed when the lock stays held that long.
     """
 
-    __slots__ = ("_fd", "_fh", "path", "timeout")
+    __slots__ = ("_fd", "_fh", "create_if", "path", "timeout")
 
-    def __init__(self, path: StrPath, timeout: float, fd: int | None = None) -> None:
-        """``fd``: the lock file, already open (`unlock_keep` gave it back), or None to open it."""
-        self.path, self.timeout = path, timeout
+    def __init__(self, path: StrPath, timeout: float, fd: int | None = None,
+                 create_if: Callable[[], bool] | None = None) -> None:
+        """``fd``: the lock file, already open (`unlock_keep` gave it back), or None to open it.
+
+        ``create_if``: a missing lock file is created only if this says so
+        (else FileNotFoundError), so looking into a directory that is not what
+        the caller wants leaves nothing behind; by default it is created.
+        """
+        self.path, self.timeout, self.create_if = path, timeout, create_if
         self._fh: IO[Any] | None = None
         self._fd = fd
 
+    def _open(self) -> int:
+        if self.create_if is None:
+            return _open(self.path, os.O_RDWR | os.O_CREAT)
+        try:
+            return _open(self.path, os.O_RDWR)
+        except FileNotFoundError:
+            if not self.create_if():
+                raise
+        return _open(self.path, os.O_RDWR | os.O_CREAT)
+
     def __enter__(self) -> None:
-        fd = self._fd if self._fd is not None else _open(self.path, os.O_RDWR | os.O_CREAT)
+        fd = self._fd if self._fd is not None else self._open()
         self._fd = None
         # flock needs only the descriptor; a file object (which portalocker wants) costs an fstat,
         # and a buffered one an ioctl and three lseeks more, on every transaction.

@@ -269,7 +269,8 @@ def bench_reads(tmp: Path, sizes: list[int], repeats: int) -> list[dict[str, Any
             samples.append(time.perf_counter() - t0)
             if page.total != n or len(page.messages) != min(n, 20):
                 raise SystemExit(f"unread {n}: got total {page.total}, {len(page.messages)} on the page")
-        rows.append({"unread": n, "median_ms": statistics.median(samples) * 1e3, "build": timings})
+        rows.append({"unread": n, "median_ms": statistics.median(samples) * 1e3, "build": timings,
+                     "shown": len(page.messages)})
         print(f"Mailbox.inbox, {n:>7,} unread: median {rows[-1]['median_ms']:.3f} ms "
               f"({', '.join(f'{k} {v:.1f}s' for k, v in timings.items())})", flush=True)
         shutil.rmtree(tmp / f"read-{n}", ignore_errors=True)
@@ -334,12 +335,16 @@ def markdown(info: dict[str, str], send: dict[str, Any], reads: list[dict[str, A
     first = reads[0]["median_ms"]
     lines += [f"### Inbox read, one page, by unread count (median of {repeats} reads)", "",
               "Timed: `Mailbox.inbox(collab, reviewer)` (lock, registry, the inbox map, 20 records by offset).", "",
-              f"| unread | median | vs {reads[0]['unread']:,} |", "|---:|---:|---:|"]
+              f"| unread | on the page | median | vs {reads[0]['unread']:,} |", "|---:|---:|---:|---:|"]
     for r in reads:
-        lines.append(f"| {r['unread']:,} | {r['median_ms']:.3f} ms | {r['median_ms'] / first:.2f}x |")
+        lines.append(f"| {r['unread']:,} | {r['shown']} | {r['median_ms']:.3f} ms | {r['median_ms'] / first:.2f}x |")
     lines += ["", "Built by `build_unread`: the messages written in bulk in the exact on-disk format, the last "
                   f"{TAIL} through `Mailbox.send` (whose first id lookup rebuilds `ids/` with the store's own code),",
-              "then one untimed read that folds the inbox map once."]
+              "then one untimed read that folds the inbox map once.  One `Mailbox` (one long-lived store, as the",
+              "MCP server holds) does every read, so from the second on the store's kept inbox map is used while",
+              "the map file is unchanged (docs/ARCHITECTURE.md); a page costs its records, and a page of 10 costs",
+              "less than one of 20. A new process reads the map from disk once: \"## Hook and ack\" times whole",
+              "processes."]
     return "\n".join(lines) + "\n"
 
 

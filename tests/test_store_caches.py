@@ -288,3 +288,23 @@ def test_state_removed_under_a_store_that_keeps_the_map_is_rebuilt(store, collab
     assert unread(store, collab) == ids[1:]
     assert (collab.root / "collabs" / collab.id / "state" / "reviewer.map").exists()
     assert clean(store) == []
+
+
+def test_a_directory_with_no_opening_record_is_not_found_and_left_as_it_was(store, collab, root) -> None:
+    import uuid
+
+    from agentmsg.errors import NotFound
+
+    stray = root / "collabs" / str(uuid.uuid4())
+    stray.mkdir()
+    (stray / "notes.txt").write_text("not a collaboration")
+    for port in (store.port, FileStore(root).port):  # a long-lived store, and a first use
+        with pytest.raises(NotFound):
+            with port.transaction(stray.name):
+                pass
+        with pytest.raises(NotFound):
+            store.inbox(stray.name, "reviewer")
+    assert sorted(p.name for p in stray.iterdir()) == ["notes.txt"]
+    (collab.dir / "write.lock").unlink()  # a real collaboration's lock, removed: made again
+    assert store.send(collab.id, collab.driver, draft("reviewer"))[0].message.to == "reviewer"
+    assert (collab.dir / "write.lock").exists()

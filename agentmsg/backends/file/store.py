@@ -251,7 +251,11 @@ class FileTxn:
         # the descriptors of base's files kept between transactions (handles.py)
         self.key = fsio.dir_key(located) if located is not None else None
         lock = f"{base}/{layout.LOCK}"
-        self._lock = fsio.locked(lock, store.lock_timeout, fd=store.handles.take(lock, self.key))
+        # A collaboration's lock is made with it (FileStore.create); one missing from a directory with no
+        # opening record is not made by a transaction that must find that record (NotFound, nothing left).
+        events = f"{base}/{layout.EVENTS}"
+        self._lock = fsio.locked(lock, store.lock_timeout, fd=store.handles.take(lock, self.key),
+                                 create_if=(lambda: os.path.lexists(events)) if opened else None)
         self._listed: dict[str, tuple[int, int, int, int] | None] = {}  # directory -> its key, when listed
         self._registry: Registry | None = None
         self._maps: dict[str, InboxMap] = {}
@@ -261,7 +265,12 @@ class FileTxn:
         self._stats: dict[str, os.stat_result | None] = {}  # journal -> its lstat, until this transaction writes it
 
     def __enter__(self) -> FileTxn:
-        self._lock.__enter__()
+        try:
+            self._lock.__enter__()
+        except FileNotFoundError:
+            if not self._opened:
+                raise
+            raise _no_collab(self.root, self.collab) from None  # no lock file and no opening record
         try:
             self._check_subdirs()
             if self._opened and self.lstat(f"{self.base}/{layout.EVENTS}") is None:
