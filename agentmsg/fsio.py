@@ -418,6 +418,12 @@ def atomic_write(path: StrPath, data: bytes, *, durable: bool = True) -> None:
 
 def read_bytes(path: StrPath, offset: int = 0) -> bytes | None:
     """The file's bytes from ``offset`` on; None when it does not exist."""
+    found = read_stat(path, offset)
+    return found[0] if found is not None else None
+
+
+def read_stat(path: StrPath, offset: int = 0) -> tuple[bytes, os.stat_result] | None:
+    """`read_bytes`, with the ``fstat`` its open checked (what the file was when it was read)."""
     try:
         fd, st = _open_stat(path, os.O_RDONLY)
     except FileNotFoundError:
@@ -429,7 +435,7 @@ def read_bytes(path: StrPath, offset: int = 0) -> bytes | None:
             chunk = os.pread(fd, want, offset)
             chunks.append(chunk)
             if len(chunk) < want:
-                return b"".join(chunks)
+                return b"".join(chunks), st
             offset += len(chunk)
             want = CHUNK
     finally:

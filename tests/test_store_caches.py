@@ -208,7 +208,7 @@ def same_key_always(monkeypatch: pytest.MonkeyPatch) -> None:
     kept after this is used however the file changed."""
     from agentmsg.backends.file import inboxmap
 
-    monkeypatch.setattr(inboxmap, "file_key", lambda path: (0, 0, 0, 0, 0))
+    monkeypatch.setattr(inboxmap, "_key", lambda st: (0, 0, 0, 0, 0))
 
 
 def test_a_kept_inbox_map_is_not_read_again_while_its_file_is_unchanged(store, collab, monkeypatch) -> None:
@@ -294,6 +294,7 @@ def test_a_directory_with_no_opening_record_is_not_found_and_left_as_it_was(stor
     import uuid
 
     from agentmsg.errors import NotFound
+    from tests.cli_helpers import run
 
     stray = root / "collabs" / str(uuid.uuid4())
     stray.mkdir()
@@ -304,6 +305,10 @@ def test_a_directory_with_no_opening_record_is_not_found_and_left_as_it_was(stor
                 pass
         with pytest.raises(NotFound):
             store.inbox(stray.name, "reviewer")
+    for args in (("show", "--collab", stray.name, str(uuid.uuid4())),
+                 ("inbox", "--collab", stray.name, "--self", str(collab.reviewer))):
+        res = run(*args, root=root)  # the CLI as agents call it: one line, the not-found code
+        assert res.code == 3 and res.stderr.startswith(f"not found: no collaboration {stray.name}"), res
     assert sorted(p.name for p in stray.iterdir()) == ["notes.txt"]
     (collab.dir / "write.lock").unlink()  # a real collaboration's lock, removed: made again
     assert store.send(collab.id, collab.driver, draft("reviewer"))[0].message.to == "reviewer"

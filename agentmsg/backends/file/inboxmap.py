@@ -84,17 +84,16 @@ class InboxMap:
         it forward; a file written since by anyone is read as before.
         """
         path = layout.inbox_map(base, alias)
-        key = file_key(path)
-        if kept is not None and key is not None and kept.saved == key and kept._matches_journals():
+        if kept is not None and kept.saved is not None and kept.saved == file_key(path) and kept._matches_journals():
             m = kept
-        else:
+        else:  # one open reads the file and says what it was (no lstat when nothing is kept: the hooks' case)
             m = cls(base, alias)
-            raw = fsio.read_bytes(path)
-            if not (raw and m._parse(raw) and m._matches_journals()):
+            found = fsio.read_stat(path)
+            if not (found and found[0] and m._parse(found[0]) and m._matches_journals()):
                 fresh = cls(base, alias)
                 fresh.changed = True
                 return fresh
-            m.saved = key  # taken before the read: a file changed in between reads as changed next time
+            m.saved = _key(found[1])  # the open's fstat: a write after it reads as changed next time
         m.offsets_from = min(len(m.status), fsio.file_size(layout.inbox_offsets(base, alias)) // _OFF)
         return m
 
@@ -270,9 +269,12 @@ class InboxMap:
 def file_key(path: str) -> tuple[int, ...] | None:
     """A file's identity, size and times: equal while nobody has written it (no user can set the ctime)."""
     try:
-        st = os.lstat(path)
+        return _key(os.lstat(path))
     except OSError:
         return None
+
+
+def _key(st: os.stat_result) -> tuple[int, ...]:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
