@@ -229,3 +229,95 @@ def test_garbage_in_an_index_log_is_rebuilt_from_the_journals(world: World) -> N
     assert code == 0 and doc["result"]["already"] is False, err
     assert log.read_bytes().startswith(f"m {mid} reviewer ".encode())  # written whole again
     assert world.verify() == (0, [])
+
+
+# ---- a derived file never decides who gets mail, or hides it ------------------------------------------
+
+
+def test_an_edited_registry_yaml_routes_nothing(world: World, tmp_path: Path) -> None:
+    """``registry.yaml`` still names the newest event, but its aliases and pins were edited: collab.jsonl decides."""
+    first = world.send("before the edit")
+    registry = world.dir / "registry.yaml"
+    pristine = registry.read_bytes()
+    edited = pristine.replace(b'"reviewer"', b'"mallory"').replace(REVIEWER.encode(), b"human:mallory")
+    assert edited != pristine and b"built_from" in edited
+    registry.write_bytes(edited)
+
+    code, doc, err = world.cli("send", "--collab", world.collab, "--self", DRIVER, "--to", "mallory", "--subject",
+                               "s", "--body", "to a name only the edit knows")
+    assert (code, doc["error"]["message"]) == (4, "FAILED(unknown agent): mallory"), err
+    assert not (world.dir / "inbox" / "mallory.jsonl").exists()
+    second = world.send("after the edit")  # the real recipient is still one
+    code, doc, err = world.cli("inbox", "--collab", world.collab, "--self", "human:mallory")
+    assert code != 0 and doc["ok"] is False, "the edited pin took no binding"
+    assert world.inbox_ids() == [first, second]
+    res = run_hook("claude", "UserPromptSubmit", tmp_path, world.root, REVIEWER_SESSION)
+    assert "subject: after the edit" in res.text
+
+    code, findings = world.verify()
+    assert code == 13 and [(f["path"], f["kind"], f["tampering"]) for f in findings] == [
+        (str(registry), "edited", True)], _kinds(findings)
+    assert registry.read_bytes() == edited, "left for verify to show; repair renders it again"
+    code, _doc, err = world.cli("repair")
+    assert code == 0, err
+    assert registry.read_bytes() == pristine
+    assert world.verify() == (0, [])
+
+
+def _index_lines(world: World, mid: str) -> list[str]:
+    return [line for line in (world.dir / "ids" / f"{mid[:2]}.log").read_text().splitlines() if f" {mid} " in line]
+
+
+def test_a_broadcast_entry_written_over_a_message_never_hides_it(world: World) -> None:
+    mid = world.send("a direct message")
+    log = world.dir / "ids" / f"{mid[:2]}.log"
+    log.write_bytes(log.read_bytes() + f"b {mid} reviewer .\n".encode())  # the last whole entry counts
+    code, findings = world.verify()
+    assert code == 13 and any(mid in f["detail"] and f["kind"] == "damaged" for f in findings), _kinds(findings)
+    # the same send again, with its id: the stored message, not "already stored as a broadcast"
+    code, doc, err = world.cli("send", "--collab", world.collab, "--self", DRIVER, "--to", "reviewer", "--subject",
+                               "a direct message"[:20], "--body", "a direct message", "--id", mid)
+    assert code == 0 and doc["result"]["results"][0]["state"] == "already stored", err
+    code, doc, err = world.cli("show", mid, "--collab", world.collab)
+    assert code == 0 and doc["result"]["message"]["body"] == "a direct message", err
+    code, doc, err = world.cli("ack", "--collab", world.collab, "--self", REVIEWER, "--message", mid)
+    assert code == 0 and doc["result"]["already"] is False, err
+    assert world.verify() == (0, [])  # the lookup wrote the message's entry again, after the false one
+
+    # with the message's own entry gone too, only the false one left: the journals still decide
+    other = world.send("another direct message")
+    log = world.dir / "ids" / f"{other[:2]}.log"
+    kept = [line for line in log.read_text().splitlines() if f" {other} " not in line]
+    log.write_text("\n".join([*kept, f"b {other} reviewer ."]) + "\n")
+    code, findings = world.verify()
+    assert code == 13 and any(other in f["detail"] for f in findings), _kinds(findings)
+    code, doc, err = world.cli("show", other, "--collab", world.collab)
+    assert code == 0 and doc["result"]["message"]["body"] == "another direct message", err
+    code, _doc, err = world.cli("repair")
+    assert code == 0, err
+    assert world.verify() == (0, [])
+    assert [line.split()[0] for line in _index_lines(world, other)] == ["m"]
+
+
+def test_a_broadcast_entry_that_disagrees_with_its_copies_is_reported(world: World) -> None:
+    code, doc, err = world.cli("send", "--collab", world.collab, "--self", DRIVER, "--to", "all", "--subject", "b",
+                               "--body", "to everyone")
+    assert code == 0, err
+    copy = doc["result"]["results"][0]["id"]
+    code, doc, err = world.cli("show", copy, "--collab", world.collab)
+    assert code == 0, err
+    base = doc["result"]["message"]["broadcast"]
+    assert [line.split()[0] for line in _index_lines(world, base)] == ["b"]
+    assert world.verify() == (0, [])
+    log = world.dir / "ids" / f"{base[:2]}.log"
+    log.write_text(log.read_text().replace(f"b {base} reviewer .", f"b {base} driver ."))
+    code, findings = world.verify()
+    assert code == 13 and any(base in f["detail"] and f["kind"] == "damaged" for f in findings), _kinds(findings)
+    log.write_text("\n".join(line for line in log.read_text().splitlines() if f" {base} " not in line) + "\n")
+    code, findings = world.verify()
+    assert code == 13 and any(f"broadcast {base} has no index entry" in f["detail"] for f in findings), \
+        _kinds(findings)
+    code, _doc, err = world.cli("repair")
+    assert code == 0, err
+    assert world.verify() == (0, [])
+    assert _index_lines(world, base) == [f"b {base} reviewer ."]

@@ -139,7 +139,7 @@ def test_cli_verify_exit_codes(ann_and_bob) -> None:
 
 
 def test_cli_verify_catches_a_hand_edited_registry(ann_and_bob) -> None:
-    """registry.yaml is derived, but recipients resolve through it: rebinding an alias by hand is tampering."""
+    """registry.yaml is a rendered view (nothing routes through it), but rebinding an alias in it is tampering."""
     cli, cdir = ann_and_bob
     assert cli("verify", "--collab", cdir.name).returncode == 0
     registry = cdir / "registry.yaml"

@@ -96,14 +96,16 @@ def _check_head(path: Path, last_seq: int, last_sum: str, lines: int) -> list[Fi
 
 
 def check_registry(cdir: Path) -> list[Finding]:
-    """``registry.yaml`` is derived, but recipients resolve through it: it must equal the replay."""
+    """``registry.yaml`` is a rendered view that nothing routes through; one edited in place is still reported:
+    a person reads it, and someone changed a file under the state root."""
     reg = rules.replay(rec for _, rec in Journal(cdir / layout.EVENTS).scan())
     actual = views.registry_document(str(cdir))  # None when stale: then it is replayed, never trusted
     if reg is None or actual is None or {k: v for k, v in actual.items() if k != "built_from"} == \
             rules.registry_document(reg):
         return []
     return [Finding(str(cdir / layout.REGISTRY), 1, "edited",
-                    "differs from the registry replayed from collab.jsonl (recipients resolve through it)")]
+                    "differs from the registry replayed from collab.jsonl, which routes mail "
+                    "(agentmsg repair renders it again)")]
 
 
 def verify(store: FileStore, collab: str | None = None) -> tuple[int, list[dict[str, Any]]]:
@@ -147,12 +149,21 @@ def check_derived(tx: FileTxn) -> list[Finding]:
     known = set(aliases) | (set(reg.participants) if reg else set())
     entries = views.index_entries(tx)
     by_seq = {(rec["to"], rec["seq"]): rec for rec in messages.values()}
+    copies: dict[str, set[str]] = {}  # broadcast id -> the recipients of its stored copies
+    for rec in messages.values():
+        if isinstance(rec.get("broadcast"), str):
+            copies.setdefault(rec["broadcast"], set()).add(rec["to"])
     for mid, doc in entries.items():
         path = layout.index(base, mid)
         if not doc:
-            found.append(Finding(path, 1, "damaged", f"index entry of {mid} does not parse (run agentmsg repair)"))
+            found.append(Finding(path, 1, "damaged", f"index entry of {mid} does not parse, or names both a "
+                                 "message and a broadcast (run agentmsg repair)"))
         elif "broadcast" in doc:
-            continue
+            # A broadcast cut short by a crash has fewer copies than its entry names (a re-send completes
+            # it); a copy the entry does not name, or a message under the broadcast's own id, is damage.
+            if mid in messages or not copies.get(mid, set()) <= set(doc["broadcast"]):
+                found.append(Finding(path, 1, "damaged", f"broadcast entry of {mid} disagrees with the stored "
+                                     "messages (run agentmsg repair)"))
         elif mid not in messages:
             inbox = doc.get("inbox")
             size = fsio.file_size(layout.inbox(base, str(inbox))) if rules.is_alias(inbox) else 0
@@ -168,10 +179,11 @@ def check_derived(tx: FileTxn) -> list[Finding]:
             if doc.get("inbox") != rec["to"] or doc.get("seq") != rec["seq"] or doc.get("digest") != rec["digest"]:
                 found.append(Finding(path, 1, "damaged", f"index entry of {mid} disagrees with its record "
                                      "(run agentmsg repair)"))
-    for mid in messages:
+    for mid in [*messages, *copies]:
         if mid not in entries:
+            what = "message" if mid in messages else "broadcast"
             found.append(Finding(layout.index(base, mid), 0, "derived",
-                                 f"message {mid} has no index entry (run agentmsg repair)"))
+                                 f"{what} {mid} has no index entry (run agentmsg repair)"))
     for alias in sorted(known):
         for _pos, rec in Journal(layout.receipts(base, alias)).scan():
             named = rec.get("message")

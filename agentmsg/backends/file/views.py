@@ -20,15 +20,15 @@ from .inboxmap import InboxMap, record_at
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Mapping
     from typing import Any
 
     from ...domain.values import Message, Registry
     from .store import FileStore, FileTxn
 
 REGISTRY_HEADER = (
-    "# agentmsg registry: authoritative alias -> participant map.\n"
-    "# Rebuilt from collab.jsonl under the write lock; edits here are overwritten.\n"
+    "# agentmsg registry: the alias -> participant map, rendered from collab.jsonl.\n"
+    "# Nothing reads it to route mail (collab.jsonl decides); edits are reported by verify.\n"
     "# Written in YAML's JSON-compatible style so stdlib-only hooks can read it.\n"
 )
 
@@ -80,8 +80,9 @@ def locate(root: str, collab: str, *, opened: bool = True) -> tuple[str, os.stat
 # ---- registry.yaml ------------------------------------------------------------------------
 
 
-def registry_document(base: str) -> dict[str, Any] | None:
-    """``registry.yaml`` if it was built from the newest event; None when missing, damaged or stale."""
+def registry_document(base: str, last: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    """``registry.yaml`` if it was built from the newest event (``last``, else read); None when missing,
+    damaged or stale.  Only ``verify`` looks inside: it reports one whose contents differ from the replay."""
     raw = fsio.read_bytes(f"{base}/{layout.REGISTRY}")
     if raw is None:
         return None
@@ -91,37 +92,36 @@ def registry_document(base: str) -> dict[str, Any] | None:
         return None
     if not isinstance(doc, dict) or not isinstance(doc.get("participants"), dict):
         return None
-    last = Journal(f"{base}/{layout.EVENTS}").last()
+    if last is None:
+        last = Journal(f"{base}/{layout.EVENTS}").last()
     if not last or doc.get("built_from") != {"seq": last["seq"], "sum": last["sum"]}:
         return None
     return doc
 
 
 def registry(tx: FileTxn) -> Registry:
-    """The registry, from ``registry.yaml`` when it names the newest event, else replayed (and rewritten).
+    """The registry, always replayed from ``collab.jsonl``: ``registry.yaml`` is rendered, never trusted.
 
-    The store remembers the last one per collaboration, keyed by
+    Recipients and bindings resolve through the registry, so a derived file
+    must not decide them: an edited ``registry.yaml`` is ignored here (and
+    reported by ``verify``), a missing or stale one is written again.  The
+    replay reads membership events only, a few per participant, never the
+    mail.  The store remembers the last one per collaboration, keyed by
     ``collab.jsonl``'s identity, size and modification time: a long-lived
-    process (the MCP server) then reads neither file while membership stays
-    the same. Any event changes the key.
+    process (the MCP server) then reads nothing while membership stays the
+    same.  Any event changes the key.
     """
     key = tx.events_key()
     cached = tx.store.registries.get(tx.collab)
     if key is not None and cached is not None and cached[0] == key:
         return cached[1]
-    reg = None
-    doc = registry_document(tx.base)
-    if doc is not None:
-        try:
-            reg = rules.registry_from_document(doc)
-        except (ValueError, KeyError, TypeError, AttributeError):
-            pass
+    events = tx.events()
+    reg = rules.replay(events)
     if reg is None:
-        reg = rules.replay(tx.events())
-        if reg is None:
-            from ...errors import NotFound  # only here: agentmsg.errors costs every hook ~0.3 ms
+        from ...errors import NotFound  # only here: agentmsg.errors costs every hook ~0.3 ms
 
-            raise NotFound(f"collaboration {tx.collab} has no opening record")
+        raise NotFound(f"collaboration {tx.collab} has no opening record")
+    if registry_document(tx.base, events[-1]) is None:  # missing, damaged or stale: rendered again
         quietly(write_registry, tx, reg)
     if key is not None:
         tx.store.registries[tx.collab] = (key, reg)
@@ -293,19 +293,27 @@ def _read_index(tx: FileTxn, message: str) -> tuple[dict[str, Any], list[int]] |
 
 
 def _fold_entries(found: list[list[str]]) -> tuple[dict[str, Any], list[int]]:
-    """The last whole entry wins; a torn or damaged line after it makes the id's entry damaged (``{}``)."""
+    """The last whole entry wins; a torn or damaged line after it makes the id's entry damaged (``{}``).
+
+    So does a broadcast entry after a message entry: an id that names a
+    stored message never names a broadcast (the service refuses to reuse it
+    either way), so the pair is damage, and the journals decide.
+    """
     doc: dict[str, Any] = {}
     offsets: list[int] = []
+    named_message = False
     for fields in found:
         kind, whole = fields[0], len(fields) > 2 and fields[-1] == "."
         if kind == "m" and whole and len(fields) == 7 and rules.is_alias(fields[2]) and fields[3].isdigit() \
                 and fields[4].isdigit() and _is_hex(fields[5]):
             doc = {"inbox": fields[2], "offset": int(fields[3]), "seq": int(fields[4]), "digest": fields[5]}
+            named_message = True
         elif kind == "r" and whole and len(fields) == 4 and fields[2].isdigit():
             offsets.append(int(fields[2]))
         elif kind == "r":
             continue  # a torn receipt pointer: the receipt is still in its journal (acked() scans for an ack)
-        elif kind == "b" and whole and len(fields) > 3 and all(rules.is_alias(a) for a in fields[2:-1]):
+        elif kind == "b" and whole and len(fields) > 3 and all(rules.is_alias(a) for a in fields[2:-1]) \
+                and not named_message:
             doc = {"broadcast": fields[2:-1]}
         else:
             doc = {}  # a damaged line after the last good entry: the journals decide
@@ -426,9 +434,9 @@ def lookup(tx: FileTxn, message: str) -> dict[str, Any] | None:
             return rec
         if "broadcast" not in doc and (overtaken(message, doc, rec) or _reservation(tx, doc)):
             return None  # a reservation that never became a record
-    if "broadcast" in doc and isinstance(doc["broadcast"], list):
-        return None
-    rec = _scan_for(tx, message)  # damaged entry: the journals decide
+    # A damaged entry, or a broadcast's: the journals decide.  A broadcast's own id names no message, but an
+    # entry alone must not hide one (a line written over a message's), so that rare lookup scans too.
+    rec = _scan_for(tx, message)
     if rec is not None:
         quietly(_reindex_one, tx, rec)
     return rec
