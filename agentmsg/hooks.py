@@ -360,7 +360,11 @@ class Hook:
                 raise HookError(f"corrupt hook state {layout.hook_state(tx.base, alias)}")
             self.save_state(tx, alias, fresh)
             raise HookError(f"corrupt hook state {layout.hook_state(tx.base, alias)}; reset it")
-        return doc if doc.get("pin") == self.pin else fresh  # another pin's state: a takeover
+        if doc.get("pin") != self.pin:
+            return fresh  # another pin's state: a takeover
+        # "shown at a later prompt than this one" is no state of ours: it would hold a message back for good
+        doc["shown"] = {k: v for k, v in doc["shown"].items() if v <= doc["prompt"]}
+        return doc
 
     def save_state(self, tx: FileTxn, alias: str, doc: dict[str, Any]) -> None:
         doc["seen"] = {"host": self.host, "event": self.event, "ts": records.now_utc()}

@@ -699,6 +699,24 @@ def test_ack_only_by_recipient_and_idempotent(cli: Cli) -> None:
     assert code == 3 and err == f"not found: no message {NIL} in collaboration {cli.collab}\n"
 
 
+def test_ack_names_several_messages_and_prints_a_line_for_each(cli: Cli) -> None:
+    mids = [cli.send_id("driver", "reviewer", f"m{i}") for i in range(3)]
+    before = snapshot(cli.root)
+    code, _, err = cli.run("ack", "--collab", cli.collab, "--self", REVIEWER)
+    assert code == 2 and err == "usage: name the messages to acknowledge: agentmsg ack ID [ID...] " \
+        "(or --message ID, repeated)\n"
+    assert snapshot(cli.root) == before
+    code, out, err = cli.run("ack", "--collab", cli.collab, "--self", REVIEWER, mids[0], "--message", mids[2])
+    assert code == 0, err
+    lines = out.splitlines()
+    assert [line.split(" at ")[0] for line in lines] == [f"acknowledged: {mids[0]}", f"acknowledged: {mids[2]}"]
+    code, doc, err = cli.json("ack", "--collab", cli.collab, "--self", REVIEWER, mids[1], mids[2])
+    assert code == 0, err
+    assert [(r["message"], r["already"]) for r in doc["result"]["results"]] == [(mids[1], False), (mids[2], True)]
+    code, doc, err = cli.json("inbox", "--collab", cli.collab, "--self", REVIEWER)
+    assert code == 0 and doc["result"]["messages"] == [], err
+
+
 def test_status_pending_counts_follow_states(cli: Cli) -> None:
     mid = cli.send_id("driver", "reviewer", "r1", "--kind", "request")
     cli.send_id("driver", "reviewer", "u1")
@@ -933,7 +951,8 @@ def test_human_may_close(cli: Cli) -> None:
 BAD_INPUT = [
     (["send", "--frob"], 2, "usage: No such option: --frob"),
     (["open", "--self", DRIVER, "--label", "l", "--task", "t"], 2, "usage: Missing option '--alias'."),
-    (["ack", "--self", DRIVER], 2, "usage: Missing option '--message'."),
+    (["ack", "--self", DRIVER], 2,
+     "usage: name the messages to acknowledge: agentmsg ack ID [ID...] (or --message ID, repeated)"),
     (["frobnicate"], 2, "usage: No such command 'frobnicate'."),
     (["log", "frob"], 2, "usage: No such command 'frob'."),
     (["show"], 2, "usage: Missing argument "),

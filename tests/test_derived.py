@@ -321,3 +321,54 @@ def test_a_broadcast_entry_that_disagrees_with_its_copies_is_reported(world: Wor
     assert code == 0, err
     assert world.verify() == (0, [])
     assert _index_lines(world, base) == [f"b {base} reviewer ."]
+
+
+def _delete_every_derived_file(world: World) -> None:
+    for name in ("ids", "state", "transcripts"):
+        shutil.rmtree(world.dir / name)
+    for name in ("registry.yaml", "collaboration.md"):
+        (world.dir / name).unlink()
+    shutil.rmtree(world.root / "pins")
+
+
+@pytest.mark.parametrize("command", ["verify", "inbox", "status", "registry", "hook"])
+def test_after_deleting_every_derived_file_any_command_leaves_verify_clean(world: World, tmp_path: Path,
+                                                                          command: str) -> None:
+    """Nothing but the journals left, one command, then ``verify``: clean, and the views are back as rendered."""
+    ids = [world.send(f"message {i}") for i in range(3)]
+    code, _doc, err = world.cli("ack", "--collab", world.collab, "--self", REVIEWER, "--message", ids[0])
+    assert code == 0, err
+    names = ["registry.yaml", "collaboration.md", "transcripts/reviewer.md", "transcripts/driver.md"]
+    rendered = {n: (world.dir / n).read_bytes() for n in names if (world.dir / n).exists()}
+    assert "transcripts/reviewer.md" in rendered
+    _delete_every_derived_file(world)
+    if command == "hook":
+        res = run_hook("claude", "UserPromptSubmit", tmp_path, world.root, REVIEWER_SESSION)
+        assert "subject: message 1" in res.text and "subject: message 0" not in res.text
+    else:
+        args = {"inbox": ["--collab", world.collab, "--self", REVIEWER], "registry": ["--collab", world.collab],
+                "status": ["--self", REVIEWER]}.get(command, [])
+        code, _doc, err = world.cli(command, *args)
+        assert code == 0, err
+    assert world.verify() == (0, [])
+    assert {n: (world.dir / n).read_bytes() for n in rendered} == rendered
+    code, doc, err = world.cli("show", ids[2], "--collab", world.collab)
+    assert code == 0 and doc["result"]["message"]["body"] == "message 2", err
+
+
+@pytest.mark.parametrize("name", ["collaboration.md", "transcripts/reviewer.md"])
+def test_an_edited_or_shortened_transcript_is_reported(world: World, name: str) -> None:
+    world.send("what was said")
+    world.send("what came next")
+    path = world.dir / name
+    pristine = path.read_bytes()
+    assert b"what was said" in pristine
+    for damaged in (pristine.replace(b"what was said", b"what was NOT said"), pristine[: pristine.rfind(b"## ")]):
+        path.write_bytes(damaged)
+        code, findings = world.verify()
+        assert code == 13 and [(f["path"], f["kind"]) for f in findings] == [(str(path), "derived")], \
+            _kinds(findings)
+    code, _doc, err = world.cli("repair")
+    assert code == 0, err
+    assert path.read_bytes() == pristine
+    assert world.verify() == (0, [])

@@ -346,6 +346,22 @@ def test_damaged_registry_falls_back_to_the_records(tmp_path, store, collab):
     assert "subject: pending" in run_hook("claude", "UserPromptSubmit", tmp_path, collab.root, REVIEWER_SESSION).text
 
 
+def test_a_hook_state_that_claims_a_later_prompt_holds_nothing_back(tmp_path, store, collab):
+    """``shown`` at a prompt still to come would keep a message out of every prompt: such entries are dropped."""
+    send(store, collab, collab.driver, "reviewer", "first pending")
+    assert "subject: first pending" in run_hook("claude", "UserPromptSubmit", tmp_path, collab.root,
+                                                REVIEWER_SESSION).text
+    later = send(store, collab, collab.driver, "reviewer", "second pending")
+    path = collab.dir / "state" / "reviewer.hook.json"
+    doc = json.loads(path.read_text())
+    seq = str(store.message(collab.id, later).seq)
+    doc["shown"] = {**doc["shown"], seq: doc["prompt"] + 10**6}
+    path.write_text(json.dumps(doc))
+    res = run_hook("claude", "UserPromptSubmit", tmp_path, collab.root, REVIEWER_SESSION)
+    assert "subject: second pending" in res.text
+    assert log_lines(collab.root) == []
+
+
 def test_closed_collaboration_is_inert(tmp_path, store, collab):
     send(store, collab, collab.driver, "reviewer", "pending")
     store.close(collab.id, collab.driver)

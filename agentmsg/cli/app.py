@@ -216,14 +216,22 @@ def show(
 
 
 def ack(
-    message: Annotated[list[str], typer.Option(help="Message UUID to acknowledge (repeat for several).")],
+    ids: Annotated[list[str] | None, typer.Argument(metavar="[MESSAGE_ID]...",
+                                                     help="Message UUIDs to acknowledge.", show_default=False)] = None,
+    message: Annotated[list[str] | None, typer.Option(
+        help="Message UUID to acknowledge (repeat for several; the same as naming it).", show_default=False)] = None,
     collab: Collab = None,
     self_: Self = None,
     root: Root = None,
     json_: Json = False,
 ) -> int:
     """Record that you (the exact recipient) read messages in full. Idempotent; several ids in one call."""
-    return _done("ack", _actions().ack(_ctx(root), collab=collab, self_flag=self_, message_ids=message), json_)
+    named = [*(ids or ()), *(message or ())]
+    if not named:
+        from ..errors import UsageError
+
+        raise UsageError("name the messages to acknowledge: agentmsg ack ID [ID...] (or --message ID, repeated)")
+    return _done("ack", _actions().ack(_ctx(root), collab=collab, self_flag=self_, message_ids=named), json_)
 
 
 def notify(

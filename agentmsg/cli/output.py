@@ -157,8 +157,10 @@ def _show(p: Payload) -> None:
 
 
 def _ack(p: Payload) -> None:
-    word = "already acknowledged" if p["already"] else "acknowledged"
-    print(f"{word}: {p['message']} at {p['acknowledged_at']}")
+    """One line per message acknowledged, in the order named."""
+    for r in p.get("results") or [p]:
+        word = "already acknowledged" if r["already"] else "acknowledged"
+        print(f"{word}: {r['message']} at {r['acknowledged_at']}")
 
 
 def _store_line(store: Payload | None) -> None:

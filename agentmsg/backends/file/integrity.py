@@ -114,19 +114,27 @@ def verify(store: FileStore, collab: str | None = None) -> tuple[int, list[dict[
     files = list(journals(root, collab))
     findings = [f for path in files for f in verify_file(path)]
     for cdir in sorted({path.parent for path in files if path.name == layout.EVENTS}):
+        # A damaged record is reported once, by the journal check: the views it also changes are left alone.
+        journals_clean = not any(f.path.startswith(f"{cdir}{os.sep}") for f in findings)
         findings += check_registry(cdir)
         with store.transaction(cdir.name) as tx:
-            findings += check_derived(tx)
+            findings += check_derived(tx, transcripts=journals_clean)
     return len(files), [as_dict(f) for f in findings]
 
 
 _ID_LINE = re.compile(r"^- id: `([0-9a-f-]{36})` \(inbox seq (\d+)\)$", re.M)
 
 
-def check_derived(tx: FileTxn) -> list[Finding]:
-    """Records the derived files name that no journal holds, and derived files that disagree."""
+def check_derived(tx: FileTxn, *, transcripts: bool = True) -> list[Finding]:
+    """Records the derived files name that no journal holds, and derived files that disagree.
+
+    ``transcripts``: compare each transcript with a render of the records,
+    when no journal is damaged and nothing else is found (either changes the
+    render too, and is reported as itself).
+    """
     found: list[Finding] = []
     base = tx.base
+    views.restore_missing(tx)
     messages: dict[str, dict[str, Any]] = {}
     cseqs: set[int] = set()
     aliases = tx.aliases_with_inbox()
@@ -198,6 +206,11 @@ def check_derived(tx: FileTxn) -> list[Finding]:
             if mid[0] not in messages:
                 found.append(Finding(os.path.join(base, layout.TRANSCRIPT), 0, "removed",
                                      f"the transcript shows message {mid[0]}, which no journal holds"))
+    # Last, and only when nothing else is wrong: a record removed or damaged changes the render too.
+    for path, text in views.rendered_views(tx) if transcripts and not found else ():
+        if fsio.read_bytes(path) not in (text, None):
+            found.append(Finding(path, 0, "derived", "differs from the transcript its records render: edited, "
+                                 "or cut short (run agentmsg repair)"))
     return found
 
 

@@ -624,23 +624,51 @@ def _append_or_render(tx: FileTxn, view: str | fsio.Appender, section: bytes) ->
         render_all(tx)
 
 
-def render_all(tx: FileTxn) -> list[str]:
-    """Regenerate every Markdown transcript of a collaboration from its records."""
+def restore_missing(tx: FileTxn) -> None:
+    """Write the derived files that are missing, as the first command to need each would (for ``verify``).
+
+    Only missing ones: a deleted derived file is not a finding, while one
+    that is there and disagrees with the journals stays for ``verify`` to
+    report (``repair`` rewrites it).
+    """
+    tx.registry()  # a missing or stale registry.yaml is rendered again
+    ids = tx.existing("ids")
+    if tx.aliases_with_inbox() and (ids is None or _first_layout(tx)
+                                    or any(not os.path.lexists(f"{ids}/{s}.log") for s in _SHARDS)):
+        rebuild_ids(tx)
+    views = rendered_views(tx)
+    for i, (path, text) in enumerate(views):
+        if not os.path.lexists(path):
+            if i:  # an inbox's: its folder may be gone too
+                tx.dir("transcripts")
+            fsio.atomic_write(path, text, durable=False)
+
+
+def rendered_views(tx: FileTxn) -> list[tuple[str, bytes]]:
+    """Every Markdown transcript of a collaboration as its records render it: ``(path, text)``, collab first.
+
+    What a run of appends wrote, byte for byte (``verify`` compares the two).
+    """
     from ...domain.values import Message
     from ...text import transcript as render
 
     reg = tx.registry()
     by_alias = {a: [Message.from_record(r) for _p, r in Journal(layout.inbox(tx.base, a)).scan()]
                 for a in sorted(set(reg.participants) | set(tx.aliases_with_inbox()))}
-    written = [f"{tx.base}/{layout.TRANSCRIPT}"]
-    fsio.refuse_link(written[0])
-    fsio.atomic_write(written[0], render.collaboration_md(reg, tx.events(), by_alias, tx.notes()).encode(),
-                      durable=False)
-    for alias, msgs in by_alias.items():
-        path = f"{tx.dir('transcripts')}/{alias}.md"
-        fsio.atomic_write(path, render.inbox_md(reg, alias, msgs).encode(), durable=False)
-        written.append(path)
-    return written
+    views = [(f"{tx.base}/{layout.TRANSCRIPT}", render.collaboration_md(reg, tx.events(), by_alias, tx.notes()))]
+    views += [(layout.transcript(tx.base, a), render.inbox_md(reg, a, msgs)) for a, msgs in by_alias.items()]
+    return [(path, text.encode()) for path, text in views]
+
+
+def render_all(tx: FileTxn) -> list[str]:
+    """Regenerate every Markdown transcript of a collaboration from its records."""
+    views = rendered_views(tx)
+    fsio.refuse_link(views[0][0])
+    if len(views) > 1:
+        tx.dir("transcripts")
+    for path, text in views:
+        fsio.atomic_write(path, text, durable=False)
+    return [path for path, _text in views]
 
 
 def write_html(tx: FileTxn, page: bytes) -> str:
