@@ -96,13 +96,26 @@ def test_deleting_every_derived_file_loses_nothing(world: World, tmp_path: Path)
 
 
 def test_stale_temp_files_are_cleaned_by_repair(world: World) -> None:
+    """A killed writer's temp file goes; one a running writer may still rename into place stays."""
+    import os
+    import time
+
     world.send("x")
     world.inbox_ids()
-    stale = world.dir / "state" / ".reviewer.map.1234.deadbeef.tmp"
-    stale.write_bytes(b"half written")
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = int(gone.stdout)  # reaped: no process has that pid now (reuse within the test is vanishingly rare)
+    live = os.getpid()
+    stale = world.dir / "state" / f".reviewer.map.{dead}.deadbeef.tmp"
+    unnamed = world.dir / "state" / ".reviewer.map.tmp"
+    old = world.dir / f".collaboration.md.{live}.0badcafe.tmp"
+    in_flight = world.dir / "state" / f".reviewer.map.{live}.feedf00d.tmp"
+    for path in (stale, unnamed, old, in_flight):
+        path.write_bytes(b"half written")
+    an_hour_ago = time.time() - 3600
+    os.utime(old, (an_hour_ago, an_hour_ago))
     code, doc, err = world.cli("repair")
-    assert code == 0 and doc["result"]["temp_files_removed"] >= 1, err
-    assert not stale.exists()
+    assert code == 0 and doc["result"]["temp_files_removed"] == 3, err
+    assert [p.exists() for p in (stale, unnamed, old, in_flight)] == [False, False, False, True]
 
 
 # ---- tampering verify used to miss ----------------------------------------------------------------------

@@ -36,7 +36,9 @@ Issue 9 runs 2-4 on Gemini CLI and Copilot CLI too.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import random
 import re
 import shlex
@@ -44,6 +46,8 @@ import uuid
 from pathlib import Path
 
 import pytest
+
+from agentmsg.backends.file import layout
 
 try:  # works whether or not tests/ is a package
     from tests.hosts import product, stubs
@@ -565,8 +569,17 @@ def test_corrupt_state_fails_open_and_the_turn_completes(request, tmp_path, host
 
         collab.send(CAROL, "worker", "pending", "Would be injected at the next prompt.")
         before = log_lines(root)
-        (collab.dir / "registry.yaml").write_bytes(garbage)
-        (collab.dir / "collab.jsonl").write_bytes(garbage)
+        # The send woke the renderer of deliveries ahead (docs/DELIVERY.md), which may have rendered this
+        # prompt's delivery from the good records already.  The garbage is written under the collaboration's
+        # lock, so a renderer still on its way reads it; and what was rendered before is voided as every
+        # agentmsg writer voids it (the session's .gen removed): this prompt runs the hook in full.
+        with open(collab.dir / "write.lock", "a") as lock:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            (collab.dir / "registry.yaml").write_bytes(garbage)
+            (collab.dir / "collab.jsonl").write_bytes(garbage)
+            files = layout.idle_files(os.path.realpath(root), s.pin)
+            if files is not None and os.path.lexists(files[0]):
+                os.unlink(files[0])
         t = s.turn(stub, "turn with corrupt registry", [stubs.text("second turn completed")], root=root)
         assert t.run.result == "second turn completed" and len(t.requests) == 1
         assert_nothing_injected(t)

@@ -636,8 +636,10 @@ def restore_missing(tx: FileTxn) -> None:
     if tx.aliases_with_inbox() and (ids is None or _first_layout(tx)
                                     or any(not os.path.lexists(f"{ids}/{s}.log") for s in _SHARDS)):
         rebuild_ids(tx)
-    views = rendered_views(tx)
-    for i, (path, text) in enumerate(views):
+    paths = [f"{tx.base}/{layout.TRANSCRIPT}", *(layout.transcript(tx.base, a) for a in _view_aliases(tx))]
+    if all(os.path.lexists(path) for path in paths):
+        return  # the usual case: nothing to render
+    for i, (path, text) in enumerate(rendered_views(tx)):
         if not os.path.lexists(path):
             if i:  # an inbox's: its folder may be gone too
                 tx.dir("transcripts")
@@ -654,10 +656,15 @@ def rendered_views(tx: FileTxn) -> list[tuple[str, bytes]]:
 
     reg = tx.registry()
     by_alias = {a: [Message.from_record(r) for _p, r in Journal(layout.inbox(tx.base, a)).scan()]
-                for a in sorted(set(reg.participants) | set(tx.aliases_with_inbox()))}
+                for a in _view_aliases(tx)}
     views = [(f"{tx.base}/{layout.TRANSCRIPT}", render.collaboration_md(reg, tx.events(), by_alias, tx.notes()))]
     views += [(layout.transcript(tx.base, a), render.inbox_md(reg, a, msgs)) for a, msgs in by_alias.items()]
     return [(path, text.encode()) for path, text in views]
+
+
+def _view_aliases(tx: FileTxn) -> list[str]:
+    """Every alias with a transcript: each participant, and each inbox (a departed one's too)."""
+    return sorted(set(tx.registry().participants) | set(tx.aliases_with_inbox()))
 
 
 def render_all(tx: FileTxn) -> list[str]:
@@ -710,8 +717,18 @@ def rebuild(tx: FileTxn) -> list[str]:
     return done
 
 
+#: A temp file younger than this whose writer is running may be a write in flight (``fsio.atomic_write``).
+IN_FLIGHT_S = 60.0
+
+
 def clean_temp(root: str, older_than: float) -> int:
-    """Remove ``.*.tmp`` files a killed writer left behind (older than ``older_than`` seconds)."""
+    """Remove ``.*.tmp`` files a killed writer left behind (older than ``older_than`` seconds).
+
+    Never one a running writer may still rename into place: the name holds
+    the writer's pid (``.NAME.PID.RANDOM.tmp``), and a young temp file of a
+    live process is left alone (other locks than the collaboration's guard
+    the pin index and the root's own files).
+    """
     removed = 0
     now = time.time()
     for dirpath, dirnames, filenames in os.walk(root):
@@ -720,13 +737,30 @@ def clean_temp(root: str, older_than: float) -> int:
             if name.startswith(".") and name.endswith(".tmp"):
                 path = os.path.join(dirpath, name)
                 try:
-                    st = os.lstat(path)
-                    if now - st.st_mtime > older_than:
+                    age = now - os.lstat(path).st_mtime
+                    if age > older_than and not (age < IN_FLIGHT_S and _running(name)):
                         os.unlink(path)
                         removed += 1
                 except OSError:
                     pass
     return removed
+
+
+def _running(temp_name: str) -> bool:
+    """Whether the pid a temp file's name holds is a live process (a name without one: no)."""
+    parts = temp_name.split(".")
+    pid = parts[-3] if len(parts) >= 5 else ""
+    if not pid.isdigit() or int(pid) <= 0:
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    except (OverflowError, OSError):
+        return False
+    return True
 
 
 def index_entries(tx: FileTxn) -> dict[str, dict[str, Any]]:
