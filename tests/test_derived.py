@@ -385,3 +385,21 @@ def test_an_edited_or_shortened_transcript_is_reported(world: World, name: str) 
     assert code == 0, err
     assert path.read_bytes() == pristine
     assert world.verify() == (0, [])
+
+
+def test_a_pin_index_entry_edited_away_is_reported_and_repaired(world: World, tmp_path: Path) -> None:
+    """The pin index misroutes nothing (every entry is confirmed against the registry), but a binding edited
+    out of it leaves the session unbound: ``verify`` says so, ``repair`` binds it again."""
+    world.send("for the reviewer")
+    (pin_file,) = [p for p in (world.root / "pins").glob("*.json") if REVIEWER in p.read_text()]
+    pristine = pin_file.read_bytes()
+    pin_file.write_bytes(pristine.replace(b'"reviewer"', b'"driver"'))
+    unbound = run_hook("claude", "UserPromptSubmit", tmp_path, world.root, REVIEWER_SESSION)
+    assert unbound.returncode == 0 and unbound.stdout == ""
+    code, findings = world.verify()
+    assert code == 13 and [(f["path"], f["kind"]) for f in findings] == [(str(pin_file), "derived")], \
+        _kinds(findings)
+    code, _doc, err = world.cli("repair")
+    assert code == 0, err
+    assert world.verify() == (0, [])
+    assert "for the reviewer" in run_hook("claude", "UserPromptSubmit", tmp_path, world.root, REVIEWER_SESSION).text

@@ -29,6 +29,7 @@ from ...journal import Journal
 from . import layout, views
 
 if TYPE_CHECKING:
+    from ...domain.values import Registry
     from .store import FileStore, FileTxn
 
 
@@ -113,24 +114,26 @@ def verify(store: FileStore, collab: str | None = None) -> tuple[int, list[dict[
     root = Path(store.root)
     files = list(journals(root, collab))
     findings = [f for path in files for f in verify_file(path)]
+    views.quietly(views.ensure_pins, store)  # a missing pin index is written back, as the hooks' lookup would
     for cdir in sorted({path.parent for path in files if path.name == layout.EVENTS}):
         # A damaged record is reported once, by the journal check: the views it also changes are left alone.
         journals_clean = not any(f.path.startswith(f"{cdir}{os.sep}") for f in findings)
         findings += check_registry(cdir)
         with store.transaction(cdir.name) as tx:
-            findings += check_derived(tx, transcripts=journals_clean)
+            findings += check_derived(tx, journals_clean=journals_clean)
     return len(files), [as_dict(f) for f in findings]
 
 
 _ID_LINE = re.compile(r"^- id: `([0-9a-f-]{36})` \(inbox seq (\d+)\)$", re.M)
 
 
-def check_derived(tx: FileTxn, *, transcripts: bool = True) -> list[Finding]:
+def check_derived(tx: FileTxn, *, journals_clean: bool = True) -> list[Finding]:
     """Records the derived files name that no journal holds, and derived files that disagree.
 
-    ``transcripts``: compare each transcript with a render of the records,
-    when no journal is damaged and nothing else is found (either changes the
-    render too, and is reported as itself).
+    The views that follow from the records as a whole (the pin index, the
+    transcripts) are compared only when ``journals_clean``: a damaged record
+    changes them too, and is reported as itself.  The transcripts, only when
+    nothing else is found either (a removed record changes the render).
     """
     found: list[Finding] = []
     base = tx.base
@@ -155,6 +158,7 @@ def check_derived(tx: FileTxn, *, transcripts: bool = True) -> list[Finding]:
                                  "a journal or its last records were deleted"))
     reg = rules.replay(tx.events())
     known = set(aliases) | (set(reg.participants) if reg else set())
+    found += _check_pins(tx, reg) if journals_clean else []
     entries = views.index_entries(tx)
     by_seq = {(rec["to"], rec["seq"]): rec for rec in messages.values()}
     copies: dict[str, set[str]] = {}  # broadcast id -> the recipients of its stored copies
@@ -207,10 +211,29 @@ def check_derived(tx: FileTxn, *, transcripts: bool = True) -> list[Finding]:
                 found.append(Finding(os.path.join(base, layout.TRANSCRIPT), 0, "removed",
                                      f"the transcript shows message {mid[0]}, which no journal holds"))
     # Last, and only when nothing else is wrong: a record removed or damaged changes the render too.
-    for path, text in views.rendered_views(tx) if transcripts and not found else ():
+    for path, text in views.rendered_views(tx) if journals_clean and not found else ():
         if fsio.read_bytes(path) not in (text, None):
             found.append(Finding(path, 0, "derived", "differs from the transcript its records render: edited, "
                                  "or cut short (run agentmsg repair)"))
+    return found
+
+
+def _check_pins(tx: FileTxn, reg: Registry | None) -> list[Finding]:
+    """Each active participant of an open collaboration is bound in the pin index under its alias, and only
+    that one: the hooks and the CLI find a session's bindings there (confirmed against the registry, so a
+    wrong entry misroutes nothing, but a missing one leaves the session unbound)."""
+    if reg is None or reg.closed:
+        return []
+    found = []
+    for alias, p in sorted(reg.active().items()):
+        try:
+            mine = [a for c, a in views.pin_entries(tx.root, p.pin) if c == tx.collab]
+        except views.DamagedIndex:
+            mine = []
+        if mine != [alias]:
+            path = os.path.join(tx.root, layout.PINS, f"{layout.pin_key(p.pin)}.json")
+            found.append(Finding(path, 0, "derived", f"the pin index does not bind {rules.printable(p.pin)} to "
+                                 f"{alias} in {tx.collab} (run agentmsg repair)"))
     return found
 
 
