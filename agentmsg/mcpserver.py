@@ -34,7 +34,7 @@ from . import __version__
 from .domain import validate
 from .domain.values import Draft, Message, Pin
 from .errors import AgentmsgError, NotFound, WatchTimeout
-from .service import commands
+from .service import commands, payloads
 from .service.context import Ctx
 from .text import boundary
 
@@ -190,9 +190,7 @@ class Tools:
     def ack(self, message_ids: list[str], collab: str | None) -> CallToolResult:
         def run() -> CallToolResult:
             payload = commands.ack(self.ctx, collab=collab, self_flag=self.self_flag, message_ids=message_ids)
-            lines = [f"{'already acknowledged' if r['already'] else 'acknowledged'}: {r['message']} "
-                     f"at {r['acknowledged_at']}" for r in payload["results"]]
-            return _ok("\n".join(lines) + "\n", payload)
+            return _ok("\n".join(payloads.ack_lines(payload)) + "\n", payload)
 
         return self.call(run)
 

@@ -403,3 +403,13 @@ def test_a_pin_index_entry_edited_away_is_reported_and_repaired(world: World, tm
     assert code == 0, err
     assert world.verify() == (0, [])
     assert "for the reviewer" in run_hook("claude", "UserPromptSubmit", tmp_path, world.root, REVIEWER_SESSION).text
+
+
+def test_verify_reports_a_collaboration_whose_membership_journal_is_garbage(world: World) -> None:
+    """Nothing to render views from (no opening record left): the journal findings, not "not found"."""
+    world.send("x")
+    (world.dir / "collab.jsonl").write_bytes(b"\x00garbage\n{not json\n")
+    code, doc, err = world.cli("verify")
+    assert code == 13, err
+    assert all(f["path"].startswith(str(world.dir)) for f in doc["result"]["findings"])
+    assert any(f["path"] == str(world.dir / "collab.jsonl") for f in doc["result"]["findings"])

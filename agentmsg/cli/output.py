@@ -157,10 +157,9 @@ def _show(p: Payload) -> None:
 
 
 def _ack(p: Payload) -> None:
-    """One line per message acknowledged, in the order named."""
-    for r in p.get("results") or [p]:
-        word = "already acknowledged" if r["already"] else "acknowledged"
-        print(f"{word}: {r['message']} at {r['acknowledged_at']}")
+    from ..service.payloads import ack_lines
+
+    print("\n".join(ack_lines(p)))
 
 
 def _store_line(store: Payload | None) -> None:

@@ -26,6 +26,12 @@ def page(page_: Page, *, offset: int = 0) -> Payload:
             "high": page_.high, "messages": [message(m) for m in page_.messages]}
 
 
+def ack_lines(payload: Payload) -> list[str]:
+    """The ack result as text, one line per message in the order named (the CLI and the MCP tool print it)."""
+    return [f"{'already acknowledged' if r['already'] else 'acknowledged'}: {r['message']} at {r['acknowledged_at']}"
+            for r in payload["results"]]
+
+
 def hit(h: Hit, query: Query, root_flag: str | None = None) -> Payload:
     """One search hit, with the command that shows it whole (``--root`` only when the search was given one)."""
     from ..domain.search import snippet

@@ -82,7 +82,7 @@ def locate(root: str, collab: str, *, opened: bool = True) -> tuple[str, os.stat
 
 def registry_document(base: str, last: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
     """``registry.yaml`` if it was built from the newest event (``last``, else read); None when missing,
-    damaged or stale.  Only ``verify`` looks inside: it reports one whose contents differ from the replay."""
+    damaged or stale.  `registry` asks only that (to render it again); ``verify`` compares its contents."""
     raw = fsio.read_bytes(f"{base}/{layout.REGISTRY}")
     if raw is None:
         return None
@@ -631,6 +631,8 @@ def restore_missing(tx: FileTxn) -> None:
     that is there and disagrees with the journals stays for ``verify`` to
     report (``repair`` rewrites it).
     """
+    if rules.replay(tx.events()) is None:
+        return  # no opening record left (verify reports the journal): nothing to render from
     tx.registry()  # a missing or stale registry.yaml is rendered again
     ids = tx.existing("ids")
     if tx.aliases_with_inbox() and (ids is None or _first_layout(tx)
