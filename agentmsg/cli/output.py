@@ -309,10 +309,11 @@ def _leave(p: Payload) -> None:
 
 def _verify(p: Payload) -> None:
     for f in p["findings"]:
-        label = "TAMPERED" if f["tampering"] else "torn"
+        label = "TAMPERED" if f["tampering"] else f["kind"]
         print(f"{label}: {f['kind']} at {f['path']}:{f['line']}: {f['detail']}")
+    healed = f", {p['healed']} derived file(s) brought up to date" if p.get("healed") else ""
     print(f"checked {p['files']} record file(s) under {p['root']}: "
-          f"{p['tampering']} tampering finding(s), {p['torn']} torn write(s)")
+          f"{p['tampering']} tampering finding(s), {p['torn']} torn write(s){healed}")
 
 
 def _flat(text: str) -> str:

@@ -397,12 +397,13 @@ def _event(m: Message) -> Payload:
 def verify(ctx: Ctx, *, collab: str | None) -> Payload:
     """Check every record, and every derived file against the records; tampering is an error."""
     cid = validate.collab_id(collab) if collab else None
-    if cid:
-        ctx.store.registry(cid)  # unknown collaboration -> not found
     files, findings = ctx.store.verify(cid)
+    if cid and not files:
+        ctx.store.registry(cid)  # nothing to check: an unknown collaboration is not found, as the store says it
     payload = {"root": str(ctx.root), "files": files, "findings": findings,
                "tampering": sum(bool(f["tampering"]) for f in findings),
-               "torn": sum(not f["tampering"] for f in findings)}
+               "torn": sum(f["kind"] == "torn" for f in findings),
+               "healed": sum(f["kind"] == "healed" for f in findings)}
     if payload["tampering"]:
         first = next(f for f in findings if f["tampering"])
         err = TamperDetected(f"{payload['tampering']} problem(s); first: {first['kind']} record at "

@@ -37,12 +37,12 @@ if TYPE_CHECKING:
 class Finding:
     path: str
     line: int
-    kind: str  # edited | removed | reordered | truncated | torn | damaged
+    kind: str  # edited | removed | reordered | truncated | damaged | derived, and torn | healed (no tampering)
     detail: str
 
     @property
     def tampering(self) -> bool:
-        return self.kind != "torn"
+        return self.kind not in ("torn", "healed")
 
 
 def journals(root: Path, collab: str | None = None) -> Iterator[Path]:
@@ -118,8 +118,8 @@ def verify(store: FileStore, collab: str | None = None) -> tuple[int, list[dict[
     for cdir in sorted({path.parent for path in files if path.name == layout.EVENTS}):
         # A damaged record is reported once, by the journal check: the views it also changes are left alone.
         journals_clean = not any(f.path.startswith(f"{cdir}{os.sep}") for f in findings)
-        findings += check_registry(cdir)
-        with store.transaction(cdir.name) as tx:
+        with store.transaction(cdir.name) as tx:  # under the lock: no event lands between replay and read
+            findings += check_registry(cdir)
             findings += check_derived(tx, journals_clean=journals_clean)
     return len(files), [as_dict(f) for f in findings]
 
@@ -211,11 +211,27 @@ def check_derived(tx: FileTxn, *, journals_clean: bool = True) -> list[Finding]:
                 found.append(Finding(os.path.join(base, layout.TRANSCRIPT), 0, "removed",
                                      f"the transcript shows message {mid[0]}, which no journal holds"))
     # Last, and only when nothing else is wrong: a record removed or damaged changes the render too.
-    for path, text in views.rendered_views(tx) if journals_clean and not found else ():
-        if fsio.read_bytes(path) not in (text, None):
-            found.append(Finding(path, 0, "derived", "differs from the transcript its records render: edited, "
-                                 "or cut short (run agentmsg repair)"))
+    for path, text in views.rendered_views(tx) if reg is not None and journals_clean and not found else ():
+        held = fsio.read_bytes(path)
+        if held in (text, None):
+            continue
+        if _behind(held, text):  # a command cut short after its record was stored: written again
+            fsio.atomic_write(path, text, durable=False)
+            found.append(Finding(path, 0, "healed", "was behind its records (a command cut short before it "
+                                 "was written); rendered again"))
+        else:
+            found.append(Finding(path, 0, "derived", "differs from the transcript its records render: "
+                                 "edited (run agentmsg repair)"))
     return found
+
+
+_SECTION = re.compile(rb"(?m)^(?=#)")  # every section starts a line with "#"; a body's lines never do
+
+
+def _behind(held: bytes, rendered: bytes) -> bool:
+    """``held`` is ``rendered`` with whole sections missing and none changed: appends that never happened."""
+    want = iter(_SECTION.split(rendered))
+    return all(any(section == w for w in want) for section in _SECTION.split(held))
 
 
 def _check_pins(tx: FileTxn, reg: Registry | None) -> list[Finding]:

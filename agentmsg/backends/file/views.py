@@ -496,8 +496,11 @@ def write_broadcast(tx: FileTxn, base_id: str, recipients: list[str]) -> None:
     _write_index(tx, base_id, {"broadcast": recipients})
 
 
-def rebuild_ids(tx: FileTxn) -> None:
-    """Every id entry from the inboxes and receipts: all 256 shard logs written whole (empty ones too)."""
+def rebuild_ids(tx: FileTxn, only: Iterable[str] | None = None) -> None:
+    """Every id entry from the inboxes and receipts: all 256 shard logs written whole (empty ones too).
+
+    ``only``: just these shards' logs (``verify`` writing back the missing ones leaves the rest as found).
+    """
     shards: dict[str, list[str]] = {}
     by_id: dict[str, tuple[dict[str, Any], list[int]]] = {}
     broadcasts: dict[str, list[str]] = {}
@@ -514,7 +517,8 @@ def rebuild_ids(tx: FileTxn) -> None:
     for mid, (doc, offsets) in by_id.items():
         shards.setdefault(mid[:2], []).extend([_index_line(mid, doc), *(f"r {mid} {o} ." for o in offsets)])
     ids = tx.dir("ids")
-    for shard in _SHARDS:  # a planted link is replaced, never written through
+    # a planted link is replaced, never written through
+    for shard in _SHARDS if only is None else sorted(set(only)):
         lines = shards.get(shard)
         fsio.atomic_write(f"{ids}/{shard}.log", ("\n".join(lines) + "\n").encode() if lines else b"",
                           durable=False)
@@ -635,9 +639,13 @@ def restore_missing(tx: FileTxn) -> None:
         return  # no opening record left (verify reports the journal): nothing to render from
     tx.registry()  # a missing or stale registry.yaml is rendered again
     ids = tx.existing("ids")
-    if tx.aliases_with_inbox() and (ids is None or _first_layout(tx)
-                                    or any(not os.path.lexists(f"{ids}/{s}.log") for s in _SHARDS)):
-        rebuild_ids(tx)
+    if tx.aliases_with_inbox():
+        if ids is None or _first_layout(tx):
+            rebuild_ids(tx)
+        else:
+            lost = [s for s in _SHARDS if not os.path.lexists(f"{ids}/{s}.log")]
+            if lost:
+                rebuild_ids(tx, only=lost)
     paths = [f"{tx.base}/{layout.TRANSCRIPT}", *(layout.transcript(tx.base, a) for a in _view_aliases(tx))]
     if all(os.path.lexists(path) for path in paths):
         return  # the usual case: nothing to render
