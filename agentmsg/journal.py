@@ -86,19 +86,21 @@ class Journal:
         return found
 
     def append(self, fields: Record, before: Callable[[int, Record], None] | None = None, *,
-               head: bool = True, st: os.stat_result | None = None, fd: int | None = None) -> tuple[int, Record]:
+               head: bool = True, st: os.stat_result | None = None, fd: int | None = None,
+               meanwhile: Callable[[], None] | None = None) -> tuple[int, Record]:
         """Seal and durably append one record; returns (offset, record).
 
         ``before(offset, record)`` runs first, with the offset the record is
         about to land at: an index written there is a reservation that a
-        crash can leave dangling but never missing.  ``head``, ``st`` and
-        ``fd``: as for :meth:`append_many`.
+        crash can leave dangling but never missing.  ``head``, ``st``, ``fd``
+        and ``meanwhile``: as for :meth:`append_many`.
         """
-        return self.append_many([fields], before=before, head=head, st=st, fd=fd)[0]
+        return self.append_many([fields], before=before, head=head, st=st, fd=fd, meanwhile=meanwhile)[0]
 
     def append_many(self, items: Sequence[Record], *, before: Callable[[int, Record], None] | None = None,
                     durable: bool = True, head: bool = True,
-                    st: os.stat_result | None = None, fd: int | None = None) -> list[tuple[int, Record]]:
+                    st: os.stat_result | None = None, fd: int | None = None,
+                    meanwhile: Callable[[], None] | None = None) -> list[tuple[int, Record]]:
         """Seal records and append them with one write; returns (offset, record) for each.
 
         ``before`` runs for each record first, as for :meth:`append`.  By
@@ -109,7 +111,7 @@ class Journal:
         ``head=False`` leaves the sidecar as it was: ``verify`` accepts a
         sidecar that lags the file (never one that leads it), and the next
         append with ``head=True`` brings it up to date.  ``st``: as for :meth:`last`; ``fd``: the file, already open
-        (`fsio.open_append`), left open.
+        (`fsio.open_append`), left open.  ``meanwhile``: as for `fsio.append` (between the write and the fsync).
         """
         if not items:
             return []
@@ -130,7 +132,7 @@ class Journal:
 
         try:
             at = fsio.append(self.path, b"".join(lines), durable=durable, first=reserve if before else None,
-                             written=remember, fd=fd)
+                             written=remember, fd=fd, meanwhile=meanwhile)
         except OSError as exc:  # fsio cut the file back: no part of these records is on disk
             from .errors import StoreFailed
 

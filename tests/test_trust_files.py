@@ -388,6 +388,99 @@ def test_failed_fsync_is_cut_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert path.read_bytes() == b"old\n"
 
 
+
+def test_meanwhile_runs_after_the_write_and_before_the_fsync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The send's overlap: the data is in the file, write-back was asked for, and the fsync has not run yet."""
+    path = tmp_path / "inbox.jsonl"
+    path.write_bytes(b"old\n")
+    events: list[object] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (events.append("fsync"), real(fd))[1])
+    monkeypatch.setattr(fsio, "_FADVISE", lambda fd, off, n, advice: events.append(("hint", off, n, advice)))
+    at = fsio.append(path, b"new record\n", meanwhile=lambda: events.append(path.read_bytes()))
+    assert at == 4
+    assert events == [("hint", 4, 10, os.POSIX_FADV_DONTNEED), b"old\nnew record\n", "fsync"]
+    events.clear()  # not durable: meanwhile still runs, with no hint and no fsync
+    fsio.append(path, b"more\n", durable=False, meanwhile=lambda: events.append("meanwhile"))
+    assert events == ["meanwhile"]
+
+
+def test_meanwhile_that_raises_cuts_the_data_back(tmp_path: Path) -> None:
+    path = tmp_path / "inbox.jsonl"
+    path.write_bytes(b"old\n")
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        fsio.append(path, b"new\n", meanwhile=interrupted)
+    assert path.read_bytes() == b"old\n"
+
+
+@pytest.mark.parametrize(("offset", "length"), [(0, 600), (4000, 600), (4095, 2), (8191, 4095), (123, 4000)])
+def test_writeback_hint_covers_no_whole_page_and_stops_short_of_the_end(offset: int, length: int,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Linux drops whole clean pages in a DONTNEED range, and the page at the end of the file even when partial:
+    the hint must leave the record's own pages cached (the next append reads the last byte back)."""
+    calls: list[tuple[int, int]] = []
+    monkeypatch.setattr(fsio, "_FADVISE", lambda fd, off, n, advice: calls.append((off, n)))
+    fsio.start_writeback(7, offset, length)
+    ((off, n),) = calls
+    assert off == offset and n == length - 1  # one byte short: the range never ends at the end of the file
+    first_whole = -(-off // fsio._PAGE) * fsio._PAGE
+    assert first_whole + fsio._PAGE > off + n  # no page lies wholly inside [off, off + n)
+
+
+@pytest.mark.parametrize("length", [0, 1, 4096, 70000])
+def test_writeback_hint_leaves_long_and_empty_writes_to_the_fsync(length: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    monkeypatch.setattr(fsio, "_FADVISE", lambda fd, off, n, advice: calls.append(n))
+    fsio.start_writeback(7, 0, length)
+    assert calls == []
+
+
+def test_writeback_hint_that_fails_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def refused(fd: int, off: int, n: int, advice: int) -> None:
+        raise OSError(errno.ESPIPE, "Illegal seek")
+
+    monkeypatch.setattr(fsio, "_FADVISE", refused)
+    path = tmp_path / "inbox.jsonl"
+    fsio.append(path, b"first\n")
+    assert fsio.append(path, b"second\n", meanwhile=lambda: None) == 6
+    assert path.read_bytes() == b"first\nsecond\n"
+
+
+def test_a_send_interrupted_while_its_record_is_written_back_stores_nothing(store, collab, monkeypatch) -> None:
+    """Ctrl-C between the record's write and its fsync (the transcript section is rendered then): nothing
+    stored, no view of it, and the next send takes its place; verify is clean."""
+    from agentmsg.backends.file import views
+    from agentmsg.domain.values import Draft
+
+    def draft(body: str) -> Draft:
+        return Draft(to="reviewer", kind="update", priority="normal", subject="s", body=body)
+
+    store.send(collab.id, collab.driver, draft("the first one"))
+    cdir = collab.root / "collabs" / collab.id
+    inbox, md = cdir / "inbox" / "reviewer.jsonl", cdir / "collaboration.md"
+    kept, kept_md = inbox.read_bytes(), md.read_bytes()
+    fsyncs: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (fsyncs.append(fd), real(fd))[1])
+
+    def interrupted(msg: object) -> bytes:
+        assert inbox.read_bytes() != kept and not fsyncs  # written, not yet synced
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(views, "message_section", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        store.send(collab.id, collab.driver, draft("never stored"))
+    monkeypatch.undo()
+    assert inbox.read_bytes() == kept and md.read_bytes() == kept_md
+    (sent,) = store.send(collab.id, collab.driver, draft("after the interruption"))
+    assert sent.message.seq == 2
+    _code, findings = store.verify(None)
+    assert findings == [], findings
+
 def _limited(limit: int) -> None:
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))

@@ -454,6 +454,7 @@ class FileTxn:
             # this use) holds; a missing inbox is created by the append, as before.
             key = self._listed.get(self.dir("inbox"))
             fd = self._kept(path, key, fsio.open_append)
+            placed: list[dict[str, Any]] = []
             stored: list[Message] = []
             sections: list[bytes] = []
 
@@ -461,13 +462,16 @@ class FileTxn:
                 # The id index entry first, as a reservation: a crash in between leaves
                 # an entry naming no record (read as absent), never a record with no entry.
                 views.index_message(self, sealed, at)
-                stored.append(Message.from_record(sealed))
+                placed.append(sealed)
+
+            def meanwhile() -> None:  # pure work, done while the record is being written back
+                stored.append(Message.from_record(placed[0]))
                 sections.append(views.message_section(stored[0]))  # written after the fsync
 
             # A write or fsync that fails cuts the record back and leaves its reservation, which the
             # next record overtakes (views.overtaken): read as absent, by lookups and verify alike.
             try:
-                _pos, rec = journal.append(fields, before=before, head=False, st=st, fd=fd)
+                _pos, rec = journal.append(fields, before=before, head=False, st=st, fd=fd, meanwhile=meanwhile)
             except BaseException:
                 if fd is not None:
                     os.close(fd)

@@ -585,8 +585,8 @@ def _append_view(view: str | fsio.Appender, section: bytes) -> int | None:
 
 
 def message_section(msg: Message) -> bytes:
-    """The message's transcript section: pure, so a send renders it before its record's fsync (the work after
-    that fsync runs on a cold CPU here) and only writes it after."""
+    """The message's transcript section: pure, so a send renders it while its record is being written back,
+    before the fsync (`fsio.append`'s ``meanwhile``), and only writes it after."""
     from ...text import transcript as render
 
     return render.message_section(msg).encode()
