@@ -365,7 +365,7 @@ def write_section(path: Path, title: str, section: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--unread", default="10,10000,100000", help="unread counts for the inbox reads")
-    ap.add_argument("--sends", type=int, default=300, help="sends (and bare appends) to time")
+    ap.add_argument("--sends", type=int, default=1000, help="sends (and bare appends) to time")
     ap.add_argument("--repeats", type=int, default=21, help="inbox reads per size (median reported)")
     ap.add_argument("--write-md", action="store_true", help="update the ## Store section of docs/BENCHMARKS.md")
     args = ap.parse_args()
