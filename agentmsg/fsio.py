@@ -284,7 +284,7 @@ def append(path: StrPath, data: bytes, *, durable: bool = True, create: bool = T
 
 #: ``posix_fadvise`` where it starts write-back (Linux); elsewhere the fsync alone writes the data.
 _FADVISE = getattr(os, "posix_fadvise", None) if sys.platform.startswith("linux") else None
-_PAGE = 4096
+_PAGE = 4096  # the smallest page size: a range under it holds no whole page of any larger size either
 
 
 def start_writeback(fd: int, offset: int, length: int) -> None:
@@ -341,7 +341,7 @@ def _append_fd(fd: int, st: os.stat_result, data: bytes, *, durable: bool, creat
         _write_all(fd, data)
         if meanwhile is not None:
             if durable:
-                start_writeback(fd, size, len(data))
+                start_writeback(fd, before, len(data))  # where the write began: a torn tail's newline too
             meanwhile()
         if durable:
             os.fsync(fd)

@@ -405,6 +405,18 @@ def test_meanwhile_runs_after_the_write_and_before_the_fsync(tmp_path: Path, mon
     assert events == ["meanwhile"]
 
 
+
+def test_writeback_hint_after_a_torn_tail_still_stops_short_of_the_end(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A torn last line gets its newline first: the hint covers that byte too, and still ends before the end."""
+    path = tmp_path / "inbox.jsonl"
+    path.write_bytes(b'{"half')
+    calls: list[tuple[int, int]] = []
+    monkeypatch.setattr(fsio, "_FADVISE", lambda fd, off, n, advice: calls.append((off, n)))
+    fsio.append(path, b"new record\n", meanwhile=lambda: None)
+    assert path.read_bytes() == b'{"half\nnew record\n'
+    assert calls == [(6, 11)]  # from the terminating newline to one byte short of the file's last byte
+
 def test_meanwhile_that_raises_cuts_the_data_back(tmp_path: Path) -> None:
     path = tmp_path / "inbox.jsonl"
     path.write_bytes(b"old\n")
