@@ -630,6 +630,35 @@ def test_inbox_order_fields_and_printing_is_not_acking(cli: Cli) -> None:
     assert [m["id"] for m in cli.inbox("reviewer", "--history")] == [a, b, c]
 
 
+def test_inbox_is_one_page_by_default_says_what_is_left_and_pages_or_prints_everything(cli: Cli) -> None:
+    ids = [cli.send_id("driver", "reviewer", f"body {i}", subject=f"s{i}") for i in range(23)]
+    code, out, err = cli.run("inbox", "--collab", cli.collab, "--self", REVIEWER)
+    assert code == 0, err
+    assert out.startswith("23 unacknowledged message(s) for reviewer; printing is not acknowledging\n"
+                          "showing 20 from offset 0; 3 more unacknowledged message(s) not shown: "
+                          "--offset 20 for the next page, --all for every one\n")
+    assert len(HEADER_RE.findall(out)) == 20 and f"`{ids[19]}`" in out and f"`{ids[20]}`" not in out
+    code, out, err = cli.run("inbox", "--collab", cli.collab, "--self", REVIEWER, "--offset", "20")
+    assert code == 0, err
+    assert "not shown" not in out and len(HEADER_RE.findall(out)) == 3 and f"`{ids[20]}`" in out
+    code, out, err = cli.run("inbox", "--collab", cli.collab, "--self", REVIEWER, "--all")
+    assert code == 0, err
+    assert "not shown" not in out and len(HEADER_RE.findall(out)) == 23
+    code, doc, err = cli.json("inbox", "--collab", cli.collab, "--self", REVIEWER, "--limit", "5", "--offset", "4")
+    assert code == 0, err
+    r = doc["result"]
+    assert ([m["id"] for m in r["messages"]], r["count"], r["shown"], r["more"]) == (ids[4:9], 23, 5, 14)
+    code, _, err = cli.run("ack", "--collab", cli.collab, "--self", REVIEWER, *ids[:21])
+    assert code == 0, err
+    code, out, err = cli.run("inbox", "--collab", cli.collab, "--self", REVIEWER, "--history", "--limit", "4")
+    assert code == 0, err
+    assert ("showing 4 from offset 0; 19 message(s) of the history not shown: --offset 4 for the next page, "
+            "--all for every one\n") in out
+    code, doc, err = cli.json("inbox", "--collab", cli.collab, "--self", REVIEWER, "--history", "--offset", "20")
+    assert code == 0, err
+    assert (doc["result"]["count"], doc["result"]["shown"], doc["result"]["more"]) == (2, 3, 0)
+
+
 def test_inbox_of_non_member(cli: Cli) -> None:
     code, _, err = cli.run("inbox", "--collab", cli.collab, "--self", "cursor:stranger")
     assert code == 9

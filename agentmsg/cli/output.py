@@ -136,6 +136,10 @@ def _inbox(p: Payload) -> None:
                  one_line(m["subject"]), m["id"]] for m in msgs], title=f"inbox of {p['alias']}",
                essential=("seq", "from", "id"), drop=("priority", "kind"), shrink=("subject",))
     print(f"{p['count']} unacknowledged message(s) for {p['alias']}; printing is not acknowledging")
+    if p["more"]:
+        what = "message(s) of the history" if "history" in p else "more unacknowledged message(s)"
+        print(f"showing {len(msgs)} from offset {p['offset']}; {p['more']} {what} not shown: "
+              f"--offset {p['offset'] + len(msgs)} for the next page, --all for every one")
     for problem in p["problems"]:
         print(f"warning: skipped {'torn' if problem['torn'] else 'damaged'} line at {problem['path']}:"
               f"{problem['offset']} ({problem['reason']})")

@@ -195,6 +195,7 @@ def inbox(ctx: Ctx, *, collab: str | None, self_flag: str | None, limit: int = r
         chosen = history if everything else history[offset:offset + limit]
         out["messages"] = [payloads.message(m) for m in chosen]
         out["history"] = len(history)
+        out["shown"], out["more"] = len(chosen), max(0, len(history) - offset - len(chosen))
     return out
 
 
