@@ -665,7 +665,7 @@ class Hook:
                 requests = self._wait_for_request(collab, alias, st, env.wait)
             if not requests:
                 continue
-            if again and {m.id for m in requests} <= set(st["blocked"]):
+            if again and {m.id for m in requests} <= set(st["blocked"]) | _last_block(env):
                 continue  # nothing new since the last block: let it stop, never loop
             return self._block(collab, alias, reg, st)
         return b"", _nothing
@@ -941,3 +941,10 @@ def _sh_quote(value: str) -> str:
 
 if __name__ == "__main__":
     raise SystemExit(main(sys.argv[1] if len(sys.argv) > 1 else ""))
+
+
+def _last_block(env: envelope.Envelope) -> set[str]:
+    """The messages the binding's last Stop block showed, from its slot record (truth): a hook state lost or
+    reset since then must not make a continued stop look new and block again."""
+    found = env.spent[-1].get("messages") if env.spent else None
+    return {m for m in found if isinstance(m, str)} if isinstance(found, list) else set()

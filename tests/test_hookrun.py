@@ -7,6 +7,7 @@ import io
 import json
 import os
 import re
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -404,6 +405,29 @@ def test_stop_blocks_once_with_the_pending_requests(tmp_path, store, collab, hos
     assert [s["slot"] for s in slots(collab)] == [1]
     presented = [r for r in receipts(collab.root, collab.id, alias) if r["type"] == "presented"]
     assert [(r["message"], r["hook"]) for r in presented] == [(mid, "Stop")]
+
+
+@pytest.mark.parametrize("damage", ["deleted", "reset", "state dir deleted"])
+def test_a_lost_hook_state_does_not_make_a_continued_stop_block_again(tmp_path, store, collab, damage):
+    """The last block's requests come from its slot record (truth), not only from the derived hook state."""
+    delivery.enable(store, collab.id, collab.reviewer)
+    send(store, collab, collab.driver, "reviewer", "one", kind="request")
+    assert "slot 1 of 20" in stop(tmp_path, collab).text
+    state = collab.dir / "state" / "reviewer.hook.json"
+    assert state.exists()
+    if damage == "deleted":
+        state.unlink()
+    elif damage == "reset":
+        state.write_text("garbage{")
+        run_hook("claude", "UserPromptSubmit", tmp_path, collab.root, REVIEWER_SESSION)  # resets it (logged)
+        assert json.loads(state.read_text())["blocked"] == []
+    else:
+        shutil.rmtree(collab.dir / "state")
+    assert_silent(stop(tmp_path, collab, active=True))
+    assert [s["slot"] for s in slots(collab)] == [1]
+    send(store, collab, collab.driver, "reviewer", "two", kind="request")  # something new still blocks
+    res = stop(tmp_path, collab, active=True)
+    assert "subject: two" in res.text and "slot 2 of 20" in res.text
 
 
 def test_stop_blocks_again_for_something_new(tmp_path, store, collab):
