@@ -348,14 +348,8 @@ class Hook:
         raw = fsio.read_bytes(layout.hook_state(tx.base, alias))
         if raw is None:
             return fresh
-        try:
-            doc = records.loads(raw.decode("utf-8"))
-            ok = (isinstance(doc, dict) and doc.get("v") == 2 and type(doc.get("prompt")) is int
-                  and isinstance(doc.get("shown"), dict) and isinstance(doc.get("blocked"), list)
-                  and type(doc.get("rpos")) is int and all(type(v) is int for v in doc["shown"].values()))
-        except (UnicodeDecodeError, ValueError):
-            ok = False
-        if not ok:
+        doc = views.hook_state(raw)
+        if doc is None:
             if not reset:
                 raise HookError(f"corrupt hook state {layout.hook_state(tx.base, alias)}")
             self.save_state(tx, alias, fresh)

@@ -475,3 +475,69 @@ def test_verify_goes_on_past_a_collaboration_an_open_left_empty(world: World) ->
     code, doc, err = world.cli("verify")
     assert code in (0, 13) and doc["result"] is not None, err
     assert not any(f["path"].startswith(str(world.dir)) for f in doc["result"]["findings"])
+
+
+def _entry_of(world: World, mid: str) -> list[str]:
+    log = world.dir / "ids" / f"{mid[:2]}.log"
+    return [line for line in log.read_text().splitlines() if line.startswith(f"m {mid} ")]
+
+
+@pytest.mark.parametrize("offset", ["0", "7", "99999"])
+def test_an_index_entry_pointing_at_another_offset_is_reported_and_repaired(world: World, offset: str) -> None:
+    """Only its offset changed (inbox, seq and digest still right): a lookup checks the record and copes, but
+    the entry disagrees with the journal and verify says so."""
+    first, mid = world.send("first"), world.send("second")
+    (line,) = _entry_of(world, mid)
+    fields = line.split(" ")
+    assert fields[3] != offset
+    fields[3] = offset
+    log = world.dir / "ids" / f"{mid[:2]}.log"
+    log.write_text(log.read_text().replace(line, " ".join(fields)))
+    code, findings = world.verify()
+    assert code == 13 and _kinds(findings) == [f"damaged: index entry of {mid} disagrees with its record "
+                                               "(run agentmsg repair)"], _kinds(findings)
+    code, _doc, err = world.cli("repair")
+    assert code == 0, err
+    assert world.verify() == (0, [])
+    assert world.inbox_ids() == [first, mid]
+
+
+def test_an_offsets_entry_pointing_at_another_record_is_reported_and_repaired(world: World) -> None:
+    ids = [world.send(f"message {i}") for i in range(3)]
+    assert world.inbox_ids() == ids  # the map and its offsets file are written
+    offsets = world.dir / "state" / "reviewer.offsets"
+    raw = bytearray(offsets.read_bytes())
+    assert len(raw) == 24
+    raw[8:16] = raw[0:8]  # message 2's entry names message 1's record
+    offsets.write_bytes(bytes(raw))
+    code, findings = world.verify()
+    assert code == 13 and _kinds(findings) == ["derived: offsets entry for seq 2 does not point at its record "
+                                               "(run agentmsg repair)"], _kinds(findings)
+    code, doc, err = world.cli("show", ids[1], "--collab", world.collab)
+    assert code == 0 and doc["result"]["message"]["body"] == "message 1", err
+    code, _doc, err = world.cli("repair")
+    assert code == 0, err
+    assert world.verify() == (0, [])
+    assert world.inbox_ids() == ids
+
+
+@pytest.mark.parametrize("damage", [b"garbage{", b"{}", b'{"v": 2}', b"\xff\xfe"])
+def test_a_damaged_hook_state_is_reported_and_reset_by_repair(world: World, tmp_path: Path, damage: bytes) -> None:
+    world.send("one")
+    res = run_hook("claude", "UserPromptSubmit", tmp_path, world.root, REVIEWER_SESSION)
+    assert "subject: one" in res.text
+    state = world.dir / "state" / "reviewer.hook.json"
+    assert json.loads(state.read_text())["prompt"] == 1
+    assert world.verify() == (0, [])
+    state.write_bytes(damage)
+    code, findings = world.verify()
+    assert code == 13 and _kinds(findings) == ["derived: hook state does not parse: the hooks reset it and skip a "
+                                               "prompt (run agentmsg repair)"], _kinds(findings)
+    code, doc, err = world.cli("repair")
+    assert code == 0, err
+    assert "state/reviewer.hook.json (damaged: reset)" in doc["result"]["rebuilt"][world.collab]
+    assert not state.exists()
+    assert world.verify() == (0, [])
+    res = run_hook("claude", "UserPromptSubmit", tmp_path, world.root, REVIEWER_SESSION)
+    assert "subject: one" in res.text  # shown again at once: a reset state has shown nothing
+    assert json.loads(state.read_text())["prompt"] == 1

@@ -144,10 +144,12 @@ def check_derived(tx: FileTxn, *, journals_clean: bool = True) -> list[Finding]:
     # Damaged lines count as present here: the journal checks above report them once, as edits.
     for rec in _peek_all(os.path.join(base, layout.EVENTS)) + _peek_all(os.path.join(base, layout.LOG)):
         cseqs.add(rec.get("cseq", 0))
+    at: dict[str, int] = {}  # message id -> where its record starts in its inbox
     for alias in aliases:
-        for rec in _peek_all(layout.inbox(base, alias)):
+        for pos, rec in _peek_at(layout.inbox(base, alias)):
             if isinstance(rec.get("id"), str):
                 messages[rec["id"]] = rec
+                at[rec["id"]] = pos
             cseqs.add(rec.get("cseq", 0))
     cseqs.discard(0)
     if cseqs:
@@ -188,7 +190,8 @@ def check_derived(tx: FileTxn, *, journals_clean: bool = True) -> list[Finding]:
                                      f"offset {doc['offset']}, which no journal holds"))
         else:
             rec = messages[mid]
-            if doc.get("inbox") != rec["to"] or doc.get("seq") != rec["seq"] or doc.get("digest") != rec["digest"]:
+            if doc.get("inbox") != rec["to"] or doc.get("seq") != rec["seq"] or doc.get("digest") != rec["digest"] \
+                    or (journals_clean and doc.get("offset") != at[mid]):  # an edited record moves the rest
                 found.append(Finding(path, 1, "damaged", f"index entry of {mid} disagrees with its record "
                                      "(run agentmsg repair)"))
     for mid in [*messages, *copies]:
@@ -203,7 +206,10 @@ def check_derived(tx: FileTxn, *, journals_clean: bool = True) -> list[Finding]:
                 found.append(Finding(layout.receipts(base, alias), rec["seq"], "removed",
                                      f"{rec['type']} receipt names message {named}, which no journal holds"))
                 break
-        found += _check_map(tx, alias)
+        found += _check_map(tx, alias, offsets=journals_clean)
+    for path in views.damaged_hook_states(tx):
+        found.append(Finding(path, 1, "derived", "hook state does not parse: the hooks reset it and skip a prompt "
+                             "(run agentmsg repair)"))
     md = fsio.read_bytes(os.path.join(base, layout.TRANSCRIPT))
     if md:
         for mid in dict.fromkeys(_ID_LINE.findall(md.decode("utf-8", "replace"))):
@@ -265,15 +271,20 @@ def _edited_in_place(tx: FileTxn, stored: Any) -> bool:
 
 
 def _peek_all(path: str) -> list[dict[str, Any]]:
+    return [rec for _pos, rec in _peek_at(path)]
+
+
+def _peek_at(path: str) -> list[tuple[int, dict[str, Any]]]:
+    """Every line that reads as a record, with where it starts (damaged ones too: see `check_derived`)."""
     out = []
-    for _pos, line, _complete in fsio.lines(path):
+    for pos, line, _complete in fsio.lines(path):
         rec = records.peek(line) if line else None
         if rec is not None:
-            out.append(rec)
+            out.append((pos, rec))
     return out
 
 
-def _check_map(tx: FileTxn, alias: str) -> list[Finding]:
+def _check_map(tx: FileTxn, alias: str, *, offsets: bool = True) -> list[Finding]:
     from .inboxmap import ACKED, InboxMap
 
     path = layout.inbox_map(tx.base, alias)
@@ -287,6 +298,9 @@ def _check_map(tx: FileTxn, alias: str) -> list[Finding]:
         return [Finding(path, 1, "removed", "inbox map names records the journals no longer hold "
                         "(a record was cut off the end, or the journal replaced)")]
     fresh = views.fresh_map(tx, alias)
+    found = _check_offsets(tx, alias, fresh) if offsets else []
+    if found:
+        return found
     for i, byte in enumerate(stored.status):
         want = fresh.status[i] if i < len(fresh.status) else None
         if not want:
@@ -296,6 +310,24 @@ def _check_map(tx: FileTxn, alias: str) -> list[Finding]:
             return [Finding(path, 1, "edited" if hides else "derived",
                             f"inbox map entry for seq {i + 1} disagrees with the journals"
                             + (": it hides an unacknowledged message" if hides else "") + " (run agentmsg repair)")]
+    return []
+
+
+def _check_offsets(tx: FileTxn, alias: str, fresh: Any) -> list[Finding]:
+    """The offsets file beside the map: each entry it holds must be where that message's record starts."""
+    from .inboxmap import _OFF
+
+    path = layout.inbox_offsets(tx.base, alias)
+    raw = fsio.read_bytes(path)
+    if not raw:
+        return []
+    starts = {rec["seq"]: pos for pos, rec in _peek_at(layout.inbox(tx.base, alias))
+              if type(rec.get("seq")) is int}
+    for i in range(min(len(raw) // _OFF, len(fresh.status))):
+        want = starts.get(i + 1)
+        if want is not None and fresh.status[i] and int.from_bytes(raw[i * _OFF:(i + 1) * _OFF], "little") != want:
+            return [Finding(path, 1, "derived", f"offsets entry for seq {i + 1} does not point at its record "
+                            "(run agentmsg repair)")]
     return []
 
 

@@ -698,6 +698,33 @@ def write_html(tx: FileTxn, page: bytes) -> str:
 # ---- rebuilding and cleaning -----------------------------------------------------------------------
 
 
+def hook_state(raw: bytes) -> dict[str, Any] | None:
+    """A binding's hook state (``state/<alias>.hook.json``, v2) as the hooks can use it; None when damaged."""
+    try:
+        doc = records.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    ok = (isinstance(doc, dict) and doc.get("v") == 2 and type(doc.get("prompt")) is int
+          and isinstance(doc.get("shown"), dict) and isinstance(doc.get("blocked"), list)
+          and type(doc.get("rpos")) is int and all(type(v) is int for v in doc["shown"].values()))
+    return doc if ok else None
+
+
+def damaged_hook_states(tx: FileTxn) -> list[str]:
+    """The hook states of this collaboration that the hooks would reset (and fail a run over)."""
+    state = tx.existing("state")
+    if state is None:
+        return []
+    out = []
+    for name in sorted(os.listdir(state)):
+        if name.endswith(".hook.json") and not name.startswith("."):
+            raw = fsio.read_bytes(os.path.join(state, name))
+            if raw is not None and hook_state(raw) is None:
+                out.append(os.path.join(state, name))
+    return out
+
+
+
 def rebuild(tx: FileTxn) -> list[str]:
     """Rewrite every derived file of one collaboration from its journals."""
     reg = rules.replay(tx.events())
@@ -718,6 +745,9 @@ def rebuild(tx: FileTxn) -> list[str]:
         tx._maps.pop(alias, None)
         tx.map(alias).save()
         done.append(f"state/{alias}.map")
+    for path in damaged_hook_states(tx):  # not derivable, only reset: its messages look never shown
+        os.unlink(path)
+        done.append(f"state/{os.path.basename(path)} (damaged: reset)")
     render_all(tx)
     done.append("transcripts")
     from .searchindex import SearchIndex
