@@ -933,12 +933,12 @@ def _sh_quote(value: str) -> str:
     return "'" + value.replace("'", "'\"'\"'") + "'"
 
 
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1] if len(sys.argv) > 1 else ""))
-
-
 def _last_block(env: envelope.Envelope) -> set[str]:
     """The messages the binding's last Stop block showed, from its slot record (truth): a hook state lost or
     reset since then must not make a continued stop look new and block again."""
     found = env.spent[-1].get("messages") if env.spent else None
     return {m for m in found if isinstance(m, str)} if isinstance(found, list) else set()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1] if len(sys.argv) > 1 else ""))

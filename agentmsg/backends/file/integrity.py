@@ -145,11 +145,14 @@ def check_derived(tx: FileTxn, *, journals_clean: bool = True) -> list[Finding]:
     for rec in _peek_all(os.path.join(base, layout.EVENTS)) + _peek_all(os.path.join(base, layout.LOG)):
         cseqs.add(rec.get("cseq", 0))
     at: dict[str, int] = {}  # message id -> where its record starts in its inbox
+    starts: dict[str, dict[int, int]] = {}  # alias -> seq -> the same (the offsets file's truth)
     for alias in aliases:
         for pos, rec in _peek_at(layout.inbox(base, alias)):
             if isinstance(rec.get("id"), str):
                 messages[rec["id"]] = rec
                 at[rec["id"]] = pos
+            if type(rec.get("seq")) is int:
+                starts.setdefault(alias, {})[rec["seq"]] = pos
             cseqs.add(rec.get("cseq", 0))
     cseqs.discard(0)
     if cseqs:
@@ -206,7 +209,7 @@ def check_derived(tx: FileTxn, *, journals_clean: bool = True) -> list[Finding]:
                 found.append(Finding(layout.receipts(base, alias), rec["seq"], "removed",
                                      f"{rec['type']} receipt names message {named}, which no journal holds"))
                 break
-        found += _check_map(tx, alias, offsets=journals_clean)
+        found += _check_map(tx, alias, starts.get(alias, {}) if journals_clean else None)
     for path in views.damaged_hook_states(tx):
         found.append(Finding(path, 1, "derived", "hook state does not parse: the hooks reset it and skip a prompt "
                              "(run agentmsg repair)"))
@@ -284,7 +287,8 @@ def _peek_at(path: str) -> list[tuple[int, dict[str, Any]]]:
     return out
 
 
-def _check_map(tx: FileTxn, alias: str, *, offsets: bool = True) -> list[Finding]:
+def _check_map(tx: FileTxn, alias: str, starts: dict[int, int] | None) -> list[Finding]:
+    """``starts``: where each message's record starts (None: the journals are damaged, which moves them)."""
     from .inboxmap import ACKED, InboxMap
 
     path = layout.inbox_map(tx.base, alias)
@@ -297,10 +301,10 @@ def _check_map(tx: FileTxn, alias: str, *, offsets: bool = True) -> list[Finding
     if not stored._matches_journals() and not _edited_in_place(tx, stored):
         return [Finding(path, 1, "removed", "inbox map names records the journals no longer hold "
                         "(a record was cut off the end, or the journal replaced)")]
-    fresh = views.fresh_map(tx, alias)
-    found = _check_offsets(tx, alias, fresh) if offsets else []
+    found = _check_offsets(tx, alias, starts) if starts is not None else []
     if found:
         return found
+    fresh = views.fresh_map(tx, alias)
     for i, byte in enumerate(stored.status):
         want = fresh.status[i] if i < len(fresh.status) else None
         if not want:
@@ -313,19 +317,15 @@ def _check_map(tx: FileTxn, alias: str, *, offsets: bool = True) -> list[Finding
     return []
 
 
-def _check_offsets(tx: FileTxn, alias: str, fresh: Any) -> list[Finding]:
+def _check_offsets(tx: FileTxn, alias: str, starts: dict[int, int]) -> list[Finding]:
     """The offsets file beside the map: each entry it holds must be where that message's record starts."""
     from .inboxmap import _OFF
 
     path = layout.inbox_offsets(tx.base, alias)
-    raw = fsio.read_bytes(path)
-    if not raw:
-        return []
-    starts = {rec["seq"]: pos for pos, rec in _peek_at(layout.inbox(tx.base, alias))
-              if type(rec.get("seq")) is int}
-    for i in range(min(len(raw) // _OFF, len(fresh.status))):
+    raw = fsio.read_bytes(path) or b""
+    for i in range(len(raw) // _OFF):
         want = starts.get(i + 1)
-        if want is not None and fresh.status[i] and int.from_bytes(raw[i * _OFF:(i + 1) * _OFF], "little") != want:
+        if want is not None and int.from_bytes(raw[i * _OFF:(i + 1) * _OFF], "little") != want:
             return [Finding(path, 1, "derived", f"offsets entry for seq {i + 1} does not point at its record "
                             "(run agentmsg repair)")]
     return []

@@ -724,7 +724,6 @@ def damaged_hook_states(tx: FileTxn) -> list[str]:
     return out
 
 
-
 def rebuild(tx: FileTxn) -> list[str]:
     """Rewrite every derived file of one collaboration from its journals."""
     reg = rules.replay(tx.events())
