@@ -1,3 +1,3 @@
-from .cli import run
+from agentmsg.cli import run
 
 run()

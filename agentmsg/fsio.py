@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import IO, Any, TypeVar
 
-    from .errors import UnsafePath
+    from agentmsg.errors import UnsafePath
 
     P = TypeVar("P", str, Path)
     StrPath = str | os.PathLike[str]
@@ -71,7 +71,7 @@ _LINK_INSIDE = "is a symlink; refusing to follow it inside the state root"
 
 def _unsafe(path: StrPath, what: str = _LINK_INSIDE) -> UnsafePath:
     # errors.py is imported when an error is raised, not on every hook run (it costs ~0.3 ms bare)
-    from .errors import UnsafePath
+    from agentmsg.errors import UnsafePath
 
     return UnsafePath(f"{os.fspath(path)} {what}")
 
@@ -591,7 +591,7 @@ class locked:  # lower case: used like the function it replaced, ``with fsio.loc
                     if not _is_contention(exc):
                         raise
                 if time.monotonic() >= deadline:
-                    from .errors import StoreFailed
+                    from agentmsg.errors import StoreFailed
 
                     raise StoreFailed(f"lock {os.fspath(self.path)} held for more than {self.timeout:g}s; "
                                       "nothing was written")

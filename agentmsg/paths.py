@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from .records import sha256_hex
+from agentmsg.records import sha256_hex
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ def _absolute(value: str, what: str) -> str:
 
 
 def _usage(message: str) -> Exception:
-    from .errors import UsageError  # only when raising: the hooks resolve the root on every prompt
+    from agentmsg.errors import UsageError  # only when raising: the hooks resolve the root on every prompt
 
     return UsageError(message)
 

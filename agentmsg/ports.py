@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator
 from typing import Any, Protocol
 
-from .domain.search import Found, Query
-from .domain.values import Message, Page, Registry
+from agentmsg.domain.search import Found, Query
+from agentmsg.domain.values import Message, Page, Registry
 
 Record = dict[str, Any]
 

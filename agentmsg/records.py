@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import time
 
-from . import TOOL
+from agentmsg import TOOL
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

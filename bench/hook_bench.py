@@ -116,7 +116,7 @@ def resolve_interpreter(data: Path, project: Path, root: Path) -> tuple[str, flo
 def import_time(python: str) -> dict[str, int]:
     """Cumulative microseconds for the hook path's imports, and for the full store for comparison."""
     out = {}
-    for module in ("agentmsg.hooks", "agentmsg.backends.file.store"):
+    for module in ("agentmsg.hooks.core", "agentmsg.backends.file.store"):
         code = f"import sys; sys.path.insert(0, {str(REPO)!r}); import {module}"
         best = None
         for _ in range(7):
@@ -249,7 +249,7 @@ def markdown(res: dict, info: dict[str, str], command: str) -> str:
     imp = res["imports_us"]
     lines += ["", "### Import time (`python3 -I -S -X importtime`, best of 7)", "",
               "| module | cumulative |", "|---|---:|",
-              f"| `agentmsg.hooks` (everything a hook imports) | {imp['agentmsg.hooks'] / 1e3:.2f} ms |",
+              f"| `agentmsg.hooks.core` (everything a hook imports) | {imp['agentmsg.hooks.core'] / 1e3:.2f} ms |",
               f"| `agentmsg.backends.file.store` (the file backend) | "
               f"{imp['agentmsg.backends.file.store'] / 1e3:.2f} ms |"]
     lines += ["", "### Version-manager shims", ""]
@@ -546,9 +546,9 @@ class NodePlugin:
 def opencode_run(args: argparse.Namespace) -> dict:
     """Claude Code's hook command vs OpenCode's (``hooks/run opencode``, as the plugin spawns it) vs the whole
     plugin path in node, on the same inbox (the binding handed over to an OpenCode pin in a copy)."""
-    from agentmsg import opencode as oc
     from agentmsg.backends.file.store import FileStore
     from agentmsg.domain import validate
+    from agentmsg.hosts import opencode as oc
     from agentmsg.service.messaging import Mailbox
 
     tmp = Path(tempfile.mkdtemp(prefix="hook-opencode-"))
@@ -972,7 +972,7 @@ def main() -> None:
         s = res["shim"]
         print(f"shim python3 -S -c pass: {s['median_ms']:.1f} ms; naive hook via shim: "
               f"{s['naive_hook_median_ms']:.1f} ms; launcher cold first run: {res['cold_first_run_ms']:.1f} ms")
-    print(f"imports: hooks {res['imports_us']['agentmsg.hooks'] / 1e3:.2f} ms, "
+    print(f"imports: hooks {res['imports_us']['agentmsg.hooks.core'] / 1e3:.2f} ms, "
           f"store {res['imports_us']['agentmsg.backends.file.store'] / 1e3:.2f} ms")
     if args.write_md:
         command = "python3 bench/hook_bench.py --write-md"

@@ -40,7 +40,8 @@ sys.path.insert(0, str(BENCH))
 from hook_bench import claude_env, hook_command, resolve_interpreter, stats, stdin_json, timed  # noqa: E402
 from store_bench import REVIEWER, Snapshot, build_unread, machine, new_collab, write_section  # noqa: E402
 
-from agentmsg import fsio, storeurl  # noqa: E402
+from agentmsg import fsio  # noqa: E402
+from agentmsg.backends import url as storeurl  # noqa: E402
 from agentmsg.backends.file import layout  # noqa: E402
 from agentmsg.domain.values import Draft, Pin  # noqa: E402
 from agentmsg.service.messaging import Mailbox  # noqa: E402

@@ -44,9 +44,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from agentmsg.backends.file.journal import Journal  # noqa: E402
 from agentmsg.backends.file.store import FileStore  # noqa: E402
 from agentmsg.domain import kinds, rules, validate  # noqa: E402
-from agentmsg.journal import Journal  # noqa: E402
 from agentmsg.service.messaging import Mailbox  # noqa: E402
 
 ALICE, BOB, CAROL = (validate.pin(p) for p in ("codex:bench-alice", "claude-code:bench-bob", "human:carol"))

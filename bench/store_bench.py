@@ -42,10 +42,10 @@ sys.path.insert(0, str(REPO))
 
 from agentmsg import fsio, records  # noqa: E402
 from agentmsg.backends.file import layout  # noqa: E402
+from agentmsg.backends.file.journal import Journal  # noqa: E402
 from agentmsg.backends.file.store import FileStore  # noqa: E402
 from agentmsg.domain.rules import digest  # noqa: E402
 from agentmsg.domain.values import Draft, Pin  # noqa: E402
-from agentmsg.journal import Journal  # noqa: E402
 from agentmsg.service.messaging import Mailbox  # noqa: E402
 
 DRIVER = Pin("codex", "0199a1b2-c3d4-7e5f-8a9b-00000000be4c")

@@ -2,7 +2,7 @@
 
 Puts the plugin root (this file's parent directory; for the copy shipped in a
 wheel, ``agentmsg/_plugin/hooks``, the folder holding the package) first on ``sys.path`` and
-runs ``agentmsg.hooks.main``: no virtual environment, no site-packages,
+runs ``agentmsg.hooks.core.main``: no virtual environment, no site-packages,
 standard library only.  Whatever goes wrong (an interpreter too old to import
 the package, a broken checkout) it exits 0 with no output, like the hooks.
 Kept free of newer syntax so that even an old python3 reaches the guard.
@@ -24,15 +24,15 @@ def _main():
             # A read-only checkout: keep compiled modules in the plugin's data folder instead.
             data = os.environ.get("CLAUDE_PLUGIN_DATA") or os.environ.get("PLUGIN_DATA")
             sys.pycache_prefix = os.path.join(data, "pycache")
-        if len(sys.argv) > 2 and sys.argv[2] == "wait":  # Claude Code's asyncRewake waiter (agentmsg/waiter.py)
-            from agentmsg.waiter import main
-        elif len(sys.argv) > 2 and sys.argv[2] == "ahead":  # the renderer of deliveries (agentmsg/ahead.py)
-            from agentmsg.ahead import main as ahead
+        if len(sys.argv) > 2 and sys.argv[2] == "wait":  # Claude Code's asyncRewake waiter (agentmsg/runtime/waiter.py)
+            from agentmsg.runtime.waiter import main
+        elif len(sys.argv) > 2 and sys.argv[2] == "ahead":  # the renderer of deliveries (agentmsg/runtime/renderer.py)
+            from agentmsg.runtime.renderer import main as ahead
 
             return ahead(sys.argv[3:])
         else:
-            from agentmsg.hooks import main
-    except BaseException as exc:  # fail open, before agentmsg.hooks can
+            from agentmsg.hooks.core import main
+    except BaseException as exc:  # fail open, before agentmsg.hooks.core can
         _log(host, exc)
         return 0
     return main(host)

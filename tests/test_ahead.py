@@ -3,7 +3,7 @@
 Every hook here runs through ``hooks/run`` as the host starts it, with rendering ahead on
 (``AGENTMSG_NO_AHEAD=""``; the other hook tests keep it off) and ``AGENTMSG_PYTHON`` pointing at a
 shim that counts interpreter starts, so "served" means "no Python process started for that prompt".
-The renderer is the real one (``agentmsg/ahead.py``), started the way users get it: by a hook run or
+The renderer is the real one (``agentmsg/runtime/renderer.py``), started the way users get it: by a hook run or
 by a writer's doorbell.
 """
 
@@ -648,7 +648,7 @@ def test_a_hook_that_folds_a_claim_first_still_answers_as_itself(session):
 def test_a_takeover_while_the_renderer_reads_is_not_lost(session, store, collab):
     """The generation is read before the bindings: a join landing in between voids what is rendered."""
     from agentmsg.backends.file.store import FileStore
-    from agentmsg.hooks import Hook
+    from agentmsg.hooks.core import Hook
 
     session.start()
     reg = store.open(collab.driver, "driver", "second", "another", {"adapter": "hook"})
@@ -709,7 +709,7 @@ def test_a_full_doorbell_never_holds_the_launcher(session):
 
 
 def test_a_mirrored_root_is_left_to_the_full_hook(session, tmp_path):
-    from agentmsg import mirror
+    from agentmsg.runtime import mirror
 
     cli = tmp_path / "fake-cli"
     cli.write_text("#!/bin/sh\nexit 0\n")

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from agentmsg import cursor
+from agentmsg.hosts import cursor
 from tests.cli_helpers import run_json
 
 PIN = "cursor:myproject"
@@ -89,9 +89,9 @@ def test_config_files(tmp_path: Path) -> None:
     hooks = json.loads((tmp_path / ".cursor" / "hooks.json").read_text())
     assert hooks["version"] == 1
     assert hooks["hooks"]["sessionStart"] == [
-        {"command": f"/usr/bin/python3 -m agentmsg.cursor hook --self {PIN}"}]
+        {"command": f"/usr/bin/python3 -m agentmsg.hosts.cursor hook --self {PIN}"}]
     assert hooks["hooks"]["stop"] == [{"command": "./mine.sh"}, {
-        "command": f"/usr/bin/python3 -m agentmsg.cursor hook --self {PIN}", "loop_limit": 7}]
+        "command": f"/usr/bin/python3 -m agentmsg.hosts.cursor hook --self {PIN}", "loop_limit": 7}]
     mcp = json.loads((tmp_path / ".cursor" / "mcp.json").read_text())
     assert mcp["mcpServers"]["other"] == {"command": "x"}
     assert mcp["mcpServers"]["agentmsg"] == {"type": "stdio", "command": "agentmsg", "args": ["mcp", "--self", PIN]}

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from cli_helpers import REPO_ROOT, run, run_json
 
-from agentmsg import installer
+from agentmsg.hosts import install as installer
 
 
 def _python_only(tmp: Path) -> Path:

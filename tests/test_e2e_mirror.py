@@ -65,7 +65,7 @@ def test_claude_on_a_and_codex_on_b_exchange_a_request_and_a_reply(tmp_path: Pat
     env_a, env_b = {"AGENTMSG_STORE": url_a}, {"AGENTMSG_STORE": url_b}
     mirrors = [_mirror(root_a, url_a), _mirror(root_b, url_b)]
     try:
-        from agentmsg import mirrorstart
+        from agentmsg.runtime import mirrorstart
 
         deadline = time.monotonic() + 30  # each machine's mirror holds its lock: nothing else starts one
         while not all(mirrorstart.running(str(r)) for r in (root_a, root_b)) and time.monotonic() < deadline:

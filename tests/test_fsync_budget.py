@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from agentmsg import hooks
 from agentmsg.backends.file.store import FileStore
 from agentmsg.domain.values import Draft, Pin
+from agentmsg.hooks import core as hooks
 from agentmsg.service.messaging import Mailbox
 
 DRIVER = Pin("codex", "0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b")

@@ -21,14 +21,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentmsg import fsio, paths, records
-from agentmsg import hooks as hookrun
 from agentmsg.backends.file import layout, views
 from agentmsg.backends.file.integrity import verify_file
+from agentmsg.backends.file.journal import Journal, Problem
 from agentmsg.backends.file.store import FileStore as FilePort
 from agentmsg.domain import rules
 from agentmsg.domain import validate as model
 from agentmsg.errors import StoreFailed, UnsafePath, UsageError
-from agentmsg.journal import Journal, Problem
+from agentmsg.hooks import core as hookrun
 from tests.facade import Draft
 
 JSONISH = st.recursive(
@@ -409,13 +409,13 @@ HEAVY = {"json", "re", "pathlib", "dataclasses", "typing", "hashlib", "uuid", "s
 
 
 def test_hook_path_imports_stay_lean():
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import agentmsg.hooks, agentmsg.text.boundary; "
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import agentmsg.hooks.core, agentmsg.text.boundary; "
             "agentmsg.text.boundary.escape('x'); print(' '.join(sorted(sys.modules)))")
     out = subprocess.run([sys.executable, "-I", "-S", "-c", code, str(Path(__file__).resolve().parents[1])],
                          capture_output=True, text=True, check=True).stdout.split()
     assert not HEAVY & set(out), HEAVY & set(out)
     assert not [m for m in out if re.match(r"(typer|rich|yaml|portalocker)\b", m)]
-    assert {"agentmsg.records", "agentmsg.fsio", "agentmsg.journal", "agentmsg.paths",
+    assert {"agentmsg.records", "agentmsg.fsio", "agentmsg.backends.file.journal", "agentmsg.paths",
             "agentmsg.backends.file.store", "agentmsg.domain.rules"} <= set(out)
 
 

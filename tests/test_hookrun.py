@@ -23,9 +23,9 @@ from helpers_hooks import (
     run_hook,
 )
 
-from agentmsg import hooks as hookrun
 from agentmsg.domain import kinds
 from agentmsg.domain import validate as model
+from agentmsg.hooks import core as hookrun
 from agentmsg.service import delivery
 from agentmsg.text import boundary
 from tests.facade import Draft
@@ -515,7 +515,7 @@ def test_module_entry_point(tmp_path, store, collab, child_env):
     send(store, collab, collab.driver, "reviewer", "pending")
     stdin = json.dumps({"session_id": REVIEWER_SESSION, "hook_event_name": "UserPromptSubmit", "prompt": "x"})
     env = dict(child_env, AGENTMSG_HOME=str(collab.root))
-    proc = subprocess.run([sys.executable, "-m", "agentmsg.hooks", "claude"], input=stdin.encode(),
+    proc = subprocess.run([sys.executable, "-m", "agentmsg.hooks.core", "claude"], input=stdin.encode(),
                           capture_output=True, env=env)
     assert proc.returncode == 0 and proc.stderr == b""
     assert "subject: pending" in json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]

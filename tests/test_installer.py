@@ -1,4 +1,4 @@
-"""``agentmsg install codex`` / ``uninstall codex`` (agentmsg/installer.py) and adapter detection."""
+"""``agentmsg install codex`` / ``uninstall codex`` (agentmsg/hosts/install.py) and adapter detection."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from helpers_hooks import DRIVER_SESSION, REPO, payload, python_dir
 
-from agentmsg import installer
 from agentmsg.errors import Conflict, UsageError
+from agentmsg.hosts import install as installer
 
 USER_HOOKS = {
     "hooks": {

@@ -24,7 +24,7 @@ import pytest
 from agentmsg.backends.file import outbox
 from agentmsg.backends.file.store import FileStore
 from agentmsg.domain.values import Draft, Pin
-from agentmsg.mirror import Mirror
+from agentmsg.runtime.mirror import Mirror
 from agentmsg.service.messaging import Mailbox
 from tests.cli_helpers import clean_env, run, run_json
 from tests.helpers_hooks import REVIEWER_SESSION, run_hook
@@ -241,7 +241,7 @@ def test_the_cli_starts_the_mirror_and_it_exits_when_idle(pair: Pair) -> None:
                                 "--subject", "auto", "--body", "b", "--kind", "request", root=pair.local, env=env)
     assert code == 0, err
     pair.wait_same()
-    from agentmsg import mirrorstart
+    from agentmsg.runtime import mirrorstart
 
     assert mirrorstart.running(str(pair.local))
     deadline = time.monotonic() + 30
@@ -266,7 +266,7 @@ def test_session_start_hook_starts_the_mirror(pair: Pair, tmp_path: Path, how: s
     out = run_hook("claude", "SessionStart", pair.tmp, pair.local, REVIEWER_SESSION, extra_env=extra)
     assert out.returncode == 0
     pair.wait_same()
-    from agentmsg import mirrorstart
+    from agentmsg.runtime import mirrorstart
 
     deadline = time.monotonic() + 30
     while mirrorstart.running(str(pair.local)) and time.monotonic() < deadline:

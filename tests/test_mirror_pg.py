@@ -19,7 +19,7 @@ import pytest
 from agentmsg.backends.file import outbox
 from agentmsg.backends.file.store import FileStore
 from agentmsg.domain.values import Draft, Pin
-from agentmsg.mirror import Mirror
+from agentmsg.runtime.mirror import Mirror
 from agentmsg.service.messaging import Mailbox
 from tests.cli_helpers import clean_env, run_json
 from tests.helpers_hooks import REVIEWER_SESSION, run_hook

@@ -13,7 +13,9 @@ from pathlib import Path
 from cli_helpers import REPO_ROOT, run, run_json
 from helpers_hooks import run_hook
 
-from agentmsg import hostcmd, installer, paths
+from agentmsg import paths
+from agentmsg.hosts import cliname as hostcmd
+from agentmsg.hosts import install as installer
 from agentmsg.text import boundary
 from agentmsg.text import transcript as render
 

@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 from cli_helpers import REPO_ROOT, run_json
 
-from agentmsg import hooks, identity
-from agentmsg import opencode as oc
 from agentmsg.domain import validate as model
 from agentmsg.errors import IdentityError
+from agentmsg.hooks import core as hooks
+from agentmsg.hosts import identity
+from agentmsg.hosts import opencode as oc
 
 PLUGIN = REPO_ROOT / "opencode" / "agentmsg.js"
 

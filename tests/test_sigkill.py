@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from agentmsg import records
-from agentmsg.journal import Journal
+from agentmsg.backends.file.journal import Journal
 from tests.facade import Draft
 
 WORKER = Path(__file__).with_name("store_worker.py")

@@ -21,11 +21,11 @@ from hypothesis import strategies as st
 
 from agentmsg import records
 from agentmsg.backends.file.inboxmap import InboxMap
+from agentmsg.backends.file.journal import Journal
 from agentmsg.backends.file.layout import pin_key
 from agentmsg.domain import rules
 from agentmsg.domain import validate as model
 from agentmsg.errors import Closed, Conflict, IdentityError, NotFound, UnknownAgent, UnsafePath, UsageError
-from agentmsg.journal import Journal
 from tests.facade import Draft, FileStore
 
 TS_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from agentmsg import fsio, records
+from agentmsg.backends.file.journal import Journal
 from agentmsg.domain import validate as model
 from agentmsg.errors import UnsafePath
-from agentmsg.journal import Journal
 from tests.facade import Draft, FileStore
 
 NEWCOMER = "cursor:newcomer-0001"

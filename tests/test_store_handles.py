@@ -19,8 +19,8 @@ import pytest
 
 from agentmsg import fsio, records
 from agentmsg.backends.file.handles import LIMIT, Handles
+from agentmsg.backends.file.journal import Journal
 from agentmsg.errors import UnsafePath
-from agentmsg.journal import Journal
 from tests.facade import Draft, FileStore
 
 

@@ -21,7 +21,8 @@ import pytest
 from cli_helpers import REPO_ROOT, clean_env, run, run_json, snapshot
 from conftest import DRIVER_PIN, REVIEWER_PIN
 
-from agentmsg import fsio, journal, records
+from agentmsg import fsio, records
+from agentmsg.backends.file import journal
 from agentmsg.errors import StoreFailed, UnsafePath
 
 NOT_REGULAR = "is not a regular file (a FIFO, socket, device or directory); refusing to use it"
@@ -266,7 +267,7 @@ def test_notify_command_not_utf8_leaves_nothing(tmp_path: Path) -> None:
 
 
 def test_latin1_codex_config_is_read(tmp_path: Path) -> None:
-    from agentmsg import installer
+    from agentmsg.hosts import install as installer
 
     codex = tmp_path / "codex"
     codex.mkdir()
@@ -313,8 +314,7 @@ def test_os_errors_map_to_documented_codes(code: int, exit_code: int, text: str)
 
 def test_os_error_in_a_command_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
                                            tmp_path: Path) -> None:
-    from agentmsg import admin
-    from agentmsg.cli import main
+    from agentmsg.cli import admin, main
 
     def full(*_a: object, **_k: object) -> None:
         raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "x"))

@@ -18,7 +18,7 @@ import pytest
 
 from agentmsg import records
 from agentmsg.backends.file.integrity import verify_file
-from agentmsg.journal import Journal
+from agentmsg.backends.file.journal import Journal
 
 N = 10_000
 TRIALS = 20

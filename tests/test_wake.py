@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from agentmsg.domain import wake
-from agentmsg.wakeup import screen_refusal
+from agentmsg.runtime.wakeup import screen_refusal
 from tests.cli_helpers import run, run_json
 from tests.helpers_hooks import REPO, host_env, payload, run_hook
 

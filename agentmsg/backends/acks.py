@@ -7,7 +7,7 @@ file store, which the hooks import, uses it.
 
 from __future__ import annotations
 
-from ..domain import kinds
+from agentmsg.domain import kinds
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

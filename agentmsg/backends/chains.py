@@ -7,7 +7,7 @@ finding shape, so ``verify`` reports alike everywhere.
 
 from __future__ import annotations
 
-from .. import records
+from agentmsg import records
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -12,13 +12,13 @@ import time
 from collections.abc import Collection, Iterator
 from typing import Any
 
-from .. import records
-from ..domain import kinds, rules, search
-from ..domain.search import Found, Query
-from ..domain.values import Message, Page, Registry
-from ..errors import NotFound
-from .chains import chain_findings
-from .reads import TxnReads
+from agentmsg import records
+from agentmsg.backends.chains import chain_findings
+from agentmsg.backends.reads import TxnReads
+from agentmsg.domain import kinds, rules, search
+from agentmsg.domain.search import Found, Query
+from agentmsg.domain.values import Message, Page, Registry
+from agentmsg.errors import NotFound
 
 Record = dict[str, Any]
 
@@ -179,7 +179,7 @@ class MemoryTxn:
 
     def _alias(self, alias: str) -> str:
         if not rules.is_alias(alias):
-            from ..errors import UsageError
+            from agentmsg.errors import UsageError
 
             raise UsageError(f"invalid alias {str(alias)[:40]!r}: must match ^[a-z][a-z0-9_-]{{0,31}}$")
         return alias

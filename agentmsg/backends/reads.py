@@ -13,8 +13,8 @@ if TYPE_CHECKING:
     from collections.abc import Collection, Iterable
     from typing import Any
 
-    from ..domain.values import Message, Page, Registry
-    from ..ports import Txn
+    from agentmsg.domain.values import Message, Page, Registry
+    from agentmsg.ports import Txn
 
 
 class TxnReads:

@@ -19,10 +19,10 @@ from collections.abc import Sequence
 
 import typer
 
-from .. import TOOL, fsio
-from ..errors import AgentmsgError, StoreFailed, UnsafePath, UsageError
-from ..text import escape as visible
-from . import output
+from agentmsg import TOOL, fsio
+from agentmsg.cli import output
+from agentmsg.errors import AgentmsgError, StoreFailed, UnsafePath, UsageError
+from agentmsg.text import escape as visible
 
 
 def _portalocker_nb(fh: object) -> None:
@@ -35,7 +35,7 @@ def _portalocker_nb(fh: object) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from .app import app_command, one_command
+    from agentmsg.cli.app import app_command, one_command
 
     args = list(sys.argv[1:] if argv is None else argv)
     args = _take_store(args)

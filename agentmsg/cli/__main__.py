@@ -1,3 +1,3 @@
-from . import run
+from agentmsg.cli import run
 
 run()

@@ -1,7 +1,7 @@
 """Typer command definitions. Each callback only translates arguments.
 
 The work is in :mod:`agentmsg.service.commands` (messaging) and
-:mod:`agentmsg.admin` (install, doctor, version); output is :mod:`.output`.
+:mod:`agentmsg.cli.admin` (install, doctor, version); output is :mod:`.output`.
 
 Callbacks are plain functions listed in :data:`COMMANDS` and :data:`GROUPS`;
 nothing is registered with typer at import time.  :func:`app_command` builds
@@ -22,7 +22,7 @@ import typer
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ..service.context import Ctx
+    from agentmsg.service.context import Ctx
 
 HELP = "Durable, addressed messaging between coding-agent sessions."
 #: Sub-command groups: name -> help (their commands are in :data:`GROUPS`, filled in below).
@@ -52,37 +52,37 @@ Collab = Annotated[str | None, typer.Option("--collab", help="Collaboration UUID
 
 
 def _done(command: str, payload: dict[str, Any], as_json: bool) -> int:
-    from . import output
+    from agentmsg.cli import output
 
     return output.emit(command, payload, as_json)
 
 
 def _ctx(root: str | None) -> Ctx:
-    from ..service.context import Ctx
+    from agentmsg.service.context import Ctx
 
     return Ctx.create(root)
 
 
 def _actions() -> Any:
-    from ..service import commands
+    from agentmsg.service import commands
 
     return commands
 
 
 def _delivery() -> Any:
-    from ..service import delivery_commands
+    from agentmsg.service import delivery_commands
 
     return delivery_commands
 
 
 def _wake() -> Any:
-    from ..service import wake_commands
+    from agentmsg.service import wake_commands
 
     return wake_commands
 
 
 def _admin() -> Any:
-    from .. import admin
+    from agentmsg.cli import admin
 
     return admin
 
@@ -152,7 +152,7 @@ def send(
     json_: Json = False,
 ) -> int:
     """Store a message durably, then notify the recipient."""
-    from ..domain.values import Draft
+    from agentmsg.domain.values import Draft
 
     text = _read_body(body, body_stdin, body_file)
     draft = Draft(to=to, kind=kind, priority=priority, subject=subject, body=text, id=id_, reply_to=reply_to)
@@ -161,20 +161,20 @@ def send(
 
 
 def _read_body(body: str | None, from_stdin: bool, path: Path | None) -> str:
-    from ..errors import UsageError
+    from agentmsg.errors import UsageError
 
     given = [body is not None, from_stdin, path is not None]
     if sum(given) != 1:
         raise UsageError("give the body exactly once: --body TEXT, --body-stdin or --body-file PATH")
     if body is not None:
         return body
-    from ..domain.validate import BODY_MAX_BYTES as limit
+    from agentmsg.domain.validate import BODY_MAX_BYTES as limit
     try:
         raw = sys.stdin.buffer.read(limit + 1) if from_stdin else _read_file(path, limit)  # type: ignore[arg-type]
     except OSError as exc:
         raise UsageError(f"cannot read body: {exc.strerror or exc}") from None
     if len(raw) > limit:
-        from ..errors import TooLarge
+        from agentmsg.errors import TooLarge
 
         raise TooLarge(f"body is over {limit} bytes; nothing was stored")
     try:
@@ -228,7 +228,7 @@ def ack(
     """Record that you (the exact recipient) read messages in full. Idempotent; several ids in one call."""
     named = [*(ids or ()), *(message or ())]
     if not named:
-        from ..errors import UsageError
+        from agentmsg.errors import UsageError
 
         raise UsageError("name the messages to acknowledge: agentmsg ack ID [ID...] (or --message ID, repeated)")
     return _done("ack", _actions().ack(_ctx(root), collab=collab, self_flag=self_, message_ids=named), json_)
@@ -279,7 +279,7 @@ def registry(collab: Collab = None, root: Root = None, json_: Json = False) -> i
     doc = _actions().registry(_ctx(root), collab=collab)
     if json_:
         return _done("registry", doc, True)
-    from .output import yaml_text
+    from agentmsg.cli.output import yaml_text
 
     sys.stdout.write(yaml_text(doc))
     return 0
@@ -353,7 +353,7 @@ def top(
     root: Root = None,
 ) -> int:
     """Watch collaborations live: participants, unacked requests, latest messages, envelopes, stuck mail."""
-    from . import top as view
+    from agentmsg.cli import top as view
 
     return view.run(_ctx(root), collab=collab, self_flag=self_, once=once)
 
@@ -525,7 +525,7 @@ GeminiArgs = Annotated[list[str] | None, typer.Argument(help="Gemini CLI's own a
 def run_gemini(args: GeminiArgs = None) -> int:
     """Start Gemini CLI (`agentmsg run gemini -- ARGS`) with a fixed --session-id, exported as GEMINI_SESSION_ID
     so that agentmsg in its shell acts as gemini:<id>."""
-    from ..launch import run_gemini as launch
+    from agentmsg.hosts.launch import run_gemini as launch
 
     return launch(args or [])
 
@@ -533,9 +533,9 @@ def run_gemini(args: GeminiArgs = None) -> int:
 def mcp(self_: Self = None, root: Root = None) -> int:
     """Serve the messaging tools over MCP on stdio (needs agentmsg[mcp]); the pin is fixed at start."""
     try:
-        from .. import mcpserver
+        from agentmsg.mcp import server as mcpserver
     except ImportError as exc:
-        from ..errors import UsageError
+        from agentmsg.errors import UsageError
 
         raise UsageError(f"agentmsg mcp needs the MCP SDK ({exc.name} is missing): "
                          "pip install 'agentmsg[mcp]'") from None

@@ -17,9 +17,9 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..domain.values import Message
-from ..errors import AgentmsgError
-from ..text.transcript import body_block, escape_hidden, message_section, one_line
+from agentmsg.domain.values import Message
+from agentmsg.errors import AgentmsgError
+from agentmsg.text.transcript import body_block, escape_hidden, message_section, one_line
 
 Payload = dict[str, Any]
 
@@ -161,7 +161,7 @@ def _show(p: Payload) -> None:
 
 
 def _ack(p: Payload) -> None:
-    from ..service.payloads import ack_lines
+    from agentmsg.service.payloads import ack_lines
 
     print("\n".join(ack_lines(p)))
 

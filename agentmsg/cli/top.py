@@ -22,11 +22,11 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.text import Text
 
-from ..domain.values import Draft, Message, Pin
-from ..errors import AgentmsgError, UsageError
-from ..service.context import Ctx
-from ..service.overview import Overview
-from ..text.escape import escape
+from agentmsg.domain.values import Draft, Message, Pin
+from agentmsg.errors import AgentmsgError, UsageError
+from agentmsg.service.context import Ctx
+from agentmsg.service.overview import Overview
+from agentmsg.text.escape import escape
 
 POLL = 0.25  # seconds between new-message polls (last_seq per inbox)
 REFRESH = 2.0  # seconds between full refreshes (registries, unacked pages, receipts of the page, envelopes)
@@ -44,7 +44,7 @@ def one(text: str) -> str:
 
 
 def age(ts: str, now: float) -> str:
-    from ..domain.envelope import _epoch
+    from agentmsg.domain.envelope import _epoch
 
     s = max(0, int(now - _epoch(ts)))
     if s < 60:
@@ -215,7 +215,7 @@ class Top:
     # ---- actions, as the overseer's own pin ----------------------------------------------------
 
     def _do(self, what: str, fn: Any, **kwargs: Any) -> dict[str, Any] | None:
-        from ..service import commands
+        from agentmsg.service import commands
 
         try:
             result: dict[str, Any] = getattr(commands, fn)(self.ctx, self_flag=str(self.me), **kwargs)
@@ -228,7 +228,7 @@ class Top:
         return result
 
     def reply(self, msg: Message, text: str) -> None:
-        from ..domain.validate import SUBJECT_MAX_CHARS
+        from agentmsg.domain.validate import SUBJECT_MAX_CHARS
 
         subject = msg.subject if msg.subject.startswith("Re: ") or not msg.subject else f"Re: {msg.subject}"
         draft = Draft(reply_to=f"{msg.to}/{msg.id}", subject=subject[:SUBJECT_MAX_CHARS], body=text)
@@ -358,7 +358,7 @@ class Top:
 
 
 def run(ctx: Ctx, *, collab: str | None, self_flag: str | None, once: bool = False) -> int:
-    from ..domain import validate
+    from agentmsg.domain import validate
 
     me = None
     if self_flag:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import time
 
-from .kinds import COMPLETE, DISABLED, ENABLED, PRESENTED, RETRY, SLOT
+from agentmsg.domain.kinds import COMPLETE, DISABLED, ENABLED, PRESENTED, RETRY, SLOT
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -14,14 +14,14 @@ answer.
 
 from __future__ import annotations
 
-from .kinds import HIGH, MIDTURN
+from agentmsg.domain.kinds import HIGH, MIDTURN
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
     from typing import Any
 
-    from .values import Message
+    from agentmsg.domain.values import Message
 
 ALL = "all"
 PRIORITIES = (HIGH, ALL)

@@ -10,9 +10,9 @@ a broadcast id is derived.
 
 from __future__ import annotations
 
-from .. import records
-from . import kinds
-from .values import Message, Participant, Pin, Registry
+from agentmsg import records
+from agentmsg.domain import kinds
+from agentmsg.domain.values import Message, Participant, Pin, Registry
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 def _errors() -> Any:
     """``agentmsg.errors``, imported only when a rule refuses (the hooks never pay for it)."""
-    from .. import errors
+    from agentmsg import errors
 
     return errors
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..errors import UsageError
-from .values import Message, Value
+from agentmsg.domain.values import Message, Value
+from agentmsg.errors import UsageError
 
 SUBJECT_WEIGHT = 5.0
 LIMIT_DEFAULT = 20

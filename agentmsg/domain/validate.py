@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 import uuid
 
-from ..errors import TooLarge, UsageError
-from . import kinds
-from .values import Pin
+from agentmsg.domain import kinds
+from agentmsg.domain.values import Pin
+from agentmsg.errors import TooLarge, UsageError
 
 ALIAS_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 SESSION_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}")  # "_": OpenCode's ses_... ids

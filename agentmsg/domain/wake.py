@@ -32,9 +32,11 @@ from __future__ import annotations
 
 import time
 
-from .envelope import latest as latest  # the newest consent of this exact binding: one rule for both folds
-from .envelope import why_ended
-from .kinds import WAKE_OFF, WAKE_ON, WAKE_PROMPT, WAKE_RING
+from agentmsg.domain.envelope import (
+    latest as latest,  # the newest consent of this exact binding: one rule for both folds
+)
+from agentmsg.domain.envelope import why_ended
+from agentmsg.domain.kinds import WAKE_OFF, WAKE_ON, WAKE_PROMPT, WAKE_RING
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import notify
-from ..domain import rules, validate
-from ..domain.values import Draft, Message, Pin, Sent
-from ..errors import IdentityError, NotifyFailed, SecretRefused, TamperDetected, UsageError
-from . import payloads
-from .context import Ctx
+from agentmsg.domain import rules, validate
+from agentmsg.domain.values import Draft, Message, Pin, Sent
+from agentmsg.errors import IdentityError, NotifyFailed, SecretRefused, TamperDetected, UsageError
+from agentmsg.runtime import notify
+from agentmsg.service import payloads
+from agentmsg.service.context import Ctx
 
 Payload = dict[str, Any]
 INBOX_MAX = 10_000
@@ -23,7 +23,7 @@ INBOX_MAX = 10_000
 
 def _refuse_secrets(**fields: str) -> None:
     """Every text that other agents will read is checked, not only message bodies."""
-    from ..text import secrets as secret_scan
+    from agentmsg.text import secrets as secret_scan
 
     for where, text in fields.items():
         found = secret_scan.scan(text)
@@ -32,7 +32,7 @@ def _refuse_secrets(**fields: str) -> None:
 
 
 def _flags(text: str) -> tuple[str, ...]:
-    from ..text.injection import detect
+    from agentmsg.text.injection import detect
 
     return tuple(detect(text))
 
@@ -118,7 +118,7 @@ def send(ctx: Ctx, *, collab: str | None, self_flag: str | None, draft: Draft, r
 
 def _wake(ctx: Ctx, cid: str, sent: list[Sent], results: list[Payload]) -> None:
     """After storing: ring each recipient whose wake consent allows it (issue 11); never fails the send."""
-    from . import wake
+    from agentmsg.service import wake
 
     rung = wake.after_send(ctx.store, str(ctx.root), cid, [s.message.to for s in sent if not s.already])
     for result in results:
@@ -136,7 +136,7 @@ def _reply_ref(ref: str | None) -> str | None:
 
 def _guard_secrets(subject: str, body: str, redact: bool) -> tuple[str, str, int]:
     """Refuse (or redact) credentials before anything is stored."""
-    from ..text import secrets
+    from agentmsg.text import secrets
 
     if not redact:
         _refuse_secrets(subject=subject, body=body)
@@ -233,7 +233,8 @@ def status(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
         who = None
     store = ctx.store
     bindings = store.bindings(str(who)) if who else []
-    from .. import aheadstart, mirrorstart
+    from agentmsg.runtime import doorbell as aheadstart
+    from agentmsg.runtime import mirrorstart
 
     base: Payload = {"root": str(ctx.root), "root_source": ctx.root_source, "store": store.describe(),
                      "mirror": mirrorstart.state(str(ctx.root)),  # agentmsg sync: docs/MIRROR.md
@@ -261,7 +262,7 @@ def status(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
 
 
 def _wake_state(ctx: Ctx, cid: str, alias: str, pin: str, reg: Any) -> str:
-    from . import wake
+    from agentmsg.service import wake
 
     found = wake.describe(ctx.store, cid, alias, pin, reg)
     return "off" if found is None else str(found["status"])
@@ -292,7 +293,7 @@ def log_append(ctx: Ctx, *, collab: str | None, self_flag: str | None, text: str
 
 
 def log_render(ctx: Ctx, *, collab: str | None, as_html: bool = False, out: str | None = None) -> Payload:
-    from ..backends.file import views
+    from agentmsg.backends.file import views
 
     cid = ctx.collab(collab)
     store = ctx.store
@@ -308,8 +309,8 @@ def _render_html(ctx: Ctx, cid: str, out: str | None) -> Payload:
     """One self-contained HTML page: next to the records (file store), or at ``out``."""
     import os
 
-    from .. import fsio
-    from ..text import html
+    from agentmsg import fsio
+    from agentmsg.text import html
 
     page = html.collaboration_html(*ctx.mailbox.everything(cid)).encode("utf-8")
     if out:
@@ -322,7 +323,7 @@ def _render_html(ctx: Ctx, cid: str, out: str | None) -> Payload:
     store = ctx.store
     if store.kind != "file":
         raise UsageError(f"the {store.kind} store keeps no files: give --out FILE for the HTML page")
-    from ..backends.file import views
+    from agentmsg.backends.file import views
 
     with store.transaction(cid) as tx:
         return {"collab": cid, "written": [views.write_html(tx, page)]}  # type: ignore[arg-type]
@@ -330,7 +331,7 @@ def _render_html(ctx: Ctx, cid: str, out: str | None) -> Payload:
 
 def log_show(ctx: Ctx, *, collab: str | None) -> Payload:
     """Notes and membership events (joins, takeovers, leaves, closure), in order."""
-    from ..text import transcript as render
+    from agentmsg.text import transcript as render
 
     cid = ctx.collab(collab)
     notes = [dict(payloads.note(r), kind="note", cseq=r["cseq"]) for r in ctx.store.notes(cid)]
@@ -344,7 +345,7 @@ def search(ctx: Ctx, *, text: str, collab: str | None = None, sender: str | None
            kind: str | None = None, since: str | None = None, until: str | None = None,
            limit: int = 20, root_flag: str | None = None) -> Payload:
     """Full-text search over every collaboration under the root (or one): subjects, bodies, log notes."""
-    from ..domain.search import Query
+    from agentmsg.domain.search import Query
 
     query = Query(text, collab=validate.collab_id(collab) if collab else None,
                   sender=validate.alias(sender) if sender else None, recipient=validate.alias(to) if to else None,
@@ -375,7 +376,7 @@ def watch(ctx: Ctx, *, collab: str | None, self_flag: str | None, for_reply: str
     Finite by construction: it never re-arms and never outlives its timeout.
     Lines carry id, sender and subject only, never the body.
     """
-    from ..text import transcript as render
+    from agentmsg.text import transcript as render
 
     who = ctx.who(self_flag)
     cid = ctx.collab(collab, who)
@@ -426,9 +427,9 @@ def repair(ctx: Ctx, *, collab: str | None) -> Payload:
 
 
 def sync(ctx: Ctx, *, once: bool, idle_exit: str | None) -> Payload:
-    """Run the per-machine mirror (agentmsg/mirror.py) for this root, under its lock."""
-    from .. import mirror
-    from ..backends.file.replica import replica_of
+    """Run the per-machine mirror (agentmsg/runtime/mirror.py) for this root, under its lock."""
+    from agentmsg.backends.file.replica import replica_of
+    from agentmsg.runtime import mirror
 
     url = ctx.store_url
     if url is None:

@@ -6,13 +6,13 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from .. import identity
-from ..domain import validate
-from ..domain.values import Pin
-from ..errors import UsageError
-from ..paths import resolve_root
-from ..ports import Store
-from .messaging import Mailbox
+from agentmsg.domain import validate
+from agentmsg.domain.values import Pin
+from agentmsg.errors import UsageError
+from agentmsg.hosts import identity
+from agentmsg.paths import resolve_root
+from agentmsg.ports import Store
+from agentmsg.service.messaging import Mailbox
 
 
 class Ctx:
@@ -40,21 +40,21 @@ class Ctx:
         """``--store``/``AGENTMSG_STORE``'s store (and this root's mirror, started if none runs), else the root's."""
         if self._store is None:
             if self.store_url:
-                from .. import storeurl
+                from agentmsg.backends import url as storeurl
 
                 self._store = storeurl.open_store(self.store_url)
                 self._start_mirror()
             else:
-                from ..backends.file.store import FileStore
+                from agentmsg.backends.file.store import FileStore
 
                 self._store = FileStore(self.root)
         return self._store
 
     def _start_mirror(self) -> None:
-        """The local root follows the remote store: hooks read it (agentmsg/mirrorstart.py)."""
+        """The local root follows the remote store: hooks read it (agentmsg/runtime/mirrorstart.py)."""
         import sys
 
-        from .. import mirrorstart
+        from agentmsg.runtime import mirrorstart
 
         try:
             env = dict(self.env, AGENTMSG_STORE=self.store_url or "")

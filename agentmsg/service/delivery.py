@@ -11,11 +11,11 @@ import time
 import uuid
 from typing import Any
 
-from ..domain import envelope as env_
-from ..domain import kinds, midturn, rules, validate
-from ..domain.values import Pin, Registry
-from ..errors import Closed, Conflict, DeliveryInactive, IdentityError, NotFound, UsageError
-from ..ports import Store
+from agentmsg.domain import envelope as env_
+from agentmsg.domain import kinds, midturn, rules, validate
+from agentmsg.domain.values import Pin, Registry
+from agentmsg.errors import Closed, Conflict, DeliveryInactive, IdentityError, NotFound, UsageError
+from agentmsg.ports import Store
 
 
 def _pin(who: Pin | str) -> Pin:
@@ -79,7 +79,7 @@ def inspect(store: Store, collab: str, who: Pin | str, *, last_hook_run: dict[st
             now: float | None = None) -> dict[str, Any]:
     """The envelope of this binding and the evidence around it (interrupted attempts, hook runs, adapters)."""
     if adapters is None:
-        from .. import installer
+        from agentmsg.hosts import install as installer
 
         adapters = installer.detect(home=home, codex_home=codex_home)
     pin = str(_pin(who))

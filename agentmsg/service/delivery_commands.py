@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..domain import envelope, validate
-from . import delivery
-from .context import Ctx
+from agentmsg.domain import envelope, validate
+from agentmsg.service import delivery
+from agentmsg.service.context import Ctx
 
 Payload = dict[str, Any]
 
@@ -30,7 +30,7 @@ def disable(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
 
 def midturn(ctx: Ctx, *, state: str, priority: str, min_gap: str, collab: str | None,
             self_flag: str | None) -> Payload:
-    from ..domain import midturn as mt
+    from agentmsg.domain import midturn as mt
 
     on = validate.choice(state, ("on", "off"), "state") == "on"
     who = ctx.who(self_flag)
@@ -39,11 +39,11 @@ def midturn(ctx: Ctx, *, state: str, priority: str, min_gap: str, collab: str | 
 
 
 def inspect(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
-    from .. import installer
+    from agentmsg.hosts import install as installer
 
     who = ctx.who(self_flag)
     cid = ctx.collab(collab, who)
-    from . import wake
+    from agentmsg.service import wake
 
     out = delivery.inspect(ctx.store, cid, who, last_hook_run=_last_hook_run(ctx, cid, str(who)),
                            adapters=installer.detect(home=ctx.env.get("HOME"), codex_home=ctx.env.get("CODEX_HOME")))
@@ -55,8 +55,8 @@ def _last_hook_run(ctx: Ctx, cid: str, pin: str) -> dict[str, Any] | None:
     """The hooks' own note of their last run (file store only: hooks read local files)."""
     if ctx.store.kind != "file":
         return None
-    from .. import fsio, records
-    from ..backends.file import layout
+    from agentmsg import fsio, records
+    from agentmsg.backends.file import layout
 
     reg = ctx.store.registry(cid)
     alias = reg.alias_of(pin)

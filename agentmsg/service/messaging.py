@@ -12,12 +12,12 @@ import time
 import uuid
 from collections.abc import Collection
 
-from .. import records
-from ..domain import kinds, rules
-from ..domain.search import Found, Query
-from ..domain.values import Draft, Message, MessageState, Page, Pin, Registry, Sent
-from ..errors import NotFound, WatchTimeout
-from ..ports import Record, Store, Txn
+from agentmsg import records
+from agentmsg.domain import kinds, rules
+from agentmsg.domain.search import Found, Query
+from agentmsg.domain.values import Draft, Message, MessageState, Page, Pin, Registry, Sent
+from agentmsg.errors import NotFound, WatchTimeout
+from agentmsg.ports import Record, Store, Txn
 
 
 class Mailbox:
@@ -123,7 +123,7 @@ class Mailbox:
     def _reply(self, tx: Txn, sender: str, ref: str | None) -> tuple[Message | None, str | None]:
         if not ref:
             return None, None
-        from ..domain import validate
+        from agentmsg.domain import validate
 
         named, _, mid = ref.rpartition("/")
         parent = tx.message(validate.message_id(mid))

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import TamperDetected
-from ..ports import Record, Replica
+from agentmsg.errors import TamperDetected
+from agentmsg.ports import Record, Replica
 
 #: Streams in the order they are stored: events first (they bind aliases to the acting role on a server).
 _FIRST = ("events", "notes", "delivery")

@@ -21,10 +21,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..domain import envelope, kinds
-from ..domain.values import Message, Registry
-from ..errors import AgentmsgError
-from ..ports import Store
+from agentmsg.domain import envelope, kinds
+from agentmsg.domain.values import Message, Registry
+from agentmsg.errors import AgentmsgError
+from agentmsg.ports import Store
 
 #: A message shown this many times to its recipient and still not acknowledged is stuck.
 STUCK_PRESENTED = 3

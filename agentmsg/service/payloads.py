@@ -5,8 +5,8 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from ..domain.search import Hit, Query
-from ..domain.values import Message, Page
+from agentmsg.domain.search import Hit, Query
+from agentmsg.domain.values import Message, Page
 
 Payload = dict[str, Any]
 
@@ -34,7 +34,7 @@ def ack_lines(payload: Payload) -> list[str]:
 
 def hit(h: Hit, query: Query, root_flag: str | None = None) -> Payload:
     """One search hit, with the command that shows it whole (``--root`` only when the search was given one)."""
-    from ..domain.search import snippet
+    from agentmsg.domain.search import snippet
 
     where = f" --root {shlex.quote(root_flag)}" if root_flag else ""
     if h.message is not None:
@@ -52,7 +52,7 @@ def hit(h: Hit, query: Query, root_flag: str | None = None) -> Payload:
 
 
 def query_in(query: Query, text: str) -> bool:
-    from ..domain.search import words
+    from agentmsg.domain.search import words
 
     have = " " + " ".join(words(text)) + " "
     return any(" " + " ".join(t) + " " in have for t in query.terms)

@@ -3,7 +3,7 @@
 The consent and every bound are pure rules in ``domain/wake.py``; this
 module decides who may change a consent (only the recipient, for itself),
 writes the records inside the collaboration's transaction, and picks the
-mechanism (``agentmsg/wakeup.py``) for the session facts its hooks recorded.
+mechanism (``agentmsg/runtime/wakeup.py``) for the session facts its hooks recorded.
 Store first, then ring: a ring that fails or is refused never fails a send.
 """
 
@@ -14,18 +14,18 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from .. import sessionfacts
-from ..domain import kinds, validate
-from ..domain import wake as rules
-from ..domain.values import Pin, Registry
-from ..errors import Closed, Conflict, DeliveryInactive, UsageError
-from ..ports import Store, Txn
+from agentmsg.domain import kinds, validate
+from agentmsg.domain import wake as rules
+from agentmsg.domain.values import Pin, Registry
+from agentmsg.errors import Closed, Conflict, DeliveryInactive, UsageError
+from agentmsg.ports import Store, Txn
+from agentmsg.runtime import facts as sessionfacts
 
 RUNTIME_HOST = {"claude-code": "claude", "codex": "codex"}
 
 
 def _binding(reg: Registry, who: Pin) -> str:
-    from ..domain.rules import require_alias
+    from agentmsg.domain.rules import require_alias
 
     if reg.closed:
         raise Closed(f"collaboration {reg.collab} was closed at {reg.closed_at}; wake-ups stay off")
@@ -115,7 +115,7 @@ def ring(store: Store, root: str, collab: str, alias: str, *, now: float | None 
     Decided and recorded under the collaboration's lock, so two sends merge
     into one ring.  The doorbell names the unacknowledged messages by id.
     """
-    from .. import wakeup
+    from agentmsg.runtime import wakeup
 
     with store.transaction(collab) as tx:
         reg = tx.registry()

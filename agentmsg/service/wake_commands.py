@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import wake
-from .context import Ctx
+from agentmsg.service import wake
+from agentmsg.service.context import Ctx
 
 Payload = dict[str, Any]
 

@@ -16,9 +16,9 @@ import html
 from collections.abc import Mapping
 from typing import Any
 
-from ..domain.values import Message, MessageState, Registry
-from . import escape as visible
-from .transcript import event_text, when
+from agentmsg.domain.values import Message, MessageState, Registry
+from agentmsg.text import escape as visible
+from agentmsg.text.transcript import event_text, when
 
 CSS = """
 body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1100px;padding:1rem 1.5rem;color:#1d232a;

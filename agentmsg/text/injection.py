@@ -38,9 +38,9 @@ from __future__ import annotations
 
 import re
 
-from ..domain.values import Value
-from . import escape as visible
-from .gate import Gated, Lazy, fold
+from agentmsg.domain.values import Value
+from agentmsg.text import escape as visible
+from agentmsg.text.gate import Gated, Lazy, fold
 
 __all__ = ["RULES", "Rule", "detect"]
 

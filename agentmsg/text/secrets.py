@@ -32,8 +32,8 @@ from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterator
 
-from ..domain.values import Value
-from .gate import Gated, Lazy, fold
+from agentmsg.domain.values import Value
+from agentmsg.text.gate import Gated, Lazy, fold
 
 __all__ = ["RULES", "Finding", "Rule", "is_placeholder", "redact", "scan"]
 

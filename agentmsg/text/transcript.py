@@ -14,8 +14,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from ..domain.values import Message, Registry
-from . import escape as visible
+from agentmsg.domain.values import Message, Registry
+from agentmsg.text import escape as visible
 
 
 def escape_hidden(text: str) -> str:

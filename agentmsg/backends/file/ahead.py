@@ -29,8 +29,8 @@ import os
 import stat
 import time
 
-from ... import fsio, records
-from . import layout
+from agentmsg import fsio, records
+from agentmsg.backends.file import layout
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

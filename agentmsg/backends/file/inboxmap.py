@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import os
 
-from ... import fsio, records
-from ...domain import kinds
-from ...journal import Journal, Problem
-from . import layout
+from agentmsg import fsio, records
+from agentmsg.backends.file import layout
+from agentmsg.backends.file.journal import Journal, Problem
+from agentmsg.domain import kinds
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

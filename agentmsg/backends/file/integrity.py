@@ -23,14 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ... import fsio, records
-from ...domain import kinds, rules
-from ...journal import Journal
-from . import layout, views
+from agentmsg import fsio, records
+from agentmsg.backends.file import layout, views
+from agentmsg.backends.file.journal import Journal
+from agentmsg.domain import kinds, rules
 
 if TYPE_CHECKING:
-    from ...domain.values import Registry
-    from .store import FileStore, FileTxn
+    from agentmsg.backends.file.store import FileStore, FileTxn
+    from agentmsg.domain.values import Registry
 
 
 @dataclass(frozen=True)
@@ -289,7 +289,7 @@ def _peek_at(path: str) -> list[tuple[int, dict[str, Any]]]:
 
 def _check_map(tx: FileTxn, alias: str, starts: dict[int, int] | None) -> list[Finding]:
     """``starts``: where each message's record starts (None: the journals are damaged, which moves them)."""
-    from .inboxmap import ACKED, InboxMap
+    from agentmsg.backends.file.inboxmap import ACKED, InboxMap
 
     path = layout.inbox_map(tx.base, alias)
     raw = fsio.read_bytes(path)
@@ -319,7 +319,7 @@ def _check_map(tx: FileTxn, alias: str, starts: dict[int, int] | None) -> list[F
 
 def _check_offsets(tx: FileTxn, alias: str, starts: dict[int, int]) -> list[Finding]:
     """The offsets file beside the map: each entry it holds must be where that message's record starts."""
-    from .inboxmap import _OFF
+    from agentmsg.backends.file.inboxmap import _OFF
 
     path = layout.inbox_offsets(tx.base, alias)
     raw = fsio.read_bytes(path) or b""

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import os
 
-from ... import records
-from ...domain import rules
+from agentmsg import records
+from agentmsg.domain import rules
 
 COLLABS = "collabs"
 PINS = "pins"
@@ -105,7 +105,7 @@ def collab(root: str, cid: str) -> str:
 def _alias(alias: str) -> str:
     """Only a valid alias ever names a file: anything else is refused before a path is built."""
     if not rules.is_alias(alias):
-        from ...errors import UsageError
+        from agentmsg.errors import UsageError
 
         shown = alias[:40] if isinstance(alias, str) else type(alias).__name__
         raise UsageError(f"invalid alias {shown!r}: must match ^[a-z][a-z0-9_-]{{0,31}}$ and not be 'all'")
@@ -160,7 +160,7 @@ def stream(base: str, name: str) -> str:
         return inbox(base, alias)
     if kind == "receipts":
         return receipts(base, alias)
-    from ...errors import UsageError
+    from agentmsg.errors import UsageError
 
     raise UsageError(f"unknown stream {name[:40]!r}")
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import os
 
-from ... import fsio, records
-from . import layout
+from agentmsg import fsio, records
+from agentmsg.backends.file import layout
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -14,18 +14,18 @@ from __future__ import annotations
 import os
 import time
 
-from ... import fsio, records
-from ...domain import rules
-from ...domain.values import Message
-from ...journal import Journal
-from . import layout, views
+from agentmsg import fsio, records
+from agentmsg.backends.file import layout, views
+from agentmsg.backends.file.journal import Journal
+from agentmsg.domain import rules
+from agentmsg.domain.values import Message
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Collection
     from typing import Any
 
-    from .store import FileStore, FileTxn
+    from agentmsg.backends.file.store import FileStore, FileTxn
 
 #: Streams whose records carry ``cseq`` (one order across the collaboration): imported in that order.
 ORDERED = ("events", "notes")
@@ -105,7 +105,7 @@ def import_records(store: FileStore, collab: str, stream: str, recs: list[dict[s
     """Append records sealed elsewhere to ``stream`` (idempotent), then refresh what derives from them."""
     if not recs:
         return []
-    from .store import FileTxn
+    from agentmsg.backends.file.store import FileTxn
 
     base = views.collab_dir(store.root, collab) or fsio.ensure_dir(store.root, layout.COLLABS, collab)
     with FileTxn(store, collab, base) as tx:

@@ -27,19 +27,19 @@ from __future__ import annotations
 import os
 import sqlite3
 
-from ... import fsio
-from ...domain import kinds, rules
-from ...domain.search import SUBJECT_WEIGHT, Found, Hit, Query, fts_expression, scan
-from ...domain.values import Message
-from ...journal import Journal
-from . import layout
-from .inboxmap import record_at
+from agentmsg import fsio
+from agentmsg.backends.file import layout
+from agentmsg.backends.file.inboxmap import record_at
+from agentmsg.backends.file.journal import Journal
+from agentmsg.domain import kinds, rules
+from agentmsg.domain.search import SUBJECT_WEIGHT, Found, Hit, Query, fts_expression, scan
+from agentmsg.domain.values import Message
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from .store import FileStore
+    from agentmsg.backends.file.store import FileStore
 
 VERSION = 1
 LOG_SOURCE = "log.jsonl"
@@ -167,7 +167,7 @@ class SearchIndex:
         return added
 
     def _catch_up_collab(self, conn: sqlite3.Connection, collab: str) -> int:
-        from .views import collab_dir
+        from agentmsg.backends.file.views import collab_dir
 
         base = collab_dir(self.store.root, collab)
         if base is None:
@@ -264,7 +264,7 @@ class SearchIndex:
         sql = (f"SELECT collab, src, off, id, bm25(docs, {SUBJECT_WEIGHT}, 1.0) AS r FROM docs "
                f"WHERE {' AND '.join(where)} ORDER BY r, ts DESC LIMIT ?")
         hits, stale = [], set()
-        from .views import collab_dir
+        from agentmsg.backends.file.views import collab_dir
 
         for collab, src, off, rid, r in conn.execute(sql, (*args, query.limit)):
             base = collab_dir(self.store.root, collab)
@@ -285,7 +285,7 @@ class SearchIndex:
         collabs = [query.collab] if query.collab else store.collabs()
         msgs: list[Message] = []
         notes: list[tuple[str, dict[str, Any]]] = []
-        from .views import collab_dir
+        from agentmsg.backends.file.views import collab_dir
 
         for collab in collabs:
             base = collab_dir(store.root, collab)

@@ -14,22 +14,22 @@ import os
 import stat
 import time
 
-from ... import fsio, records
-from ...domain import kinds, rules
-from ...domain.values import Message, Page, Registry
-from ...journal import Journal
-from ..acks import count_acks
-from ..reads import TxnReads
-from . import layout, views
-from .handles import Handles
-from .inboxmap import ACKED_VALUES, InboxMap, record_at
+from agentmsg import fsio, records
+from agentmsg.backends.acks import count_acks
+from agentmsg.backends.file import layout, views
+from agentmsg.backends.file.handles import Handles
+from agentmsg.backends.file.inboxmap import ACKED_VALUES, InboxMap, record_at
+from agentmsg.backends.file.journal import Journal
+from agentmsg.backends.reads import TxnReads
+from agentmsg.domain import kinds, rules
+from agentmsg.domain.values import Message, Page, Registry
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterator
     from typing import Any
 
-    from ...domain.search import Found, Query
+    from agentmsg.domain.search import Found, Query
 
 
 class FileStore(TxnReads):
@@ -168,23 +168,23 @@ class FileStore(TxnReads):
     # ---- replication (ports.Replica; agentmsg sync) ----------------------------------------
 
     def streams(self, collab: str) -> dict[str, int]:
-        from . import replica
+        from agentmsg.backends.file import replica
 
         return replica.streams(self, collab)
 
     def records_since(self, collab: str, stream: str, seq: int, limit: int = 1000) -> list[dict[str, Any]]:
-        from . import replica
+        from agentmsg.backends.file import replica
 
         return replica.records_since(self, collab, stream, seq, limit)
 
     def wait_any(self, collabs: Collection[str], timeout: float) -> bool:
-        from . import replica
+        from agentmsg.backends.file import replica
 
         return replica.wait_any(self, collabs, timeout)
 
     def import_records(self, collab: str, stream: str, recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """A mirror's write: records sealed by the store this root mirrors, verbatim (chain-checked, idempotent)."""
-        from . import replica
+        from agentmsg.backends.file import replica
 
         return replica.import_records(self, collab, stream, recs)
 
@@ -192,7 +192,7 @@ class FileStore(TxnReads):
     def replica_of(self) -> str | None:
         """The store this root mirrors (``agentmsg sync``), read once; None for an ordinary root."""
         if self._replica is False:
-            from .replica import replica_of
+            from agentmsg.backends.file.replica import replica_of
 
             self._replica = replica_of(self.root)
         return self._replica  # type: ignore[return-value]
@@ -201,14 +201,14 @@ class FileStore(TxnReads):
         """A replica root takes no direct writes: they go to the store it mirrors, then come back down."""
         url = self.replica_of
         if url is not None:
-            from ...errors import UsageError
+            from agentmsg.errors import UsageError
 
             raise UsageError(f"{self.root} is a replica of {url} (agentmsg sync); writes go to that store: "
                              "set AGENTMSG_STORE to it")
 
     def search(self, query: Query) -> Found:
         """Ranked matches from the derived FTS5 index, caught up from the journals first (:mod:`.searchindex`)."""
-        from .searchindex import SearchIndex
+        from agentmsg.backends.file.searchindex import SearchIndex
 
         return SearchIndex(self).search(query)
 
@@ -220,7 +220,7 @@ class FileStore(TxnReads):
             return views.rebuild(tx)
 
     def verify(self, collab: str | None) -> tuple[int, list[dict[str, Any]]]:
-        from .integrity import verify
+        from agentmsg.backends.file.integrity import verify
 
         return verify(self, collab)
 
@@ -229,7 +229,7 @@ class FileStore(TxnReads):
 
 
 def _no_collab(root: str, collab: str) -> Exception:
-    from ...errors import NotFound  # only here: the hooks never import errors on their way
+    from agentmsg.errors import NotFound  # only here: the hooks never import errors on their way
 
     return NotFound(f"no collaboration {collab} under {root}")
 
@@ -580,7 +580,7 @@ class FileTxn:
         with m.offsets_reader() as offsets, fsio.LineReader(layout.inbox(self.base, alias)) as inbox:
             found_recs = [self._record(m, s, problems, (offsets, inbox)) for s in seqs]
         msgs = [Message.from_record(rec) for rec in found_recs if rec is not None]
-        from .inboxmap import REQUEST, UNACKED_HIGH, UNACKED_NORMAL
+        from agentmsg.backends.file.inboxmap import REQUEST, UNACKED_HIGH, UNACKED_NORMAL
 
         every = UNACKED_HIGH + UNACKED_NORMAL
         requests = tuple(v for v in every if v & REQUEST)

@@ -12,19 +12,19 @@ from __future__ import annotations
 import os
 import time
 
-from ... import fsio, records
-from ...domain import kinds, rules
-from ...journal import Journal
-from . import layout
-from .inboxmap import InboxMap, record_at
+from agentmsg import fsio, records
+from agentmsg.backends.file import layout
+from agentmsg.backends.file.inboxmap import InboxMap, record_at
+from agentmsg.backends.file.journal import Journal
+from agentmsg.domain import kinds, rules
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
     from typing import Any
 
-    from ...domain.values import Message, Registry
-    from .store import FileStore, FileTxn
+    from agentmsg.backends.file.store import FileStore, FileTxn
+    from agentmsg.domain.values import Message, Registry
 
 REGISTRY_HEADER = (
     "# agentmsg registry: the alias -> participant map, rendered from collab.jsonl.\n"
@@ -118,7 +118,7 @@ def registry(tx: FileTxn) -> Registry:
     events = tx.events()
     reg = rules.replay(events)
     if reg is None:
-        from ...errors import NotFound  # only here: agentmsg.errors costs every hook ~0.3 ms
+        from agentmsg.errors import NotFound  # only here: agentmsg.errors costs every hook ~0.3 ms
 
         raise NotFound(f"collaboration {tx.collab} has no opening record")
     if registry_document(tx.base, events[-1]) is None:  # missing, damaged or stale: rendered again
@@ -534,13 +534,13 @@ def rebuild_ids(tx: FileTxn, only: Iterable[str] | None = None) -> None:
 
 
 def transcribe_event(tx: FileTxn, rec: dict[str, Any]) -> None:
-    from ...text import transcript as render
+    from agentmsg.text import transcript as render
 
     quietly(_append_or_render, tx, f"{tx.base}/{layout.TRANSCRIPT}", render.event_section(rec).encode())
 
 
 def transcribe_note(tx: FileTxn, rec: dict[str, Any]) -> None:
-    from ...text import transcript as render
+    from agentmsg.text import transcript as render
 
     quietly(_append_or_render, tx, f"{tx.base}/{layout.TRANSCRIPT}", render.log_section(rec).encode())
 
@@ -587,7 +587,7 @@ def _append_view(view: str | fsio.Appender, section: bytes) -> int | None:
 def message_section(msg: Message) -> bytes:
     """The message's transcript section: pure, so a send renders it while its record is being written back,
     before the fsync (`fsio.append`'s ``meanwhile``), and only writes it after."""
-    from ...text import transcript as render
+    from agentmsg.text import transcript as render
 
     return render.message_section(msg).encode()
 
@@ -611,7 +611,7 @@ def transcribe_message(tx: FileTxn, msg: Message, opened: tuple[fsio.Appender, f
         if msg.seq > 1:  # a view lost with history behind it: render every view whole, once
             quietly(render_all, tx)
             return
-        from ...text import transcript as render
+        from agentmsg.text import transcript as render
 
         head = render.inbox_header(msg.collab, msg.to).encode()  # the inbox's first message
         quietly(fsio.append, f"{tx.dir('transcripts')}/{msg.to}.md", head + section, durable=False)
@@ -661,8 +661,8 @@ def rendered_views(tx: FileTxn) -> list[tuple[str, bytes]]:
 
     What a run of appends wrote, byte for byte (``verify`` compares the two).
     """
-    from ...domain.values import Message
-    from ...text import transcript as render
+    from agentmsg.domain.values import Message
+    from agentmsg.text import transcript as render
 
     reg = tx.registry()
     by_alias = {a: [Message.from_record(r) for _p, r in Journal(layout.inbox(tx.base, a)).scan()]
@@ -728,7 +728,7 @@ def rebuild(tx: FileTxn) -> list[str]:
     """Rewrite every derived file of one collaboration from its journals."""
     reg = rules.replay(tx.events())
     if reg is None:
-        from ...errors import NotFound
+        from agentmsg.errors import NotFound
 
         raise NotFound(f"collaboration {tx.collab} has no opening record")
     write_registry(tx, reg)
@@ -749,7 +749,7 @@ def rebuild(tx: FileTxn) -> list[str]:
         done.append(f"state/{os.path.basename(path)} (damaged: reset)")
     render_all(tx)
     done.append("transcripts")
-    from .searchindex import SearchIndex
+    from agentmsg.backends.file.searchindex import SearchIndex
 
     quietly(SearchIndex(tx.store).reindex, tx.collab)
     done.append(layout.SEARCH)
@@ -866,7 +866,7 @@ def wake(root: str, pins: Iterable[str]) -> None:
             if type(exc).__name__ != "UnsafePath":
                 raise
     if woken:
-        from ... import aheadstart
+        from agentmsg.runtime import doorbell as aheadstart
 
         quietly(aheadstart.nudge, root, woken)
 

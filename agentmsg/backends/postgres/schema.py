@@ -12,7 +12,7 @@ import re
 from importlib import resources
 from typing import Any
 
-from ...errors import SchemaMismatch
+from agentmsg.errors import SchemaMismatch
 
 #: ``pg_advisory_xact_lock`` key: "agentmsg" in ASCII, so two migrators never interleave.
 MIGRATE_LOCK = 0x6167656E746D7367

@@ -22,15 +22,15 @@ from typing import Any, TypeVar
 import psycopg
 import psycopg.errors
 
-from ... import records
-from ...domain import kinds, rules, search
-from ...domain.search import Found, Query
-from ...domain.values import Message, Page, Registry
-from ...errors import IdentityError, NotFound, StoreFailed, StoreUnreachable, UsageError
-from ..acks import count_acks
-from ..chains import chain_findings
-from ..reads import TxnReads
-from . import schema
+from agentmsg import records
+from agentmsg.backends.acks import count_acks
+from agentmsg.backends.chains import chain_findings
+from agentmsg.backends.postgres import schema
+from agentmsg.backends.reads import TxnReads
+from agentmsg.domain import kinds, rules, search
+from agentmsg.domain.search import Found, Query
+from agentmsg.domain.values import Message, Page, Registry
+from agentmsg.errors import IdentityError, NotFound, StoreFailed, StoreUnreachable, UsageError
 
 Record = dict[str, Any]
 T = TypeVar("T")

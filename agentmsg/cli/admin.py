@@ -6,25 +6,26 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .errors import UsageError
-from .service.context import Ctx
+from agentmsg import PACKAGE_DIR
+from agentmsg.errors import UsageError
+from agentmsg.service.context import Ctx
 
 Payload = dict[str, Any]
 
 
 def version(ctx: Ctx) -> Payload:
     """What ``doctor`` compares across entry points: a stale copy shows up here."""
-    from . import TOOL, __version__
+    from agentmsg import TOOL, __version__
 
     return {"version": __version__, "tool": TOOL, "python": sys.executable,
-            "package": str(Path(__file__).resolve().parent), "root": str(ctx.root), "root_source": ctx.root_source,
+            "package": str(Path(PACKAGE_DIR).resolve()), "root": str(ctx.root), "root_source": ctx.root_source,
             "store": ctx.store.describe()}
 
 
 def doctor(ctx: Ctx) -> Payload:
     """Every entry point's version, interpreter and root; disagreement is an error (exit 16)."""
-    from . import doctor as checks
-    from .errors import Disagreement
+    from agentmsg.cli import doctor as checks
+    from agentmsg.errors import Disagreement
 
     # Probes get this environment unchanged: the question is which root each
     # entry point resolves on its own, not whether it can be told one.
@@ -50,7 +51,7 @@ def _pg(ctx: Ctx, what: str) -> Any:
     """The PostgreSQL store the command names, or a usage error saying how to name one."""
     if not ctx.store_url:
         raise UsageError(f"{what} needs a database: pass --store postgresql://... or set AGENTMSG_STORE")
-    from .backends.postgres.store import PgStore
+    from agentmsg.backends.postgres.store import PgStore
 
     store = ctx.store
     if not isinstance(store, PgStore):
@@ -60,8 +61,8 @@ def _pg(ctx: Ctx, what: str) -> Any:
 
 def db_migrate(ctx: Ctx) -> Payload:
     """Bring the database's schema up to this copy's migrations (one transaction, under an advisory lock)."""
-    from .backends.postgres import schema
-    from .backends.postgres.store import db_errors, safe_location
+    from agentmsg.backends.postgres import schema
+    from agentmsg.backends.postgres.store import db_errors, safe_location
 
     store = _pg(ctx, "db migrate")
     conn = store.connect(checked=False)
@@ -75,7 +76,7 @@ def db_migrate(ctx: Ctx) -> Payload:
 
 def db_grant(ctx: Ctx, collab: str, role: str) -> Payload:
     """Let another PostgreSQL role into a collaboration, so its sessions can join it."""
-    from .domain import validate
+    from agentmsg.domain import validate
 
     cid = validate.collab_id(collab)
     if not role.replace("_", "").isalnum() or len(role) > 63:
@@ -86,16 +87,16 @@ def db_grant(ctx: Ctx, collab: str, role: str) -> Payload:
 
 def db_move(ctx: Ctx, collab: str) -> Payload:
     """Move a collaboration from the file store at the state root into the --store database."""
-    from .backends.file.store import FileStore
-    from .domain import validate
-    from .service.move import move
+    from agentmsg.backends.file.store import FileStore
+    from agentmsg.domain import validate
+    from agentmsg.service.move import move
 
     target = _pg(ctx, "db move")
     return move(FileStore(ctx.root), target, validate.collab_id(collab))
 
 
 def install_codex(ctx: Ctx, codex_home: str | None) -> Payload:
-    from . import installer
+    from agentmsg.hosts import install as installer
 
     root = installer.plugin_root()
     if root is None:
@@ -108,7 +109,8 @@ def install_codex(ctx: Ctx, codex_home: str | None) -> Payload:
 
 def install_host(ctx: Ctx, host: str) -> Payload:
     """``install gemini|copilot``: the host's own CLI installs this copy's plugin files, run in place."""
-    from . import hostinstall, installer
+    from agentmsg.hosts import cliinstall as hostinstall
+    from agentmsg.hosts import install as installer
 
     root = installer.plugin_root()
     if root is None:
@@ -119,7 +121,8 @@ def install_host(ctx: Ctx, host: str) -> Payload:
 
 def install_opencode(ctx: Ctx, project: str | None) -> Payload:
     """The OpenCode plugin and skill, naming this copy's hooks/run (a wheel: its console script for the CLI)."""
-    from . import installer, opencode
+    from agentmsg.hosts import install as installer
+    from agentmsg.hosts import opencode
 
     root = installer.plugin_root()
     if root is None or not (root / opencode.TEMPLATE).is_file():
@@ -133,7 +136,7 @@ def uninstall_opencode_project(project: str) -> Payload:
     """The two files ``agentmsg install opencode --project`` wrote, and nothing else."""
     import os
 
-    from . import opencode
+    from agentmsg.hosts import opencode
 
     done = opencode.uninstall(os.environ, project)
     return {"hosts": ["opencode"], "removed": [done[f"{k}_file"] for k in ("plugin", "skill") if done[k] == "removed"],
@@ -143,7 +146,7 @@ def uninstall_opencode_project(project: str) -> Payload:
 
 def uninstall(ctx: Ctx, host: str, codex_home: str | None, keep_plugin: bool, purge: bool) -> Payload:
     """Remove what agentmsg put outside the state root for ``host`` (the messages stay unless ``purge``)."""
-    from . import installer
+    from agentmsg.hosts import install as installer
 
     return installer.uninstall(host, ctx.env, codex_home=codex_home, state_root=str(ctx.root),
                                keep_plugin=keep_plugin, purge=purge)

@@ -18,7 +18,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from . import TOOL, installer
+from agentmsg import PACKAGE_DIR, TOOL
+from agentmsg.hosts import install as installer
 
 PROBE_TIMEOUT = 120.0  # the plugin launcher may build its private venv on first use
 PROBE_EVENT = {"hook_event_name": "AgentmsgProbe", "session_id": "agentmsg-doctor"}
@@ -168,7 +169,7 @@ def run(env: Mapping[str, str], root: str) -> dict[str, Any]:
     codex_home = Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else installer.default_codex_home(home)
     found = report(env, installer.plugin_root(), codex_home)
     this = Probe("this process", "agentmsg doctor", True, TOOL, sys.executable, root,
-                 str(Path(__file__).resolve().parent))
+                 str(Path(PACKAGE_DIR).resolve()))
     probes = [this, *found["_probes"]]
     errors = [*found["errors"], *disagreements(probes)]
     return {"verdict": "error" if errors else "ok", "errors": errors, "notes": found["notes"],

@@ -1,6 +1,6 @@
 """The renderer: each session's next prompt delivery, rendered ahead so the launcher prints it without Python.
 
-``hooks/run <host> ahead ROOT [PIN...]`` (started by :mod:`agentmsg.aheadstart`, or by the launcher right
+``hooks/run <host> ahead ROOT [PIN...]`` (started by :mod:`agentmsg.runtime.doorbell`, or by the launcher right
 after it printed a delivery and found no renderer running).  One per state root, under
 ``idle/ahead.lock``; it lives while it has work and exits after ``IDLE_EXIT`` seconds without any.
 
@@ -28,13 +28,13 @@ import select
 import stat
 import time
 
-from . import __version__, fsio
-from .backends.file import ahead, layout
+from agentmsg import __version__, fsio
+from agentmsg.backends.file import ahead, layout
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .backends.file.store import FileStore
-    from .hooks import Hook
+    from agentmsg.backends.file.store import FileStore
+    from agentmsg.hooks.core import Hook
 
 IDLE_EXIT = 120.0  # seconds without a doorbell or any work: exit (the next writer starts one again)
 SWEEP = 30.0  # seconds between looks at every session
@@ -57,8 +57,8 @@ def main(argv: list[str]) -> int:
         root = os.path.realpath(argv[0])
         if fsio.existing_dir(root, layout.IDLE) is None:
             return 0
-        from .backends.file.store import FileStore
-        from .hooks import Hook
+        from agentmsg.backends.file.store import FileStore
+        from agentmsg.hooks.core import Hook
 
         hook = Hook("claude", {})  # for logging only
         hook.root, hook.event = root, "ahead"
@@ -214,7 +214,7 @@ class Renderer:
 def _reported_by_the_hook(exc: Exception) -> bool:
     """A store or hook-state problem (a vanished or corrupt collaboration, a corrupt hook state, a lock held
     too long): the renderer leaves the session to the full hook, which reports it in hooks.log (once)."""
-    from . import errors
-    from .hooks import HookError
+    from agentmsg import errors
+    from agentmsg.hooks.core import HookError
 
     return isinstance(exc, (errors.AgentmsgError, HookError))

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import time
 
-from . import sessionfacts
-from .domain import kinds
-from .domain import wake as rules
+from agentmsg.domain import kinds
+from agentmsg.domain import wake as rules
+from agentmsg.runtime import facts as sessionfacts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .backends.file.store import FileTxn
-    from .domain.values import Registry
+    from agentmsg.backends.file.store import FileTxn
+    from agentmsg.domain.values import Registry
 
 
 def active(tx: FileTxn, alias: str, pin: str, reg: Registry) -> rules.Consent | None:

@@ -6,7 +6,7 @@ and acts only on facts the recipient's own hooks recorded and validated here
 fixed by agentmsg (``tmux``, ``codex``), run with a scrubbed environment
 (``notify._run``).
 
-* **Claude Code:** the ``asyncRewake`` waiter (``agentmsg/waiter.py``) when
+* **Claude Code:** the ``asyncRewake`` waiter (``agentmsg/runtime/waiter.py``) when
   one holds the session's lock: the ring is a file it reads; while the turn
   runs the ring waits for the next waiter (re-armed at Stop).  Then the peer
   socket, only for the peer protocol checked here.  Then guarded tmux.
@@ -27,8 +27,10 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from . import fsio, notify, records, sessionfacts
-from .backends.file import layout
+from agentmsg import fsio, records
+from agentmsg.backends.file import layout
+from agentmsg.runtime import facts as sessionfacts
+from agentmsg.runtime import notify
 
 QUIET = 5.0  # seconds without client input before tmux may type
 ENTER_AFTER = 0.2  # Codex swallows an Enter sent in the same burst (>= 150 ms)
@@ -228,9 +230,9 @@ def retry_later(root: str, collab: str, alias: str) -> None:
     import sys
 
     try:
-        subprocess.Popen([sys.executable, "-m", "agentmsg.wakeup", root, collab, alias], stdin=subprocess.DEVNULL,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                         close_fds=True)
+        subprocess.Popen([sys.executable, "-m", "agentmsg.runtime.wakeup", root, collab, alias],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True, close_fds=True)
     except OSError:
         pass
 
@@ -239,8 +241,8 @@ def _retry(root: str, collab: str, alias: str) -> int:
     """Ring again every second until it rings, or it may no longer (consent, cap, acks), or RETRY_FOR."""
     import fcntl
 
-    from .backends.file.store import FileStore
-    from .service import wake
+    from agentmsg.backends.file.store import FileStore
+    from agentmsg.service import wake
 
     fsio.ensure_dir(root, layout.WAKE)
     fd = os.open(os.path.join(root, layout.WAKE, f"retry-{layout.pin_key(collab + '/' + alias)}.lock"),

@@ -17,8 +17,8 @@ own pin; docs/MCP.md).
 * ``beforeSubmitPrompt`` cannot inject context in Cursor, so it is not used:
   the MCP ``inbox`` tool is how a conversation reads its mail.
 
-Entry points: ``python3 -m agentmsg.cursor hook --self cursor:NAME`` (stdin:
-Cursor's hook JSON), ``python3 -m agentmsg.cursor install --self cursor:NAME
+Entry points: ``python3 -m agentmsg.hosts.cursor hook --self cursor:NAME`` (stdin:
+Cursor's hook JSON), ``python3 -m agentmsg.hosts.cursor install --self cursor:NAME
 [--project DIR] [--slots N]``.  Stdlib only, like the hooks.
 """
 
@@ -29,9 +29,9 @@ import os
 import shlex
 import sys
 
-from . import records
-from .domain import envelope
-from .hooks import STDIN_MAX, Hook, HookError, _nothing, _Sink, _write_stdout, is_session, parse_stdin
+from agentmsg import records
+from agentmsg.domain import envelope
+from agentmsg.hooks.core import STDIN_MAX, Hook, HookError, _nothing, _Sink, _write_stdout, is_session, parse_stdin
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -107,7 +107,7 @@ def configs(pin: str, *, python: str | None = None, slots: int = envelope.DEFAUL
     if not 1 <= slots <= envelope.MAX_SLOTS:
         raise ValueError(f"slots must be 1..{envelope.MAX_SLOTS}")
     py = python or sys.executable
-    hook = f"{shlex.quote(py)} -m agentmsg.cursor hook --self {shlex.quote(pin)}"
+    hook = f"{shlex.quote(py)} -m agentmsg.hosts.cursor hook --self {shlex.quote(pin)}"
     return {
         "hooks.json": {"version": 1, "hooks": {
             "sessionStart": [{"command": hook}],
@@ -136,7 +136,7 @@ def install(project: str, pin: str, *, slots: int = envelope.DEFAULT_SLOTS, pyth
             old.setdefault("version", 1)
             hooks = old.setdefault("hooks", {})
             for event, entries in doc["hooks"].items():
-                kept = [e for e in hooks.get(event, []) if "agentmsg.cursor hook" not in str(e.get("command"))]
+                kept = [e for e in hooks.get(event, []) if "agentmsg.hosts.cursor hook" not in str(e.get("command"))]
                 hooks[event] = kept + entries
         else:
             old.setdefault("mcpServers", {}).update(doc["mcpServers"])
@@ -151,7 +151,7 @@ def install(project: str, pin: str, *, slots: int = envelope.DEFAULT_SLOTS, pyth
 def main(argv: list[str]) -> int:
     import argparse
 
-    ap = argparse.ArgumentParser(prog="python3 -m agentmsg.cursor")
+    ap = argparse.ArgumentParser(prog="python3 -m agentmsg.hosts.cursor")
     sub = ap.add_subparsers(dest="what", required=True)
     h = sub.add_parser("hook", help="run one Cursor hook (stdin: Cursor's hook JSON)")
     h.add_argument("--self", dest="pin", required=True)

@@ -32,11 +32,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from . import fsio, records
-from .backends.file import layout, outbox, replica
-from .backends.file.store import FileStore
-from .errors import AgentmsgError, IdentityError, NotFound, StoreFailed, TamperDetected, UsageError
-from .ports import Record, Replica, Store
+from agentmsg import fsio, records
+from agentmsg.backends.file import layout, outbox, replica
+from agentmsg.backends.file.store import FileStore
+from agentmsg.errors import AgentmsgError, IdentityError, NotFound, StoreFailed, TamperDetected, UsageError
+from agentmsg.ports import Record, Replica, Store
 
 #: Default seconds without remote changes or outbox entries before the mirror exits.
 IDLE_EXIT = 900.0
@@ -306,7 +306,7 @@ def _wake_all(root: str) -> None:
 
 def sync(root: str, url: str, *, once: bool = False, idle_exit: float = IDLE_EXIT) -> dict[str, Any]:
     """``agentmsg sync``: run the mirror under the root's lock; a second one returns at once."""
-    from . import storeurl
+    from agentmsg.backends import url as storeurl
 
     fsio.ensure_dir(root)
     local = FileStore(root)
@@ -327,7 +327,7 @@ def sync(root: str, url: str, *, once: bool = False, idle_exit: float = IDLE_EXI
 
 def _refuse_foreign(local: FileStore, url: str) -> None:
     """A mirror never adopts history that is not the server's, nor switches servers under a replica."""
-    from .errors import UsageError
+    from agentmsg.errors import UsageError
 
     shown = replica.redact(url)
     if local.root == _file_root(url):

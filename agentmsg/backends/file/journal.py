@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import os
 
-from . import fsio, records
+from agentmsg import fsio, records
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
 
-    from .fsio import StrPath
-    from .records import Record
+    from agentmsg.fsio import StrPath
+    from agentmsg.records import Record
 
 
 class Problem:
@@ -134,7 +134,7 @@ class Journal:
             at = fsio.append(self.path, b"".join(lines), durable=durable, first=reserve if before else None,
                              written=remember, fd=fd, meanwhile=meanwhile)
         except OSError as exc:  # fsio cut the file back: no part of these records is on disk
-            from .errors import StoreFailed
+            from agentmsg.errors import StoreFailed
 
             raise StoreFailed(f"cannot append to {os.fspath(self.path)}: {exc.strerror or exc}; "
                               "nothing was stored") from None
@@ -172,7 +172,7 @@ class Journal:
         the last ``sum``); records this file already holds are skipped, so a repeated import is a
         no-op.  Anything else is refused before a byte is written: a mirror never forks history.
         """
-        from .errors import StoreFailed, TamperDetected
+        from agentmsg.errors import StoreFailed, TamperDetected
 
         if fsio.file_size(self.path):
             fsio.cut_partial_line(self.path)  # this replica's own torn write: those records come again whole

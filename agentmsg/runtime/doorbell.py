@@ -1,4 +1,4 @@
-"""Ring the resident renderer of deliveries ahead (``agentmsg/ahead.py``), starting it when none runs.
+"""Ring the resident renderer of deliveries ahead (``agentmsg/runtime/renderer.py``), starting it when none runs.
 
 Every writer that woke a pin (``backends/file/views.wake``) and every full hook run calls
 :func:`nudge`.  Only pins whose session recorded facts (``idle/<runtime>/<session>.env``: a hook ran
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 
-from .backends.file import ahead, layout
+from agentmsg.backends.file import ahead, layout
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -18,8 +18,8 @@ import shutil
 import uuid
 from collections.abc import Mapping, Sequence
 
-from .domain import validate as model
-from .errors import UsageError
+from agentmsg.domain import validate as model
+from agentmsg.errors import UsageError
 
 SESSION_VAR = "GEMINI_SESSION_ID"
 

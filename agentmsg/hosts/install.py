@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-from . import fsio
-from .errors import UsageError
+from agentmsg import PACKAGE_DIR, fsio
+from agentmsg.errors import UsageError
 
 HOOK_MARK = "# agentmsg-managed-hook"
 SKILL_MARK = "<!-- agentmsg-managed: written by `agentmsg install codex`; `agentmsg uninstall codex` removes it -->"
@@ -40,7 +40,7 @@ HOSTS = ("claude", "codex", "gemini", "copilot", "opencode")
 def plugin_root() -> Path | None:
     """The plugin files this package runs with: its checkout (``hooks/run`` next to the package), else the
     copy shipped inside an installed wheel (``agentmsg/_plugin/``), else None."""
-    here = Path(__file__).resolve().parent
+    here = Path(PACKAGE_DIR).resolve()
     for root in (here.parent, here / "_plugin"):
         if (root / "hooks" / "run").is_file() and (root / "skills" / "agentmsg").is_dir():
             return root
@@ -146,7 +146,7 @@ def install_codex(codex_home: str | os.PathLike[str], plugin_root: str | os.Path
     Returns ``{"hooks_file", "hooks": [events], "command", "skill_file",
     "skill": "written"|"unchanged"|"left alone (not ours)", "note"}``.
     """
-    from .errors import Conflict
+    from agentmsg.errors import Conflict
 
     root = Path(plugin_root).resolve()
     if not (root / "hooks" / "run").is_file() or not (root / "skills" / "agentmsg" / "SKILL.md").is_file():
@@ -251,7 +251,7 @@ def detect(*, home: str | os.PathLike[str] | None = None,
         skill_text = _read(skill_file).decode("utf-8", "replace") if skill_file.is_file() else ""
     except (OSError, UsageError):
         skill_text = ""
-    from . import hostinstall
+    from agentmsg.hosts import cliinstall as hostinstall
 
     return {
         "claude": {
@@ -273,7 +273,7 @@ def detect(*, home: str | os.PathLike[str] | None = None,
 
 
 def _opencode() -> Any:
-    from . import opencode
+    from agentmsg.hosts import opencode
 
     return opencode
 
@@ -399,7 +399,7 @@ def copies(*, home: str | os.PathLike[str] | None = None,
         found.append({"host": "codex", "kind": "user hooks", "id": "agentmsg install codex",
                       "root": str(hook_root) if hook_root else None, "data": None, "enabled": True, "cache": None,
                       "hooks_file": str(chome / "hooks.json"), "command": command, "env": {}})
-    from . import hostinstall
+    from agentmsg.hosts import cliinstall as hostinstall
 
     return found + hostinstall.copies(_host_env(h)) + _opencode().copies(_opencode_env(h))
 
@@ -498,7 +498,7 @@ def uninstall(host: str, env: Mapping[str, str], *, codex_home: str | os.PathLik
         removed += [done[f"{k}_file"] for k in ("plugin", "skill") if done[k] == "removed"]
     found = copies(home=home, codex_home=chome)
     if not keep_plugin:
-        from . import hostinstall
+        from agentmsg.hosts import cliinstall as hostinstall
 
         for other in ("gemini", "copilot"):
             if other in hosts:

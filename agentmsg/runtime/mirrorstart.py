@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from .backends.file import layout
+from agentmsg.backends.file import layout
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ def ensure(root: str, env: Mapping[str, str], command: Sequence[str]) -> bool:
 
 def state(root: str) -> dict[str, object] | None:
     """For ``status``: whether this root mirrors a store, whether its mirror runs, and the outbox's length."""
-    from .backends.file import outbox, replica
+    from agentmsg.backends.file import outbox, replica
 
     marked = replica.replica_of(root) if os.path.isdir(root) else None
     if marked is None:

@@ -24,8 +24,8 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import fsio
-from .errors import UsageError
+from agentmsg import fsio
+from agentmsg.errors import UsageError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

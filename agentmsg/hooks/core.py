@@ -2,7 +2,7 @@
 
 Entry points: ``hooks/run claude|codex`` (the plugin's launcher), which runs
 ``hooks/agentmsg_hook.py``, which calls :func:`main`; or
-``python3 -m agentmsg.hooks claude|codex``.  The host's hook JSON is on
+``python3 -m agentmsg.hooks.core claude|codex``.  The host's hook JSON is on
 stdin; ``hook_event_name`` picks the hook.
 
 Rules for all three:
@@ -49,12 +49,17 @@ import os
 import sys
 import time
 
-from . import TOOL, __version__, aheadstart, fsio, hostcmd, mirrorstart, records, sessionfacts, wakehook
-from .backends.file import ahead, layout, outbox, views
-from .backends.file.store import FileStore, FileTxn
-from .domain import envelope, kinds, rules
-from .paths import resolve_root_str
-from .text import boundary
+from agentmsg import PACKAGE_DIR, TOOL, __version__, fsio, records
+from agentmsg.backends.file import ahead, layout, outbox, views
+from agentmsg.backends.file.store import FileStore, FileTxn
+from agentmsg.domain import envelope, kinds, rules
+from agentmsg.hooks import wake as wakehook
+from agentmsg.hosts import cliname as hostcmd
+from agentmsg.paths import resolve_root_str
+from agentmsg.runtime import doorbell as aheadstart
+from agentmsg.runtime import facts as sessionfacts
+from agentmsg.runtime import mirrorstart
+from agentmsg.text import boundary
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -62,7 +67,7 @@ if TYPE_CHECKING:
     from types import ModuleType
     from typing import Any
 
-    from .domain.values import Message, Page, Registry
+    from agentmsg.domain.values import Message, Page, Registry
 
     Binding = tuple[str, str, Registry]
 
@@ -102,7 +107,7 @@ class LockTimeout(HookError):
 
 def _errors() -> ModuleType:
     """``agentmsg.errors``, imported only when an exception is being matched (it costs ~0.3 ms bare)."""
-    from . import errors
+    from agentmsg import errors
 
     return errors
 
@@ -161,7 +166,7 @@ def _nothing() -> None:
 
 
 class Hook:
-    hosts = HOSTS  # host name -> pin runtime (agentmsg.cursor adds its own host)
+    hosts = HOSTS  # host name -> pin runtime (agentmsg.hosts.cursor adds its own host)
 
     def __init__(self, host: str, env: Mapping[str, str]) -> None:
         self.host, self.env = host, env
@@ -248,7 +253,7 @@ class Hook:
     def _start_mirror(self) -> None:
         """Spawn ``agentmsg sync`` if none runs (mirrorstart: a flock probe, then a detached process)."""
         explicit = self.env.get("AGENTMSG_CLI")
-        found = None if explicit else hostcmd.launcher(os.path.dirname(os.path.abspath(__file__)))
+        found = None if explicit else hostcmd.launcher(os.path.abspath(PACKAGE_DIR))
         command = [explicit] if explicit else ["/bin/sh", found] if found else None
         if command is not None and self.root is not None:
             mirrorstart.ensure(self.root, self.env, command)
@@ -302,7 +307,7 @@ class Hook:
         """The answer to ``agentmsg doctor``: what this hook runs and where it would read and write."""
         return records.dumps({
             "agentmsg": __version__, "tool": TOOL, "python": sys.executable, "root": root, "root_source": source,
-            "package": os.path.dirname(os.path.abspath(__file__)), "host": self.host,
+            "package": os.path.abspath(PACKAGE_DIR), "host": self.host,
         }).encode() + b"\n"
 
     def log(self, exc: BaseException) -> None:
@@ -462,7 +467,7 @@ class Hook:
         counts = f"{total} ({requests} request{'s' * (requests != 1)}, {total - requests} other)"
         opener = reg.opener_alias or next((a for a, p in reg.participants.items() if p.pin == reg.opener), "?")
         label, task = str(reg.label)[:64], str(reg.task)[:500]
-        from .text import injection as flags  # SessionStart only: its patterns cost milliseconds to compile
+        from agentmsg.text import injection as flags  # SessionStart only: its patterns cost milliseconds to compile
 
         own = opener == alias and reg.opener == self.pin  # this very session opened it and wrote label and task
         if own:
@@ -572,7 +577,7 @@ class Hook:
 
     def post_tool(self, data: Mapping[str, Any], binds: list[Binding]) -> tuple[bytes, Callable[[], None]]:
         """Between tool calls: the due messages the binding opted to be interrupted by, gap permitting."""
-        from .domain import midturn  # PostToolUse only
+        from agentmsg.domain import midturn  # PostToolUse only
 
         now = time.time()
         work = []
@@ -737,7 +742,7 @@ class Hook:
             if self.env.get("AGENTMSG_NO_AHEAD") or self.env.get("AGENTMSG_NO_FASTPATH"):
                 ahead.forget(root, self.pin)
                 return
-            package = os.path.dirname(os.path.abspath(__file__))
+            package = os.path.abspath(PACKAGE_DIR)
             facts = {"v": 1, "pin": self.pin, "host": self.host, "cap": self.cap, "cli": self.cli,
                      "key": ahead.launcher_key(self.env), "python": sys.executable,
                      "hook": hostcmd.hook_script(package), "version": __version__,

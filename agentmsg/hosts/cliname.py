@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import os
 
+from agentmsg import PACKAGE_DIR
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -54,7 +56,7 @@ def cli_command(host: str, env: Mapping[str, str], package_dir: str | None = Non
         return sh_quote(explicit)
     if host not in ("codex", "copilot", "gemini"):  # none of these puts a plugin's bin/ on the shell's PATH
         return "agentmsg"
-    found = launcher(package_dir or os.path.dirname(os.path.abspath(__file__)))
+    found = launcher(package_dir or os.path.abspath(PACKAGE_DIR))
     return sh_quote(found) if found else "agentmsg"
 
 
@@ -68,7 +70,7 @@ def prepare_cli(env: Mapping[str, str], package_dir: str | None = None) -> bool:
     base = env.get("XDG_DATA_HOME") or os.path.join(env.get("HOME") or "/nonexistent", ".local", "share")
     if os.path.exists(os.path.join(base, "agentmsg")):
         return False
-    found = launcher(package_dir or os.path.dirname(os.path.abspath(__file__)))
+    found = launcher(package_dir or os.path.abspath(PACKAGE_DIR))
     if found is None:
         return False
     import subprocess

@@ -16,8 +16,8 @@ from __future__ import annotations
 import os
 import time
 
-from . import fsio, records
-from .backends.file import layout
+from agentmsg import fsio, records
+from agentmsg.backends.file import layout
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -10,14 +10,14 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from .domain import validate as model
-from .domain.values import Pin
-from .errors import IdentityError
+from agentmsg.domain import validate as model
+from agentmsg.domain.values import Pin
+from agentmsg.errors import IdentityError
 
 HOST_VARS = (("CLAUDE_CODE_SESSION_ID", "claude-code"), ("CODEX_THREAD_ID", "codex"),
              # Copilot CLI gives its shell tool and its MCP servers the session id (docs/MCP.md).
              ("COPILOT_AGENT_SESSION_ID", "copilot"),
-             # Gemini CLI sets it only for hooks; `agentmsg run gemini` exports it to the shell (agentmsg.launch).
+             # Gemini CLI sets it only for hooks; `agentmsg run gemini` exports it to the shell (agentmsg.hosts.launch).
              ("GEMINI_SESSION_ID", "gemini"),
              # OpenCode sets no session variable itself; agentmsg's plugin sets this one (shell.env).
              ("OPENCODE_SESSION_ID", "opencode"))

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .errors import Conflict, UsageError
+from agentmsg.errors import Conflict, UsageError
 
 NAME = "agentmsg"
 PLUGIN_ID = f"{NAME}@{NAME}"
@@ -90,7 +90,7 @@ def hook_command(root: str, host: str) -> str:
 
 
 def copies(env: Mapping[str, str]) -> list[dict[str, Any]]:
-    """Gemini's and Copilot's copies, shaped as :func:`agentmsg.installer.copies` entries."""
+    """Gemini's and Copilot's copies, shaped as :func:`agentmsg.hosts.install.copies` entries."""
     found: list[dict[str, Any]] = []
     gem = _gemini_copy(env)
     if gem is not None:
@@ -124,7 +124,7 @@ def detect(env: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _run(host: str, args: list[str], env: Mapping[str, str]) -> tuple[bool, str]:
-    from .installer import _host_cli
+    from agentmsg.hosts.install import _host_cli
 
     return _host_cli(host, args, env)
 

@@ -20,8 +20,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from .domain.values import Message
-from .errors import UsageError
+from agentmsg.domain.values import Message
+from agentmsg.errors import UsageError
 
 COMMAND_TIMEOUT = 10.0
 KINDS = ("hook", "tmux", "codex-queue")

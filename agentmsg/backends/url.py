@@ -7,8 +7,8 @@ Neither set: the file store at the state root (``service/context.py``).
 
 from __future__ import annotations
 
-from .errors import UsageError
-from .ports import Store
+from agentmsg.errors import UsageError
+from agentmsg.ports import Store
 
 
 def open_store(url: str) -> Store:
@@ -16,7 +16,7 @@ def open_store(url: str) -> Store:
     if scheme == "file" and url.startswith("file:///"):
         import os
 
-        from .backends.file.store import FileStore
+        from agentmsg.backends.file.store import FileStore
 
         path = url[len("file://"):]
         os.makedirs(path, 0o700, exist_ok=True)
@@ -24,7 +24,7 @@ def open_store(url: str) -> Store:
     if scheme not in ("postgresql", "postgres"):
         raise UsageError(f"--store/AGENTMSG_STORE must be a postgresql:// URL (or file:///PATH), not {scheme[:20]!r}")
     try:
-        from .backends.postgres.store import PgStore
+        from agentmsg.backends.postgres.store import PgStore
     except ImportError:
         raise UsageError("the PostgreSQL store needs psycopg: pip install 'agentmsg[postgres]'") from None
     return PgStore(url)

@@ -32,12 +32,13 @@ import os
 import sys
 import time
 
-from . import fsio, records, sessionfacts
-from .backends.file import layout
-from .backends.file.store import FileStore
-from .domain import kinds
-from .domain import wake as wake_rules
-from .paths import resolve_root_str
+from agentmsg import fsio, records
+from agentmsg.backends.file import layout
+from agentmsg.backends.file.store import FileStore
+from agentmsg.domain import kinds
+from agentmsg.domain import wake as wake_rules
+from agentmsg.paths import resolve_root_str
+from agentmsg.runtime import facts as sessionfacts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -145,7 +146,7 @@ class Waiter:
 
 def wait(host: str, env: Mapping[str, str], raw: bytes) -> str | None:
     """Block until rung (the doorbell), or None (no consent, replaced, ended, timed out)."""
-    from .hooks import is_session, parse_stdin
+    from agentmsg.hooks.core import is_session, parse_stdin
 
     if env.get("CLAUDE_CODE_ENTRYPOINT") != INTERACTIVE:
         return None  # `claude -p` waits for its async hooks before it exits: never hold one open

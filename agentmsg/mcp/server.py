@@ -30,13 +30,13 @@ from mcp.server.mcpserver.exceptions import ResourceError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from . import __version__
-from .domain import validate
-from .domain.values import Draft, Message, Pin
-from .errors import AgentmsgError, NotFound, WatchTimeout
-from .service import commands, payloads
-from .service.context import Ctx
-from .text import boundary
+from agentmsg import __version__
+from agentmsg.domain import validate
+from agentmsg.domain.values import Draft, Message, Pin
+from agentmsg.errors import AgentmsgError, NotFound, WatchTimeout
+from agentmsg.service import commands, payloads
+from agentmsg.service.context import Ctx
+from agentmsg.text import boundary
 
 HOST = "mcp"  # the ``host`` of the presented receipts this server writes
 WAIT_DEFAULT = 60.0
@@ -85,7 +85,7 @@ class Tools:
         self.lock = threading.Lock()
 
     def call(self, fn: Callable[[], CallToolResult]) -> CallToolResult:
-        from .cli import os_error
+        from agentmsg.cli import os_error
 
         try:
             with self.lock:
@@ -111,7 +111,7 @@ class Tools:
     def presented(self, cid: str, ids: list[str], via: str) -> None:
         if not ids:
             return
-        from .hooks import uuid4
+        from agentmsg.hooks.core import uuid4
 
         attempt = uuid4()
         alias, recorded = self.ctx.mailbox.present(cid, self.who, ids, attempt=attempt, host=HOST, via=via)
@@ -200,7 +200,7 @@ class Tools:
             label, task = payload.pop("label", None), payload.pop("task", None)
             text = "agentmsg status:\n" + _json(payload) + "\n"
             if label is not None or task is not None:
-                from .text import injection
+                from agentmsg.text import injection
 
                 reg = self.ctx.store.registry(payload["collab"])
                 own = reg.opener == self.self_flag
@@ -263,7 +263,7 @@ class Tools:
 
     def transcript(self, collab: str) -> str:
         """The whole collaboration as Markdown, every line quoted inside one boundary."""
-        from .text import transcript as render
+        from agentmsg.text import transcript as render
 
         try:
             with self.lock:
