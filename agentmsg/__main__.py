@@ -1,3 +1,3 @@
-from agentmsg.cli import run
+from agentmsg.cli.main import run
 
 run()

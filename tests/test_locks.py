@@ -16,7 +16,7 @@ HOLD = """
 import sys, time
 import agentmsg.cli  # noqa: F401 - the CLI's own lock function
 from agentmsg import fsio
-from agentmsg.cli import _portalocker_nb
+from agentmsg.cli.main import _portalocker_nb
 fsio.lock_nonblocking = _portalocker_nb
 with fsio.locked(sys.argv[1], 5):
     print("held", flush=True)

@@ -97,7 +97,7 @@ def test_the_file_store_never_imports_the_driver(tmp_path: Path, child_env: dict
     import subprocess
     import sys
 
-    code = ("import sys; from agentmsg.cli import main; rc = main(['status', '--json']); "
+    code = ("import sys; from agentmsg.cli.main import main; rc = main(['status', '--json']); "
             "sys.exit(3 if 'psycopg' in sys.modules else rc)")
     env = {k: v for k, v in child_env.items() if not k.startswith("AGENTMSG_")} | {"AGENTMSG_HOME": str(tmp_path)}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)

@@ -240,7 +240,7 @@ def test_body_round_trips_through_the_cli(template: tuple[Path, str], body: str,
 
 def _cli(*args: str) -> tuple[int, str]:
     """The real CLI entry point, in process (fast enough for many examples)."""
-    from agentmsg.cli import main
+    from agentmsg.cli.main import main
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):

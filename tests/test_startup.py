@@ -21,7 +21,7 @@ HEAVY = ("pydantic", "rich", "yaml", "portalocker", "importlib.metadata", "agent
 
 PROBE = """
 import json, sys
-from agentmsg.cli import main
+from agentmsg.cli.main import main
 code = main(sys.argv[1:])
 sys.stdout.flush()
 print("\\nMODULES " + json.dumps(sorted(sys.modules)))

@@ -198,7 +198,7 @@ def test_launcher_ignores_a_fifo_cache_file(tmp_path: Path) -> None:
 
 
 def _crash_in_child(home: Path, argv: list[str]) -> subprocess.CompletedProcess[str]:
-    code = ("import sys\nfrom agentmsg.service import commands as actions\nfrom agentmsg.cli import main\n"
+    code = ("import sys\nfrom agentmsg.service import commands as actions\nfrom agentmsg.cli.main import main\n"
             "def boom(*a, **k):\n    raise RuntimeError('boom')\n"
             "actions.inbox = boom\nsys.exit(main(sys.argv[1:]))\n")
     env = clean_env(home / "state", {"HOME": str(home)})
@@ -305,7 +305,7 @@ def test_overlong_codex_home(tmp_path: Path) -> None:
     (errno.ENAMETOOLONG, 2, "usage: /r/x: file name too long"),
 ])
 def test_os_errors_map_to_documented_codes(code: int, exit_code: int, text: str) -> None:
-    from agentmsg.cli import os_error
+    from agentmsg.service.oserrors import os_error
 
     err = os_error(OSError(code, os.strerror(code), "/r/x"))
     assert err is not None and (err.code, err.line()) == (exit_code, text)
@@ -314,7 +314,8 @@ def test_os_errors_map_to_documented_codes(code: int, exit_code: int, text: str)
 
 def test_os_error_in_a_command_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
                                            tmp_path: Path) -> None:
-    from agentmsg.cli import admin, main
+    from agentmsg.cli import admin
+    from agentmsg.cli.main import main
 
     def full(*_a: object, **_k: object) -> None:
         raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "x"))

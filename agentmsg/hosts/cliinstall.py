@@ -124,9 +124,9 @@ def detect(env: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _run(host: str, args: list[str], env: Mapping[str, str]) -> tuple[bool, str]:
-    from agentmsg.hosts.install import _host_cli
+    from agentmsg.hosts.base import run_host_cli
 
-    return _host_cli(host, args, env)
+    return run_host_cli(host, args, env)
 
 
 def install_gemini(root: Path, env: Mapping[str, str]) -> dict[str, Any]:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 from agentmsg import PACKAGE_DIR, fsio
 from agentmsg.errors import UsageError
+from agentmsg.hosts.base import run_host_cli
 
 HOOK_MARK = "# agentmsg-managed-hook"
 SKILL_MARK = "<!-- agentmsg-managed: written by `agentmsg install codex`; `agentmsg uninstall codex` removes it -->"
@@ -439,22 +440,6 @@ def cache_dir(env: Mapping[str, str]) -> Path:
     return Path(base) / "agentmsg"
 
 
-def _host_cli(host: str, args: list[str], env: Mapping[str, str]) -> tuple[bool, str]:
-    import shutil
-    import subprocess
-
-    exe = shutil.which(host, path=env.get("PATH"))
-    if exe is None:
-        return False, f"`{host}` is not on PATH"
-    try:
-        done = subprocess.run([exe, *args], env=dict(env), capture_output=True, timeout=120, check=False,
-                              stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return False, str(exc)
-    text = (done.stdout + done.stderr).decode(errors="replace").strip().splitlines()
-    return done.returncode == 0, (text[-1] if text else f"exit {done.returncode}")[:300]
-
-
 def _rmtree(path: Path, removed: list[str]) -> None:
     import shutil
 
@@ -520,7 +505,7 @@ def uninstall(host: str, env: Mapping[str, str], *, codex_home: str | os.PathLik
                 host_env = dict(env)
             done = True
             for args in steps:
-                ok, detail = _host_cli(copy["host"], args, host_env)
+                ok, detail = run_host_cli(copy["host"], args, host_env)
                 line = f"{copy['host']} {' '.join(args)}"
                 (ran if ok else left).append(line if ok else f"{line}: not done ({detail}); run it yourself")
                 done = done and ok

@@ -85,7 +85,7 @@ class Tools:
         self.lock = threading.Lock()
 
     def call(self, fn: Callable[[], CallToolResult]) -> CallToolResult:
-        from agentmsg.cli import os_error
+        from agentmsg.service.oserrors import os_error
 
         try:
             with self.lock:

@@ -230,38 +230,8 @@ def retry_later(root: str, collab: str, alias: str) -> None:
     import sys
 
     try:
-        subprocess.Popen([sys.executable, "-m", "agentmsg.runtime.wakeup", root, collab, alias],
+        subprocess.Popen([sys.executable, "-m", "agentmsg.runtime.retrier", root, collab, alias],
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          start_new_session=True, close_fds=True)
     except OSError:
         pass
-
-
-def _retry(root: str, collab: str, alias: str) -> int:
-    """Ring again every second until it rings, or it may no longer (consent, cap, acks), or RETRY_FOR."""
-    import fcntl
-
-    from agentmsg.backends.file.store import FileStore
-    from agentmsg.service import wake
-
-    fsio.ensure_dir(root, layout.WAKE)
-    fd = os.open(os.path.join(root, layout.WAKE, f"retry-{layout.pin_key(collab + '/' + alias)}.lock"),
-                 os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return 0  # one retrier per binding: it merges this ring
-    store = FileStore(root)
-    deadline = time.time() + RETRY_FOR
-    while time.time() < deadline:
-        time.sleep(RETRY_EVERY)
-        got = wake.ring(store, root, collab, alias, retry=True)
-        if not (got["outcome"].startswith(("deferred", "recipient busy"))):
-            return 0
-    return 0
-
-
-if __name__ == "__main__":
-    import sys
-
-    raise SystemExit(_retry(*sys.argv[1:4]))

@@ -770,5 +770,5 @@ _READERS = {
     "copilot": (copilot_contexts, copilot_stop_reasons, copilot_shell_outputs),
 }
 #: The Gemini CLI runs through `agentmsg run gemini --` (this checkout's CLI), so its shell has GEMINI_SESSION_ID.
-LAUNCHER = [str(VENV_PYTHON), "-c", f"import sys; sys.path.insert(0, {str(REPO)!r}); from agentmsg.cli import main; "
-            "sys.exit(main())", "run", "gemini", "--"]
+LAUNCHER = [str(VENV_PYTHON), "-c", f"import sys; sys.path.insert(0, {str(REPO)!r}); "
+            "from agentmsg.cli.main import main; sys.exit(main())", "run", "gemini", "--"]
