@@ -85,7 +85,8 @@ def _hook_commands(hooks_file: Path) -> list[str]:
 
 def entry_points(env: Mapping[str, str], plugin_root: Path | None, codex_home: Path) -> list[Probe]:
     """Each entry point, run the way its caller runs it (see :func:`report`)."""
-    return report(env, plugin_root, codex_home)["_probes"]
+    probes: list[Probe] = report(env, plugin_root, codex_home)["_probes"]
+    return probes
 
 
 def _launchers(found: list[dict[str, Any]], plugin_root: Path | None) -> list[Path]:

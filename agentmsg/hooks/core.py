@@ -383,7 +383,7 @@ class Hook:
                     st["shown"].pop(str(msg.seq), None)
         return new
 
-    def _due(self, tx: FileTxn, alias: str, st: dict[str, Any], *, requests_only: bool = False) -> Any:
+    def _due(self, tx: FileTxn, alias: str, st: dict[str, Any], *, requests_only: bool = False) -> Page:
         """The top unacknowledged messages not shown in the last prompts: a page, never the whole backlog."""
         self._fold_receipts(tx, alias, st)
         skip = {int(k) for k, v in st["shown"].items() if st["prompt"] - v < REPRESENT_AFTER}

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from types import ModuleType
 
 from agentmsg import PACKAGE_DIR, fsio
 from agentmsg.errors import UsageError
@@ -273,7 +274,7 @@ def detect(*, home: str | os.PathLike[str] | None = None,
     }
 
 
-def _opencode() -> Any:
+def _opencode() -> ModuleType:
     from agentmsg.hosts import opencode
 
     return opencode
@@ -346,7 +347,7 @@ def _claude_root(home: Path, mkt: str, install_path: str | None) -> str | None:
         doc = _load(base / ".claude-plugin" / "marketplace.json") or {}
         for plugin in doc.get("plugins", []) if isinstance(doc, dict) else []:
             if isinstance(plugin, dict) and plugin.get("name") == "agentmsg" and isinstance(plugin.get("source"), str):
-                return os.path.normpath(base / plugin["source"])
+                return os.path.normpath(base / str(plugin["source"]))
         return str(base)
     return install_path
 
@@ -401,8 +402,9 @@ def copies(*, home: str | os.PathLike[str] | None = None,
                       "root": str(hook_root) if hook_root else None, "data": None, "enabled": True, "cache": None,
                       "hooks_file": str(chome / "hooks.json"), "command": command, "env": {}})
     from agentmsg.hosts import cliinstall as hostinstall
+    from agentmsg.hosts import opencode
 
-    return found + hostinstall.copies(_host_env(h)) + _opencode().copies(_opencode_env(h))
+    return found + hostinstall.copies(_host_env(h)) + opencode.copies(_opencode_env(h))
 
 
 def _host_env(home: Path) -> dict[str, str]:

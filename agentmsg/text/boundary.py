@@ -44,6 +44,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from typing import Any
 
+    from agentmsg.domain.values import Message
+
 DEFAULT_CAP = 8000
 HARD_CAP = 9500
 MIN_CAP = 2000
@@ -335,7 +337,7 @@ def render(messages: Sequence[Any], *, alias: str, cap: int = DEFAULT_CAP, unit:
                     len(msgs) - len(blocks), nonce)
 
 
-def _excerpt_cost(msg: Any, size: Any) -> int:
+def _excerpt_cost(msg: Message, size: Callable[[str], int]) -> int:
     """Budget for a body's first ``EXCERPT`` characters, quoted, plus a cut marker."""
     if len(msg.body) <= EXCERPT:
         return size(quote(msg.body)) if msg.body else 0

@@ -77,7 +77,7 @@ _EVENTS = {
 
 
 def event_text(ev: dict[str, Any]) -> str:
-    text = _EVENTS.get(ev["type"], ev["type"]).format_map(_Fields(ev))
+    text: str = _EVENTS.get(ev["type"], ev["type"]).format_map(_Fields(ev))
     return text + (f" (reason: {ev['reason']})" if ev.get("reason") else "")
 
 
