@@ -548,7 +548,7 @@ def opencode_run(args: argparse.Namespace) -> dict:
     plugin path in node, on the same inbox (the binding handed over to an OpenCode pin in a copy)."""
     from agentmsg.backends.file.store import FileStore
     from agentmsg.domain import validate
-    from agentmsg.hosts import opencode as oc
+    from agentmsg.hosts import opencode_files as oc
     from agentmsg.service.messaging import Mailbox
 
     tmp = Path(tempfile.mkdtemp(prefix="hook-opencode-"))

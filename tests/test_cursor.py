@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from agentmsg.hooks import cursor as cursor_hook
 from agentmsg.hosts import cursor
 from tests.cli_helpers import run_json
 
@@ -26,7 +27,7 @@ def cli(root: Path, pin: str, *args: str) -> dict[str, Any]:
 def hook(root: Path, payload: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]):
     monkeypatch.setenv("AGENTMSG_HOME", str(root))
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(json.dumps(payload).encode())))
-    assert cursor.hook_main(PIN) == 0
+    assert cursor_hook.hook_main(PIN) == 0
     out = capfd.readouterr().out
     return json.loads(out) if out else None
 
@@ -76,7 +77,7 @@ def test_unknown_events_and_bad_stdin_fail_open(bound, monkeypatch, capfd) -> No
     root, _cid = bound
     assert hook(root, stdin("beforeSubmitPrompt", prompt="x"), monkeypatch, capfd) is None
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"not json")))
-    assert cursor.hook_main(PIN) == 0 and capfd.readouterr().out == ""
+    assert cursor_hook.hook_main(PIN) == 0 and capfd.readouterr().out == ""
 
 
 def test_config_files(tmp_path: Path) -> None:
@@ -89,9 +90,9 @@ def test_config_files(tmp_path: Path) -> None:
     hooks = json.loads((tmp_path / ".cursor" / "hooks.json").read_text())
     assert hooks["version"] == 1
     assert hooks["hooks"]["sessionStart"] == [
-        {"command": f"/usr/bin/python3 -m agentmsg.hosts.cursor hook --self {PIN}"}]
+        {"command": f"/usr/bin/python3 -m agentmsg.hooks.cursor --self {PIN}"}]
     assert hooks["hooks"]["stop"] == [{"command": "./mine.sh"}, {
-        "command": f"/usr/bin/python3 -m agentmsg.hosts.cursor hook --self {PIN}", "loop_limit": 7}]
+        "command": f"/usr/bin/python3 -m agentmsg.hooks.cursor --self {PIN}", "loop_limit": 7}]
     mcp = json.loads((tmp_path / ".cursor" / "mcp.json").read_text())
     assert mcp["mcpServers"]["other"] == {"command": "x"}
     assert mcp["mcpServers"]["agentmsg"] == {"type": "stdio", "command": "agentmsg", "args": ["mcp", "--self", PIN]}
@@ -99,3 +100,28 @@ def test_config_files(tmp_path: Path) -> None:
         cursor.configs("claude-code:x")
     with pytest.raises(ValueError):
         cursor.configs(PIN, slots=0)
+
+
+def test_install_replaces_entries_earlier_versions_wrote_and_the_written_command_runs(tmp_path: Path) -> None:
+    """An entry naming an earlier entry point (``agentmsg.cursor hook``) is agentmsg's: replaced, not kept beside
+    the new one; the command written runs as a process and answers sessionStart."""
+    import os
+    import shlex
+    import subprocess
+
+    (tmp_path / ".cursor").mkdir()
+    old = f"python3 -m agentmsg.cursor hook --self {PIN}"
+    (tmp_path / ".cursor" / "hooks.json").write_text(json.dumps(
+        {"version": 1, "hooks": {"sessionStart": [{"command": old}], "stop": [{"command": "./mine.sh"}]}}))
+    cursor.install(str(tmp_path), PIN, slots=3, python=sys.executable)
+    hooks = json.loads((tmp_path / ".cursor" / "hooks.json").read_text())["hooks"]
+    assert [e["command"] for e in hooks["sessionStart"]] == [f"{shlex.quote(sys.executable)} -m agentmsg.hooks.cursor "
+                                                            f"--self {PIN}"]
+    assert hooks["stop"][0] == {"command": "./mine.sh"} and len(hooks["stop"]) == 2
+    root = tmp_path / "state"
+    root.mkdir(mode=0o700)
+    done = subprocess.run(shlex.split(hooks["sessionStart"][0]["command"]),
+                          input=json.dumps({"hook_event_name": "sessionStart"}).encode(), capture_output=True,
+                          env={**os.environ, "AGENTMSG_HOME": str(root)}, timeout=60)
+    assert done.returncode == 0 and done.stderr == b""
+    assert PIN in json.loads(done.stdout)["additional_context"]

@@ -134,7 +134,8 @@ def test_inspect_after_takeover_shows_the_old_envelope_inert(store, collab):
 
 def test_inspect_shape(store, collab, tmp_path):
     delivery.enable(store, collab.id, collab.reviewer)
-    info = delivery.inspect(store, collab.id, collab.reviewer, home=str(tmp_path), codex_home=str(tmp_path / "cx"))
+    info = delivery.inspect(store, collab.id, collab.reviewer, env={"HOME": str(tmp_path),
+                                                                    "CODEX_HOME": str(tmp_path / "cx")})
     assert set(info) == {"collab", "alias", "pin", "envelope", "history", "interrupted", "last_hook_run", "adapters",
                          "midturn"}
     assert info["last_hook_run"] is None and info["interrupted"] == [] and info["midturn"] is None

@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from agentmsg.hosts import opencode as oc_install
+from agentmsg.hosts import opencode_files as oc_install
 from tests.hosts import harness, product, stubs
 from tests.test_e2e_hosts import CAROL, GARBAGE, HIGH, LOG_LINE, ack_line, assert_untrusted, flood, log_lines
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from cli_helpers import run_json
 from helpers_hooks import REPO, python_dir
 
-from agentmsg.hooks.core import host_of
+from agentmsg.hosts.registry import host_of
 
 SHARED_SESSION_START = '/bin/sh "${CLAUDE_PLUGIN_ROOT}${extensionPath}/hooks/run" claude'
 

@@ -16,6 +16,7 @@ from helpers_hooks import run_hook
 from agentmsg import paths
 from agentmsg.hosts import cliname as hostcmd
 from agentmsg.hosts import install as installer
+from agentmsg.hosts import registry
 from agentmsg.text import boundary
 from agentmsg.text import transcript as render
 
@@ -94,9 +95,9 @@ def test_session_start_says_plainly_when_this_session_opened_it(tmp_path: Path) 
 
 def test_hook_text_names_the_cli_as_each_host_can_run_it(tmp_path: Path) -> None:
     launcher = str(REPO_ROOT / "bin" / "agentmsg")
-    assert hostcmd.cli_command("claude", {}) == "agentmsg"  # Claude Code puts the plugin's bin/ on PATH
-    assert hostcmd.cli_command("codex", {}) == hostcmd.sh_quote(launcher)
-    assert hostcmd.cli_command("codex", {"AGENTMSG_CLI": "/o p/agentmsg"}) == "'/o p/agentmsg'"
+    assert hostcmd.cli_command(registry.BY_NAME["claude"], {}) == "agentmsg"  # bin/ is on its PATH
+    assert hostcmd.cli_command(registry.BY_NAME["codex"], {}) == hostcmd.sh_quote(launcher)
+    assert hostcmd.cli_command(registry.BY_NAME["codex"], {"AGENTMSG_CLI": "/o p/agentmsg"}) == "'/o p/agentmsg'"
     root = tmp_path / "state"
     cid = _open(root)
     res = run_hook("codex", "SessionStart", tmp_path, root, DRIVER.split(":", 1)[1])
@@ -152,7 +153,7 @@ def test_setup_ships_every_host_file_and_hooks_find_the_package_in_a_wheel_layou
                            env={"HOME": str(tmp_path), "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"},
                            timeout=60)
     assert json.loads(probe.stdout)["package"] == str(site / "agentmsg")
-    found = subprocess.run([sys.executable, "-c", "from agentmsg import installer; print(installer.plugin_root())"],
+    found = subprocess.run([sys.executable, "-c", "from agentmsg.hosts import install; print(install.plugin_root())"],
                            env={**os.environ, "PYTHONPATH": str(site)}, capture_output=True, text=True, cwd=tmp_path)
     assert found.stdout.strip() == str(site / "agentmsg" / "_plugin")
 

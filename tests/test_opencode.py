@@ -16,7 +16,7 @@ from agentmsg.domain import validate as model
 from agentmsg.errors import IdentityError
 from agentmsg.hooks import core as hooks
 from agentmsg.hosts import identity
-from agentmsg.hosts import opencode as oc
+from agentmsg.hosts import opencode_files as oc
 
 PLUGIN = REPO_ROOT / "opencode" / "agentmsg.js"
 

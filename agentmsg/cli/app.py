@@ -20,9 +20,8 @@ from typing import Annotated, Any
 
 import typer
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from agentmsg.service.context import Ctx
+from agentmsg.cli import hostcmds
+from agentmsg.cli.options import Collab, Json, Notify, NotifyCommand, Root, Self, _ctx, _done
 
 HELP = "Durable, addressed messaging between coding-agent sessions."
 #: Sub-command groups: name -> help (their commands are in :data:`GROUPS`, filled in below).
@@ -37,31 +36,6 @@ GROUP_HELP = {
 }
 #: Settings of every Typer built here (the full tree's root, and a single command).
 _SETTINGS: dict[str, Any] = {"add_completion": False, "pretty_exceptions_enable": False, "rich_markup_mode": None}
-
-Json = Annotated[bool, typer.Option("--json", help="Print one JSON envelope on stdout.")]
-Root = Annotated[str | None, typer.Option("--root", help="State root (else AGENTMSG_HOME, "
-                                                        "XDG_STATE_HOME/agentmsg, ~/.local/state/agentmsg).")]
-Self = Annotated[str | None, typer.Option("--self", help="Acting session pin RUNTIME:SESSION_ID "
-                                                         "(default: from CLAUDE_CODE_SESSION_ID / CODEX_THREAD_ID).")]
-Notify = Annotated[str | None, typer.Option(help="How a sender rings you when mail arrives: hook (default: "
-                                                 "your hooks show it at your next prompt), tmux (this pane) "
-                                                 "or codex-queue (this Codex thread).")]
-NotifyCommand = Annotated[str | None, typer.Option(hidden=True, help="Refused: registry commands never run.")]
-Collab = Annotated[str | None, typer.Option("--collab", help="Collaboration UUID (default: AGENTMSG_COLLAB, "
-                                                             "or your only binding).")]
-
-
-def _done(command: str, payload: dict[str, Any], as_json: bool) -> int:
-    from agentmsg.cli import output
-
-    return output.emit(command, payload, as_json)
-
-
-def _ctx(root: str | None) -> Ctx:
-    from agentmsg.service.context import Ctx
-
-    return Ctx.create(root)
-
 
 def _actions() -> Any:
     from agentmsg.service import commands
@@ -444,92 +418,6 @@ def wake_status(collab: Collab = None, self_: Self = None, root: Root = None, js
     return _done("wake status", _wake().status(_ctx(root), collab=collab, self_flag=self_), json_)
 
 
-CodexHome = Annotated[str | None, typer.Option(help="Codex home (default: $CODEX_HOME, else ~/.codex).")]
-
-
-def install_codex(codex_home: CodexHome = None, json_: Json = False) -> int:
-    """Write agentmsg's hooks into Codex's user hooks.json and its skill; idempotent."""
-    return _done("install codex", _admin().install_codex(_ctx(None), codex_home), json_)
-
-
-def install_gemini(json_: Json = False) -> int:
-    """Link this copy as a Gemini CLI extension (gemini extensions link); start Gemini with `agentmsg run gemini`."""
-    return _done("install gemini", _admin().install_host(_ctx(None), "gemini"), json_)
-
-
-def install_copilot(json_: Json = False) -> int:
-    """Install this copy as a Copilot CLI plugin (copilot plugin marketplace add + install); idempotent."""
-    return _done("install copilot", _admin().install_host(_ctx(None), "copilot"), json_)
-
-
-OpencodeProject = Annotated[str | None, typer.Option(help="This project's .opencode/plugins and .agents/skills "
-                                                           "instead of ~/.config/opencode.")]
-
-
-def install_opencode(project: OpencodeProject = None, json_: Json = False) -> int:
-    """Write agentmsg's OpenCode plugin and skill (user config, or --project); idempotent."""
-    return _done("install opencode", _admin().install_opencode(_ctx(None), project), json_)
-
-
-KeepPlugin = Annotated[bool, typer.Option("--keep-plugin", help="Remove only what `agentmsg install` wrote; keep "
-                                                               "the host's plugin install.")]
-Purge = Annotated[bool, typer.Option("--purge", help="Also delete the state root: every message.")]
-
-
-def _uninstall(host: str, codex_home: str | None, keep_plugin: bool, purge: bool, root: str | None,
-               json_: bool) -> int:
-    return _done("uninstall", _admin().uninstall(_ctx(root), host, codex_home, keep_plugin, purge), json_)
-
-
-def uninstall_codex(codex_home: CodexHome = None, keep_plugin: KeepPlugin = False, purge: Purge = False,
-                    root: Root = None, json_: Json = False) -> int:
-    """Remove agentmsg from Codex: user hooks, skill, the plugin install, and (if no copy is left) the caches."""
-    return _uninstall("codex", codex_home, keep_plugin, purge, root, json_)
-
-
-def uninstall_claude(keep_plugin: KeepPlugin = False, purge: Purge = False, root: Root = None,
-                     json_: Json = False) -> int:
-    """Remove agentmsg from Claude Code: the plugin install, its data, and (if no copy is left) the caches."""
-    return _uninstall("claude", None, keep_plugin, purge, root, json_)
-
-
-def uninstall_gemini(keep_plugin: KeepPlugin = False, purge: Purge = False, root: Root = None,
-                     json_: Json = False) -> int:
-    """Remove agentmsg from Gemini CLI (gemini extensions uninstall), and the caches if no copy is left."""
-    return _uninstall("gemini", None, keep_plugin, purge, root, json_)
-
-
-def uninstall_copilot(keep_plugin: KeepPlugin = False, purge: Purge = False, root: Root = None,
-                      json_: Json = False) -> int:
-    """Remove agentmsg from Copilot CLI (plugin and marketplace), and the caches if no copy is left."""
-    return _uninstall("copilot", None, keep_plugin, purge, root, json_)
-
-
-def uninstall_opencode(project: OpencodeProject = None, purge: Purge = False, root: Root = None,
-                       json_: Json = False) -> int:
-    """Remove agentmsg from OpenCode: the plugin and skill files `agentmsg install opencode` wrote."""
-    if project is not None:  # only that project's two files: the user-level install and the caches stay
-        return _done("uninstall", _admin().uninstall_opencode_project(project), json_)
-    return _uninstall("opencode", None, False, purge, root, json_)
-
-
-def uninstall_all(codex_home: CodexHome = None, keep_plugin: KeepPlugin = False, purge: Purge = False,
-                  root: Root = None, json_: Json = False) -> int:
-    """Remove agentmsg from every host, its private venv and caches; messages stay unless --purge."""
-    return _uninstall("all", codex_home, keep_plugin, purge, root, json_)
-
-
-GeminiArgs = Annotated[list[str] | None, typer.Argument(help="Gemini CLI's own arguments, after `--`.")]
-
-
-def run_gemini(args: GeminiArgs = None) -> int:
-    """Start Gemini CLI (`agentmsg run gemini -- ARGS`) with a fixed --session-id, exported as GEMINI_SESSION_ID
-    so that agentmsg in its shell acts as gemini:<id>."""
-    from agentmsg.hosts.launch import run_gemini as launch
-
-    return launch(args or [])
-
-
 def mcp(self_: Self = None, root: Root = None) -> int:
     """Serve the messaging tools over MCP on stdio (needs agentmsg[mcp]); the pin is fixed at start."""
     try:
@@ -600,11 +488,7 @@ GROUPS: dict[str, dict[str, Callable[..., int]]] = {
     "delivery": {"enable": delivery_enable, "disable": delivery_disable, "inspect": delivery_inspect,
                  "retry": delivery_retry, "midturn": delivery_midturn},
     "wake": {"on": wake_on, "off": wake_off, "status": wake_status},
-    "install": {"codex": install_codex, "gemini": install_gemini, "copilot": install_copilot,
-                "opencode": install_opencode},
-    "run": {"gemini": run_gemini},
-    "uninstall": {"codex": uninstall_codex, "claude": uninstall_claude, "gemini": uninstall_gemini,
-                  "copilot": uninstall_copilot, "opencode": uninstall_opencode, "all": uninstall_all},
+    **hostcmds.GROUPS,
     "db": {"migrate": db_migrate, "grant": db_grant, "move": db_move},
 }
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from agentmsg import PACKAGE_DIR, TOOL
 from agentmsg.hosts import install as installer
+from agentmsg.hosts import registry
 
 PROBE_TIMEOUT = 120.0  # the plugin launcher may build its private venv on first use
 PROBE_EVENT = {"hook_event_name": "AgentmsgProbe", "session_id": "agentmsg-doctor"}
@@ -83,9 +84,9 @@ def _hook_commands(hooks_file: Path) -> list[str]:
     return found
 
 
-def entry_points(env: Mapping[str, str], plugin_root: Path | None, codex_home: Path) -> list[Probe]:
+def entry_points(env: Mapping[str, str], plugin_root: Path | None) -> list[Probe]:
     """Each entry point, run the way its caller runs it (see :func:`report`)."""
-    probes: list[Probe] = report(env, plugin_root, codex_home)["_probes"]
+    probes: list[Probe] = report(env, plugin_root)["_probes"]
     return probes
 
 
@@ -96,15 +97,14 @@ def _launchers(found: list[dict[str, Any]], plugin_root: Path | None) -> list[Pa
     return [r / "bin" / "agentmsg" for r in dict.fromkeys(roots) if (r / "bin" / "agentmsg").is_file()]
 
 
-def report(env: Mapping[str, str], plugin_root: Path | None, codex_home: Path) -> dict[str, Any]:
+def report(env: Mapping[str, str], plugin_root: Path | None) -> dict[str, Any]:
     """One verdict: which copies exist, which ones each host runs, and what each entry point resolves.
 
     Errors: a host that would run agentmsg's hooks more than once (two copies enabled), an enabled copy
     whose hook does not answer, and entry points that disagree on version or state root.  Not errors:
-    no ``agentmsg`` on PATH when a plugin launcher is there (Codex never puts it on PATH), a disabled copy.
+    no ``agentmsg`` on PATH when a plugin launcher is there (some hosts never put it on PATH), a disabled copy.
     """
-    home = env.get("HOME")
-    found = installer.copies(home=home, codex_home=codex_home)
+    found = installer.copies_env(env)
     errors = installer.duplicates(found)
     notes: list[str] = []
     probes: list[Probe] = []
@@ -139,17 +139,16 @@ def report(env: Mapping[str, str], plugin_root: Path | None, codex_home: Path) -
         if not probe.ok:
             errors.append(f"PATH CLI {on_path} did not answer: {probe.error}")
     elif launchers:
-        notes.append("no agentmsg on PATH: fine, the plugin launcher answers (Codex runs it by its absolute "
-                     "path, Claude Code puts the plugin's bin/ on the Bash tool's PATH)")
+        notes.append("no agentmsg on PATH: fine, the plugin launcher answers (a host that puts the plugin's bin/ "
+                     "on its shell's PATH finds it there; the others' hook text names it by its absolute path)")
     else:
         notes.append("no agentmsg on PATH and no plugin launcher")
     if not found:
-        notes.append("no host runs agentmsg's hooks (no plugin enabled, no `agentmsg install codex`)")
-    for host in ("claude", "codex"):
-        running = [c for c in found if c["host"] == host and c["enabled"]]
-        if host == "codex" and running:
-            notes.append("codex runs plugin and user hooks only once trusted (/hooks screen, or "
-                         "--dangerously-bypass-hook-trust for `codex exec`); trust is not visible from here")
+        notes.append("no host runs agentmsg's hooks (no plugin enabled, no `agentmsg install HOST`)")
+    for host in registry.ALL:
+        note = host.doctor_note([c for c in found if c["host"] == host.name and c["enabled"]])
+        if note:
+            notes.append(note)
     answered = [p for p in probes if p.ok]
     return {"copies": copies_out, "_probes": probes, "errors": errors, "notes": notes, "answered": answered}
 
@@ -166,13 +165,11 @@ def disagreements(probes: list[Probe]) -> list[str]:
 
 
 def run(env: Mapping[str, str], root: str) -> dict[str, Any]:
-    home = env.get("HOME")
-    codex_home = Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else installer.default_codex_home(home)
-    found = report(env, installer.plugin_root(), codex_home)
+    found = report(env, installer.plugin_root())
     this = Probe("this process", "agentmsg doctor", True, TOOL, sys.executable, root,
                  str(Path(PACKAGE_DIR).resolve()))
     probes = [this, *found["_probes"]]
     errors = [*found["errors"], *disagreements(probes)]
     return {"verdict": "error" if errors else "ok", "errors": errors, "notes": found["notes"],
             "copies": found["copies"], "probes": [asdict(p) for p in probes], "warnings": errors,
-            "adapters": installer.detect(home=home, codex_home=codex_home)}
+            "adapters": installer.detect_env(env)}

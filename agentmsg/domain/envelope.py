@@ -1,4 +1,4 @@
-"""The Stop-delivery envelope: a finite, immutable consent, folded from its records.
+"""The Stop-delivery envelope: a finite, immutable consent (``domain.consent``), folded from its records.
 
 ``enable`` writes one envelope for one exact binding (collaboration + alias
 + pin): an expiry (default 2 h), a hard cap it can never pass (24 h), a
@@ -32,18 +32,16 @@ from __future__ import annotations
 
 import time
 
+from agentmsg.domain import consent
+from agentmsg.domain.consent import iso as iso
+from agentmsg.domain.consent import latest as latest
+from agentmsg.domain.consent import why_ended as why_ended
 from agentmsg.domain.kinds import COMPLETE, DISABLED, ENABLED, PRESENTED, RETRY, SLOT
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
-    from typing import Any, Protocol, TypeVar
-
-    class _Binding(Protocol):
-        alias: str
-        pin: str
-
-    Bound = TypeVar("Bound", bound=_Binding)
+    from typing import Any
 
 DEFAULT_EXPIRES_IN = 2 * 3600.0
 MAX_DURATION = 24 * 3600.0
@@ -53,28 +51,26 @@ MAX_WAIT = 30.0  # seconds a Stop hook may hold for a request; the hooks' Stop t
 INTERRUPTED_AFTER = 60.0  # a claim this old with no completion is an interrupted attempt
 
 
-def iso(seconds: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+class Envelope(consent.Consent):
+    """One ``delivery-enabled`` record folded with its slots and disable: a consent whose uses are slots."""
 
-
-class Envelope:
-    """One ``delivery-enabled`` record folded with its slots and disable."""
-
-    __slots__ = ("alias", "by", "created", "disabled", "expires_at", "hard_cap_at", "id", "pin", "slots",
-                 "spent", "wait")
+    __slots__ = ("by", "slots", "spent", "wait")
+    ID_FIELD = "envelope"
+    WITHDRAWN = "disabled"
 
     def __init__(self, rec: Mapping[str, Any]) -> None:
-        self.id: str = rec["envelope"]
-        self.alias: str = rec["alias"]
-        self.pin: str = rec["pin"]
+        super().__init__(rec)
         self.by: str = rec.get("by", rec["pin"])
-        self.created: str = rec["ts"]
-        self.expires_at: float = float(rec["expires_at"])
-        self.hard_cap_at: float = float(rec["hard_cap_at"])
         self.slots: int = int(rec["slots"])
         self.wait: float = float(rec.get("wait", 0))
         self.spent: list[Mapping[str, Any]] = []
-        self.disabled: str | None = None
+
+    @property
+    def disabled(self) -> str | None:
+        return self.withdrawn
+
+    def use(self, rec: Mapping[str, Any]) -> None:
+        self.spent.append(rec)
 
     @property
     def remaining(self) -> int:
@@ -82,17 +78,17 @@ class Envelope:
 
     def status(self, now: float, *, holder: str | None, closed: bool) -> str:
         """active | disabled | closed | taken-over | left | expired | spent."""
-        ended = why_ended("disabled" if self.disabled else None, self.pin, holder=holder, closed=closed,
-                          expired=now >= min(self.expires_at, self.hard_cap_at))
+        ended = self.ended(now, holder=holder, closed=closed)
         if ended:
             return ended
         return "spent" if self.remaining <= 0 else "active"
 
     def describe(self, now: float, *, holder: str | None, closed: bool) -> dict[str, Any]:
+        bounds = self.bounds(now)
         return {
-            "envelope": self.id, "owner": {"alias": self.alias, "pin": self.pin}, "enabled_by": self.by,
+            "envelope": self.id, "owner": bounds["owner"], "enabled_by": self.by,
             "status": self.status(now, holder=holder, closed=closed), "created": self.created,
-            "expires": iso(self.expires_at), "expires_in_seconds": max(0, int(self.expires_at - now)),
+            "expires": bounds["expires"], "expires_in_seconds": bounds["expires_in_seconds"],
             "hard_cap": iso(self.hard_cap_at), "slots": self.slots, "spent": len({s["slot"] for s in self.spent}),
             "remaining": self.remaining, "wait_seconds": self.wait, "disabled": self.disabled,
         }
@@ -100,36 +96,7 @@ class Envelope:
 
 def fold(records: Iterable[Mapping[str, Any]]) -> dict[str, Envelope]:
     """Envelopes by id, oldest first.  Records for unknown envelopes are ignored."""
-    envs: dict[str, Envelope] = {}
-    for rec in records:
-        kind = rec.get("type")
-        if kind == ENABLED:
-            envs[rec["envelope"]] = Envelope(rec)
-        elif kind == SLOT and rec.get("envelope") in envs:
-            envs[rec["envelope"]].spent.append(rec)
-        elif kind == DISABLED and rec.get("envelope") in envs:
-            envs[rec["envelope"]].disabled = envs[rec["envelope"]].disabled or rec["ts"]
-    return envs
-
-
-def why_ended(withdrawn: str | None, pin: str, *, holder: str | None, closed: bool, expired: bool) -> str | None:
-    """Why a finite consent (an envelope, a wake-up consent) no longer holds, in the order each checks it."""
-    if withdrawn:
-        return withdrawn
-    if closed:
-        return "closed"
-    if holder != pin:
-        return "taken-over" if holder else "left"
-    return "expired" if expired else None
-
-
-def latest(folded: Mapping[str, Bound], alias: str, pin: str) -> Bound | None:
-    """The newest of a fold's consents (an envelope, a wake-up consent) given to this exact binding."""
-    found = None
-    for item in folded.values():
-        if item.alias == alias and item.pin == pin:
-            found = item
-    return found
+    return consent.fold(records, Envelope, given=ENABLED, withdrawn=DISABLED, used={SLOT: "use"})
 
 
 def attempts(receipts: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:

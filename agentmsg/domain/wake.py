@@ -1,8 +1,9 @@
-"""Wake consent: a finite, immutable permission to ring an idle session, folded from its records.
+"""Wake consent: a finite, immutable permission (``domain.consent``) to ring an idle session, folded from its
+records.
 
 ``agentmsg wake on`` writes one consent for one exact binding (collaboration
 + alias + pin), holding the session facts its hooks recorded (host, host pid
-and start time, tmux pane, Claude socket, Codex thread).  Like a delivery
+and start time, tmux pane, a host's peer socket or thread).  Like a delivery
 envelope it is never renewed or changed: expiry (default 8 h, at most 24 h),
 ``wake off``, ``close``, takeover (another pin holds the alias) and the
 recorded host process being gone end it; a new ``wake on`` writes a new one.
@@ -30,12 +31,9 @@ Pure and lean (imports only ``time``): the hooks fold it on every prompt.
 
 from __future__ import annotations
 
-import time
-
-from agentmsg.domain.envelope import (
-    latest as latest,  # the newest consent of this exact binding: one rule for both folds
-)
-from agentmsg.domain.envelope import why_ended
+from agentmsg.domain import consent as base
+from agentmsg.domain.consent import iso as iso
+from agentmsg.domain.consent import latest as latest  # the newest consent of this exact binding
 from agentmsg.domain.kinds import WAKE_OFF, WAKE_ON, WAKE_PROMPT, WAKE_RING
 
 TYPE_CHECKING = False
@@ -55,10 +53,6 @@ DOORBELL_MARK = " quoted below."
 IDS_SHOWN = 5
 
 
-def iso(seconds: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
-
-
 def doorbell(count: int, alias: str, ids: Sequence[str]) -> str:
     """The only text a ring carries: a count, validated ids and the recipient's alias."""
     shown = ", ".join(ids[:IDS_SHOWN]) + (", …" if len(ids) > IDS_SHOWN else "")
@@ -74,26 +68,24 @@ def is_doorbell(prompt: object) -> bool:
     return at >= 0 and " new message" in prompt[at:at + 80] and DOORBELL_MARK in prompt[at:]
 
 
-class Consent:
-    """One ``wake-on`` record folded with its rings, the prompts that answered them, and its ``wake-off``."""
+class Consent(base.Consent):
+    """One ``wake-on`` record folded with its rings, the prompts that answered them, and its ``wake-off``:
+    a consent whose uses are rings."""
 
-    __slots__ = ("alias", "consecutive", "created", "expires_at", "facts", "hard_cap_at", "id", "last_ring",
-                 "off", "pending_since", "pin", "rings")
+    __slots__ = ("consecutive", "facts", "last_ring", "pending_since", "rings")
 
     def __init__(self, rec: Mapping[str, Any]) -> None:
-        self.id: str = rec["consent"]
-        self.alias: str = rec["alias"]
-        self.pin: str = rec["pin"]
-        self.created: str = rec["ts"]
-        self.expires_at: float = float(rec["expires_at"])
-        self.hard_cap_at: float = float(rec.get("hard_cap_at", rec["expires_at"]))
+        super().__init__(rec)
         facts = rec.get("facts")
         self.facts: dict[str, Any] = dict(facts) if isinstance(facts, dict) else {}
-        self.off: str | None = None
         self.rings: list[float] = []  # when each ring rang
         self.last_ring: Mapping[str, Any] | None = None
         self.consecutive = 0  # rings since the last human prompt
         self.pending_since: float | None = None
+
+    @property
+    def off(self) -> str | None:
+        return self.withdrawn
 
     def add_ring(self, rec: Mapping[str, Any]) -> None:
         self.last_ring = rec
@@ -110,8 +102,7 @@ class Consent:
 
     def status(self, now: float, *, holder: str | None, closed: bool, alive: bool = True) -> str:
         """active | off | closed | taken-over | left | expired | host-gone."""
-        ended = why_ended("off" if self.off else None, self.pin, holder=holder, closed=closed,
-                          expired=now >= min(self.expires_at, self.hard_cap_at))
+        ended = self.ended(now, holder=holder, closed=closed)
         if ended:
             return ended
         return "active" if alive else "host-gone"
@@ -123,10 +114,11 @@ class Consent:
         return sum(1 for at in self.rings if now - at < 3600.0)
 
     def describe(self, now: float, *, holder: str | None, closed: bool, alive: bool = True) -> dict[str, Any]:
+        bounds = self.bounds(now)
         return {
-            "consent": self.id, "owner": {"alias": self.alias, "pin": self.pin},
+            "consent": self.id, "owner": bounds["owner"],
             "status": self.status(now, holder=holder, closed=closed, alive=alive), "created": self.created,
-            "expires": iso(self.expires_at), "expires_in_seconds": max(0, int(self.expires_at - now)),
+            "expires": bounds["expires"], "expires_in_seconds": bounds["expires_in_seconds"],
             "off": self.off, "facts": self.facts, "consecutive": self.consecutive,
             "consecutive_cap": CONSECUTIVE_CAP, "rings_last_hour": self.hourly(now), "hourly_cap": HOURLY_CAP,
             "pending": self.pending(now),
@@ -137,24 +129,8 @@ class Consent:
 
 def fold(records: Iterable[Mapping[str, Any]]) -> dict[str, Consent]:
     """Consents by id, oldest first.  Records of unknown consents are ignored."""
-    found: dict[str, Consent] = {}
-    for rec in records:
-        kind = rec.get("type")
-        if kind == WAKE_ON:
-            found[rec["consent"]] = Consent(rec)
-            continue
-        consent = found.get(str(rec.get("consent", "")))
-        if consent is None:
-            continue
-        if kind == WAKE_RING:
-            consent.add_ring(rec)
-        elif kind == WAKE_PROMPT:
-            consent.add_prompt(rec)
-        elif kind == WAKE_OFF:
-            consent.off = consent.off or rec["ts"]
-    return found
-
-
+    return base.fold(records, Consent, given=WAKE_ON, withdrawn=WAKE_OFF,
+                     used={WAKE_RING: "add_ring", WAKE_PROMPT: "add_prompt"})
 
 
 def decide(consent: Consent | None, now: float, *, holder: str | None, closed: bool, alive: bool,

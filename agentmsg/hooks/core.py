@@ -1,22 +1,23 @@
-"""The hooks: SessionStart, UserPromptSubmit, Stop and PostToolUse, for Claude Code, Codex, Copilot CLI and Gemini CLI.
+"""The hooks: SessionStart, UserPromptSubmit, Stop and PostToolUse, for every host ``hooks/run`` serves.
 
-Entry points: ``hooks/run claude|codex`` (the plugin's launcher), which runs
+Entry points: ``hooks/run HOST`` (the plugin's launcher), which runs
 ``hooks/agentmsg_hook.py``, which calls :func:`main`; or
-``python3 -m agentmsg.hooks.core claude|codex``.  The host's hook JSON is on
-stdin; ``hook_event_name`` picks the hook.
+``python3 -m agentmsg.hooks.core HOST``.  The host's hook JSON is on
+stdin; ``hook_event_name`` picks the hook.  What differs per host (its output
+shape, its units, its session variable) is its ``agentmsg.hosts`` module's.
 
 Rules for all three:
 
 * **Fail open.**  Any error (bad stdin, corrupt or missing state, a lock
   held more than ``LOCK_TIMEOUT`` seconds, a bug) means exit 0, nothing on
   stdout, and one line in ``<root>/hooks.log``.  No traceback, ever.
-* **Strict host JSON.**  Context goes out as ``{"hookSpecificOutput":
-  {"hookEventName", "additionalContext"}}``; a Stop continuation as
-  ``{"decision": "block", "reason"}``; nothing else, on either host (Codex
-  rejects unknown keys).  "Nothing to do" is empty stdout.
+* **Strict host JSON.**  Context goes out in the host's own shape
+  (``Host.context``); a Stop continuation as ``{"decision": "block",
+  "reason"}``; nothing else (a host may reject unknown keys).  "Nothing to
+  do" is empty stdout.
 * **Bounded.**  Injected text stays within ``boundary.cap_from_env`` (default
-  8,000; UTF-16 code units for Claude Code, UTF-8 bytes for Codex: what each
-  host counts against its 10,000 limit).
+  8,000, in the units each host counts against its 10,000 limit:
+  ``Host.units``).
 * **Attempts, never acks.**  Showing a message appends a ``presented``
   receipt (one per message, one attempt id) *before* printing, and an
   ``attempt-complete`` receipt after printing.  A message is shown again
@@ -52,9 +53,10 @@ import time
 from agentmsg import PACKAGE_DIR, TOOL, __version__, fsio, records
 from agentmsg.backends.file import ahead, layout, outbox, views
 from agentmsg.backends.file.store import FileStore, FileTxn
-from agentmsg.domain import envelope, kinds, rules
+from agentmsg.domain import attempts, envelope, kinds, rules
 from agentmsg.hooks import wake as wakehook
 from agentmsg.hosts import cliname as hostcmd
+from agentmsg.hosts import registry
 from agentmsg.paths import resolve_root_str
 from agentmsg.runtime import doorbell as aheadstart
 from agentmsg.runtime import facts as sessionfacts
@@ -68,24 +70,15 @@ if TYPE_CHECKING:
     from typing import Any
 
     from agentmsg.domain.values import Message, Page, Registry
+    from agentmsg.hosts.base import Host
 
     Binding = tuple[str, str, Registry]
 
-HOSTS = {"claude": "claude-code", "codex": "codex", "copilot": "copilot", "gemini": "gemini",
-         "opencode": "opencode"}  # opencode: its plugin (opencode/agentmsg.js) runs them
 MIDTURN = "PostToolUse"
-#: Hosts whose hooks file runs ``hooks/run <host> midturn`` after every tool call (docs/DELIVERY.md, "Mid-turn").
-MIDTURN_HOSTS = ("claude", "codex")
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", MIDTURN)
-#: Other hosts' names for the same three events: Gemini CLI's, and Copilot CLI's camelCase hooks.
+#: Other hosts' names for the same three events (docs/HOSTS-NOTES.md).
 EVENT_ALIASES = {"BeforeAgent": "UserPromptSubmit", "AfterAgent": "Stop", "sessionStart": "SessionStart",
                  "userPromptSubmitted": "UserPromptSubmit", "agentStop": "Stop"}
-#: The variable equal to the session id in every hook a host runs (the fast path's key); Codex and Copilot have none.
-SESSION_VARS = {"claude": "CLAUDE_CODE_SESSION_ID", "gemini": "GEMINI_SESSION_ID"}
-#: Hosts whose launcher fast path reads the session id from stdin instead (``hooks/run``), as this process does.
-STDIN_SESSION_HOSTS = ("codex", "copilot")
-#: How each host counts its context limit: the JS hosts in UTF-16 code units, Codex in UTF-8 bytes.
-UNITS = {"codex": "bytes"}
 #: Events ``hooks/run <host> fast`` may answer from the idle marker alone (never SessionStart).
 FAST_EVENTS = ("UserPromptSubmit", "Stop")
 PROBE = "AgentmsgProbe"  # agentmsg doctor's question: which agentmsg, interpreter and root would a hook use?
@@ -122,25 +115,11 @@ class _Sink:
         pass
 
 
-def host_of(named: str, env: Mapping[str, str]) -> str:
-    """The host really running ``hooks/run claude``: Copilot CLI and Gemini CLI run Claude-format hook files too.
-    Copilot sets ``CLAUDE_PLUGIN_ROOT`` as well, so ``COPILOT_CLI`` is checked first; Gemini gives its hooks
-    ``GEMINI_SESSION_ID`` and never ``CLAUDE_CODE_SESSION_ID`` (which Claude Code sets for every hook).
-    ``hooks/run`` makes the same choice for its fast path."""
-    if named != "claude":
-        return named
-    if env.get("COPILOT_CLI"):
-        return "copilot"
-    if env.get("GEMINI_SESSION_ID") and not env.get("CLAUDE_CODE_SESSION_ID"):
-        return "gemini"
-    return named
-
-
 def main(host: str) -> int:
-    """Run one hook for ``host`` (a key of ``HOSTS``) on the JSON from stdin; always 0."""
+    """Run one hook for ``host`` (a name ``hooks/run`` serves, ``registry.HOOK_RUNTIMES``) on stdin's JSON; always 0."""
     saved = sys.stderr
     sys.stderr = _Sink()  # type: ignore[assignment,unused-ignore]
-    hook = Hook(host_of(host, os.environ), os.environ)
+    hook = Hook(registry.host_of(host, os.environ), os.environ)
     try:
         raw = sys.stdin.buffer.read(STDIN_MAX + 1)
         out, after = hook.run(raw)
@@ -166,10 +145,11 @@ def _nothing() -> None:
 
 
 class Hook:
-    hosts = HOSTS  # host name -> pin runtime (agentmsg.hosts.cursor adds its own host)
+    hosts = registry.HOOK_RUNTIMES  # host name -> pin runtime (a host with its own entry overrides it)
 
     def __init__(self, host: str, env: Mapping[str, str]) -> None:
         self.host, self.env = host, env
+        self.spec: Host = registry.get(host) or registry.NO_HOST  # an unknown name fails in run()
         self.event = "?"
         self.pin = "?"
         self.root: str | None = None
@@ -181,8 +161,8 @@ class Hook:
         except ValueError:
             self.lock_timeout = LOCK_TIMEOUT
         self.cap = boundary.cap_from_env(env)
-        self.unit = UNITS.get(host, "utf16")  # how each host counts (docs/HOSTS-NOTES.md)
-        self.cli = boundary.CLI = hostcmd.cli_command(host, env)  # every command the text names runs as shown
+        self.unit = self.spec.units  # how each host counts (docs/HOSTS-NOTES.md)
+        self.cli = boundary.CLI = hostcmd.cli_command(self.spec, env)  # every command the text names runs as shown
         self.key = ahead.launcher_key(env)  # the environment the launcher checks a delivery rendered ahead against
         self.mirrored: bool | None = None  # a mirror is wanted for the root (the renderer: as the facts say)
 
@@ -208,8 +188,8 @@ class Hook:
         if event not in EVENTS:
             raise HookError(f"unsupported hook_event_name {str(event)[:40]!r}")
         self.event = event
-        if hostcmd.defers_to_plugin(self.host, self.env):
-            return b"", _nothing  # a user-level copy while the Codex plugin is enabled: the plugin's hook runs
+        if self.spec.defers_to_plugin(self.env):
+            return b"", _nothing  # a user-level copy while the host's plugin is enabled: the plugin's hook runs
         if event == "SessionStart":
             hostcmd.prepare_cli(self.env)  # the CLI's first call must not wait for pip (detached, fail-open)
         if not is_session(session):
@@ -241,7 +221,7 @@ class Hook:
                 views.quietly(views.mark_midturn_quiet, self.root, self.pin, token)  # until a writer wakes it
         elif token is not None and not self.busy and not out:
             views.quietly(views.mark_idle, self.root, self.pin, token)  # nothing to show until a writer wakes it
-        elif binds and self.host in MIDTURN_HOSTS:
+        elif binds and self.spec.midturn:
             # A prompt counted or a context cleared may bring a shown message due again between tool calls.
             views.quietly(views.clear_midturn, self.root, self.pin)
         if event == "Stop" and token is not None and self.stop_quiet and not out:
@@ -268,10 +248,10 @@ class Hook:
 
     def _launcher_keyed(self, session: str) -> bool:
         """Whether ``hooks/run`` names this session's marker files as this run does."""
-        if self.host in STDIN_SESSION_HOSTS:
+        if self.spec.session_on_stdin:
             return True  # the launcher keys the markers by stdin's session_id, the one this run read
-        var = SESSION_VARS.get(self.host)
-        return var is not None and self.env.get(var) == session  # Codex's variable is inherited: not its key
+        var = self.spec.hook_var
+        return var is not None and self.env.get(var) == session  # a shell's variable is inherited: not its key
 
     def _idle_token(self) -> str | None:
         """The generation the launcher's idle marker must match; None when this run must not write one."""
@@ -296,7 +276,7 @@ class Hook:
 
     def unbound(self, event: str) -> bytes:
         """A session with no binding: nothing, except where the host cannot find the CLI by name
-        (Codex): there SessionStart states the command to use, so the skill's commands run as shown."""
+        (``Host.bin_on_path``): there SessionStart states the command to use, so the skill's commands run as shown."""
         if event != "SessionStart" or self.cli == "agentmsg":
             return b""
         return self.output(f"agentmsg (peer messaging; this session has not joined a collaboration): its CLI is "
@@ -398,11 +378,9 @@ class Hook:
         "Presented receipts are not fsynced").  A Stop block keeps it durable beside the slot it spends, and a
         mirrored root's outbox entry stays durable as before.
         """
-        presented = [{"type": kinds.PRESENTED, "message": mid, "attempt": attempt, "host": self.host,
-                      "hook": self.event, "pin": self.pin} for mid in ids]
+        presented = attempts.presented(ids, attempt=attempt, host=self.host, via=self.event, pin=self.pin)
         collab = tx.collab
-        done = {"type": kinds.COMPLETE, "attempt": attempt, "host": self.host, "hook": self.event,
-                "messages": len(ids)}
+        done = attempts.complete(attempt=attempt, host=self.host, via=self.event, count=len(ids))
         if self.store.replica_of is not None:  # a mirrored root: the receipts go to the server via the outbox
             outbox.put(tx.root, collab, f"receipts/{alias}", presented, entry_id=uuid4())
         else:
@@ -422,12 +400,7 @@ class Hook:
     def output(self, text: str) -> bytes:
         if self.event == "Stop":
             return records.dumps({"decision": "block", "reason": text}).encode()
-        if self.host == "copilot":  # Copilot reads only a top-level additionalContext (hookSpecificOutput is ignored)
-            return records.dumps({"additionalContext": text}).encode()
-        if self.host == "gemini":
-            return records.dumps({"hookSpecificOutput": {"additionalContext": text}}).encode()
-        return records.dumps({"hookSpecificOutput": {"hookEventName": self.event,
-                                                     "additionalContext": text}}).encode()
+        return records.dumps(self.spec.context(self.event, text)).encode()
 
     # ---- SessionStart ------------------------------------------------------------
 
@@ -444,8 +417,7 @@ class Hook:
                 env = self._envelope(tx, alias, reg)
             lines.append(self._identity(collab, alias, reg, page.total, page.requests)
                          + self._envelope_note(env))
-        if self.host == "claude":
-            self._export()
+        self.spec.session_started(self.env, self.root or "")
         return self.output(self._within_cap(lines)), _nothing
 
     def _within_cap(self, lines: list[str]) -> str:
@@ -493,25 +465,6 @@ class Hook:
             return "\n"
         return (f" Stop continuations are enabled for this session until {envelope.iso(env.expires_at)}: "
                 f"{env.remaining} of {env.slots} slots left.\n")
-
-    def _export(self) -> None:
-        """The state root for later Bash commands, idempotently (SessionStart fires again on resume/clear).
-
-        Not the collaboration: a session may join another one later, and a
-        stale ``AGENTMSG_COLLAB`` would route its sends to the first.
-        """
-        path = self.env.get("CLAUDE_ENV_FILE")
-        if not path:
-            return
-        wanted = [f"export AGENTMSG_HOME={_sh_quote(self.root or '')}"]
-        have = set((fsio.read_bytes(path) or b"").decode("utf-8", "replace").splitlines())
-        missing = [line for line in wanted if line not in have]
-        if missing:
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            try:
-                os.write(fd, ("\n" + "\n".join(missing) + "\n").encode())
-            finally:
-                os.close(fd)
 
     # ---- UserPromptSubmit -----------------------------------------------------------
 
@@ -707,8 +660,8 @@ class Hook:
             if not rendered.included:
                 return b"", _nothing
             attempt = uuid4()
-            spent = {"type": kinds.SLOT, "envelope": env.id, "slot": slot, "alias": alias, "pin": self.pin,
-                     "host": self.host, "attempt": attempt, "messages": list(rendered.included)}
+            spent = attempts.slot(envelope=env.id, number=slot, alias=alias, pin=self.pin, host=self.host,
+                                  attempt=attempt, messages=rendered.included)
             if self.store.replica_of is not None:
                 outbox.put(tx.root, collab, "delivery", [dict(spent, ts=records.now_utc())], entry_id=uuid4())
             else:
@@ -808,7 +761,7 @@ class Hook:
                 complete()
         finally:
             self.event = event
-        if self.host in MIDTURN_HOSTS:
+        if self.spec.midturn:
             views.quietly(views.clear_midturn, self.root, self.pin)
 
     def _fold_in(self, collab: str, alias: str, attempt: str, ids: list[str], seqs: list[int], rpos: object,
@@ -932,10 +885,6 @@ def _mark_shown(st: dict[str, Any], seqs: Iterable[int]) -> None:
     """Shown at this prompt: not due again for ``REPRESENT_AFTER`` prompts (unless retried or cleared)."""
     for seq in seqs:
         st["shown"][str(seq)] = st["prompt"]
-
-
-def _sh_quote(value: str) -> str:
-    return "'" + value.replace("'", "'\"'\"'") + "'"
 
 
 def _last_block(env: envelope.Envelope) -> set[str]:

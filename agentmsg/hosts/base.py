@@ -1,11 +1,165 @@
-"""What every host module shares: running a host's own CLI for its install steps."""
+"""The ``Host`` interface: everything agentmsg knows about one host, in one object.
+
+Each host module (``claude``, ``codex``, ``gemini``, ``copilot``, ``opencode``, ``cursor``, ``human``)
+defines one subclass and one instance, ``HOST``; ``hosts.registry`` maps names and pin runtimes to them,
+as pre-commit maps names to languages.  Code outside ``hosts/`` asks the registry and never names a host.
+
+Lean: the hooks import every host module on every run, so these modules import only ``os`` at run time
+and keep anything heavier (``json``, ``subprocess``, the installers) inside the functions that need it.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+    #: A ring's result: ``(outcome, mechanism)``, as ``runtime.wakeup.Mechanism.ring`` reports it.
+    Rung = tuple[str, str | None]
+
+
+class Host:
+    """One host's specifics.  The defaults describe a host with no hooks and no native wake-up."""
+
+    #: The host's name: ``hooks/run NAME``, ``agentmsg install NAME``, the ``host`` of session facts.
+    name = ""
+    #: The pin runtime: sessions of this host are ``RUNTIME:SESSION_ID``.
+    runtime = ""
+    #: How people call it.
+    title = ""
+    #: The variable equal to the session id in the commands its agent runs (``--self`` defaults to it).
+    shell_var: str | None = None
+    #: The variable equal to the session id in every hook it runs (the launcher's fast-path key).
+    hook_var: str | None = None
+    #: Whether ``hooks/run`` reads the session id from the hook's stdin instead (no ``hook_var``).
+    session_on_stdin = False
+    #: Whether ``hooks/run NAME`` serves it (Cursor has its own entry; a human has no hooks).
+    runs_hooks = False
+    #: Whether its hooks file runs ``hooks/run NAME midturn`` after every tool call.
+    midturn = False
+    #: How it counts its context cap: ``utf16`` code units (the JS hosts) or UTF-8 ``bytes``.
+    units = "utf16"
+    #: Whether the agent's shell finds ``agentmsg`` on PATH (the plugin's ``bin/``); otherwise text names the
+    #: launcher by its absolute path.
+    bin_on_path = True
+    #: Whether a ring can wait natively behind a running turn (a waiter, a queue).
+    queues = False
+    #: Wake mechanisms that retry on their own: a deferred ring through them needs no retrier.
+    self_retrying: tuple[str, ...] = ()
+    #: The session facts ``facts`` adds (the recorded file keeps only known fields).
+    fact_fields: tuple[str, ...] = ()
+    #: A typed ``--notify`` adapter of this host's own (``codex-queue``), or None.
+    notify_adapter: str | None = None
+
+    def shell_pin(self, env: Mapping[str, str]) -> str | None:
+        """``RUNTIME:ID`` from the agent's shell, or None."""
+        value = env.get(self.shell_var) if self.shell_var else None
+        return f"{self.runtime}:{value}" if value else None
+
+    def runs_claude_format(self, env: Mapping[str, str]) -> bool:
+        """Whether this host, not Claude Code, is running a Claude-format hooks file (``hooks/run claude``)."""
+        return False
+
+    def context(self, event: str, text: str) -> dict[str, Any]:
+        """The hook output that adds ``text`` to the model's context at ``event``."""
+        return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+
+    def session_started(self, env: Mapping[str, str], root: str) -> None:
+        """Anything the host needs at SessionStart beyond the context (Claude: the env file)."""
+
+    def facts(self, env: Mapping[str, str], pid: int | None, session: str) -> dict[str, Any]:
+        """Session facts only this host has, for wake-ups (``runtime.facts.gather`` adds the common ones)."""
+        return {}
+
+    def defers_to_plugin(self, env: Mapping[str, str]) -> bool:
+        """Whether this hook copy stays silent because another copy of agentmsg runs the same hooks."""
+        return False
+
+    def doctor_note(self, enabled: list[dict[str, Any]]) -> str | None:
+        """What ``doctor`` cannot see but should say, given this host's enabled copies."""
+        return None
+
+    def ring(self, root: str, pin: str, facts: Mapping[str, Any], line: str, ring: dict[str, Any], *,
+             busy: bool) -> tuple[Rung | None, str]:
+        """The host's native wake-up: ``(result, why not)``; a None result falls back to guarded tmux."""
+        return None, "no native path"
+
+    def notify_params(self, env: Mapping[str, str]) -> dict[str, Any] | None:
+        """``--notify`` with this host's adapter: its parameters from the caller's own session, or None."""
+        return None
+
+    def valid_notify(self, config: Mapping[str, Any]) -> dict[str, Any] | None:
+        """A registry entry of this host's adapter, typed and validated, or None."""
+        return None
+
+    def notify(self, adapter: Mapping[str, Any], line: str) -> str:
+        """Run this host's adapter with the doorbell ``line``; what happened."""
+        raise NotImplementedError(self.name)
+
+    def install(self, env: Mapping[str, str], **options: str | None) -> dict[str, Any]:
+        """``agentmsg install NAME``: write this copy into the host; idempotent."""
+        from agentmsg.errors import UsageError
+
+        raise UsageError(f"{self.title} installs agentmsg itself (its plugin marketplace); see README.md")
+
+
+COMMAND_TIMEOUT = 10.0
+
+
+class NotifyError(Exception):
+    """A ring or an adapter could not surface the message; it stays stored."""
+
+
+def scrubbed(program: str) -> dict[str, str]:
+    """The whole environment a doorbell program gets: none of the sender's tokens or keys."""
+    return {"PATH": os.path.dirname(program) or os.defpath, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+
+
+def run_fixed(argv: list[str], extra_env: Mapping[str, str] | None = None) -> None:
+    """Run a program agentmsg fixed (``tmux``, ``codex``) with a scrubbed environment; NotifyError if it fails."""
+    import shutil  # only a ring that runs a program pays for these
+    import subprocess
+
+    program = shutil.which(argv[0])
+    if program is None:
+        raise NotifyError(f"{argv[0]}: not found on PATH")
+    try:
+        done = subprocess.run([program, *argv[1:]], capture_output=True, timeout=COMMAND_TIMEOUT, check=False,
+                              stdin=subprocess.DEVNULL, env={**scrubbed(program), **(extra_env or {})},
+                              close_fds=True)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise NotifyError(f"{argv[0]}: {exc}") from None
+    if done.returncode != 0:
+        err = done.stderr.decode(errors="replace").strip().splitlines()
+        raise NotifyError(f"{argv[0]} exited {done.returncode}" + (f": {err[-1][:200]}" if err else ""))
+
+
+def is_thread(value: object) -> bool:
+    """A host's thread or session id as a program argument: short, and letters, digits, ``-`` and ``_`` only."""
+    return (isinstance(value, str) and 0 < len(value) <= 64
+            and all(c.isalnum() or c in "-_" for c in value))
+
+
+def is_abs_path(value: object) -> bool:
+    """An absolute path recorded by a session's own hooks, safe to hand to a program."""
+    return (isinstance(value, str) and value.startswith("/") and len(value) <= 256 and "\x00" not in value
+            and all(c.isprintable() and c not in "\n\r" for c in value))
+
+
+def home_of(env: Mapping[str, str]) -> str:
+    return env.get("HOME") or "/nonexistent"
+
+
+def config_dir(env: Mapping[str, str], var: str, *default: str) -> str:
+    """A host's folder: its variable when set, else ``~/<default...>``."""
+    return env.get(var) or os.path.join(home_of(env), *default)
 
 
 def run_host_cli(host: str, args: list[str], env: Mapping[str, str]) -> tuple[bool, str]:
+    """Run a host's own CLI for an install step; ``(ok, its last line)``."""
     import shutil
     import subprocess
 

@@ -21,6 +21,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from agentmsg.hosts.base import Host
+
 _SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./-_")
 
 
@@ -49,12 +51,12 @@ def hook_script(package_dir: str) -> str | None:
     return _beside(package_dir, "hooks", "agentmsg_hook.py")
 
 
-def cli_command(host: str, env: Mapping[str, str], package_dir: str | None = None) -> str:
-    """The agentmsg command, as the shell of ``host`` ("claude" or "codex") can run it."""
+def cli_command(host: Host, env: Mapping[str, str], package_dir: str | None = None) -> str:
+    """The agentmsg command, as the shell of ``host`` can run it."""
     explicit = env.get("AGENTMSG_CLI")
     if explicit:
         return sh_quote(explicit)
-    if host not in ("codex", "copilot", "gemini"):  # none of these puts a plugin's bin/ on the shell's PATH
+    if host.bin_on_path:  # the others do not put a plugin's bin/ on the shell's PATH
         return "agentmsg"
     found = launcher(package_dir or os.path.abspath(PACKAGE_DIR))
     return sh_quote(found) if found else "agentmsg"
@@ -81,32 +83,3 @@ def prepare_cli(env: Mapping[str, str], package_dir: str | None = None) -> bool:
     except OSError:
         return False
     return True
-
-
-def defers_to_plugin(host: str, env: Mapping[str, str]) -> bool:
-    """True for a Codex user-level hook copy (``agentmsg install codex``; Codex gives plugin hooks
-    ``PLUGIN_ROOT``, user hooks not) while agentmsg is also enabled as a Codex plugin in
-    ``$CODEX_HOME/config.toml``: both copies would run every hook, so the user copy stays silent and the
-    plugin's runs (each hook once).  ``agentmsg doctor`` still reports the duplicate install."""
-    if host != "codex" or env.get("PLUGIN_ROOT"):
-        return False
-    home = env.get("CODEX_HOME") or os.path.join(env.get("HOME") or "/nonexistent", ".codex")
-    path = os.path.join(home, "config.toml")
-    try:
-        import stat
-
-        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the read
-            return False
-        with open(path, "rb") as f:
-            lines = f.read(1 << 20).decode("utf-8", "replace").splitlines()
-    except OSError:
-        return False
-    ours = False
-    for raw in lines:  # as installer._codex_plugins reads it
-        line = raw.strip()
-        if line.startswith("["):
-            name = line.strip("[]").strip()
-            ours = name.startswith('plugins."agentmsg@') and name.endswith('"')
-        elif ours and line.replace(" ", "").lower() == "enabled=true":
-            return True
-    return False

@@ -13,14 +13,11 @@ from collections.abc import Mapping
 from agentmsg.domain import validate as model
 from agentmsg.domain.values import Pin
 from agentmsg.errors import IdentityError
+from agentmsg.hosts import registry
 
-HOST_VARS = (("CLAUDE_CODE_SESSION_ID", "claude-code"), ("CODEX_THREAD_ID", "codex"),
-             # Copilot CLI gives its shell tool and its MCP servers the session id (docs/MCP.md).
-             ("COPILOT_AGENT_SESSION_ID", "copilot"),
-             # Gemini CLI sets it only for hooks; `agentmsg run gemini` exports it to the shell (agentmsg.hosts.launch).
-             ("GEMINI_SESSION_ID", "gemini"),
-             # OpenCode sets no session variable itself; agentmsg's plugin sets this one (shell.env).
-             ("OPENCODE_SESSION_ID", "opencode"))
+#: (variable, runtime) of every host whose agent's shell names its session (``Host.shell_var``; each host's
+#: module says who sets it: the host itself, ``agentmsg run gemini``, or agentmsg's OpenCode plugin).
+HOST_VARS = registry.SHELL_VARS
 
 
 def host_pins(env: Mapping[str, str]) -> list[Pin]:

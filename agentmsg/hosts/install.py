@@ -61,6 +61,22 @@ def cli_path() -> str | None:
     return str(near) if near.is_file() else shutil.which("agentmsg")
 
 
+def plugin_files(*, need: str | os.PathLike[str] = "", what: str = "hook files", where: str = "",
+                 hint: str = "") -> Any:
+    """This copy's plugin folder (``hooks/run`` and the rest; a ``pathlib.Path``), or a usage error saying
+    how to get it.  ``need``: a file the host's install copies from it."""
+    root = plugin_root()
+    if root is None or (need and not (root / need).is_file()):
+        raise UsageError(f"this agentmsg has no {what} (neither a plugin checkout nor a wheel with "
+                         f"agentmsg/_plugin{where}); reinstall it{hint}")
+    return root
+
+
+def wheel_cli(root: Any) -> str | None:
+    """Inside a wheel, the console script the hook text names for the CLI; None in a plugin checkout."""
+    return cli_path() if root.name == "_plugin" else None
+
+
 def _home(home: str | os.PathLike[str] | None) -> Path:
     return Path(home) if home is not None else Path(os.path.expanduser("~"))
 
@@ -274,8 +290,18 @@ def detect(*, home: str | os.PathLike[str] | None = None,
     }
 
 
+def detect_env(env: Mapping[str, str]) -> dict[str, Any]:
+    """:func:`detect` for the homes ``env`` names (callers outside ``hosts/`` never name a host's folder)."""
+    return detect(home=env.get("HOME"), codex_home=env.get("CODEX_HOME") or None)
+
+
+def copies_env(env: Mapping[str, str]) -> list[dict[str, Any]]:
+    """:func:`copies` for the homes ``env`` names."""
+    return copies(home=env.get("HOME"), codex_home=env.get("CODEX_HOME") or None)
+
+
 def _opencode() -> ModuleType:
-    from agentmsg.hosts import opencode
+    from agentmsg.hosts import opencode_files as opencode
 
     return opencode
 
@@ -402,7 +428,7 @@ def copies(*, home: str | os.PathLike[str] | None = None,
                       "root": str(hook_root) if hook_root else None, "data": None, "enabled": True, "cache": None,
                       "hooks_file": str(chome / "hooks.json"), "command": command, "env": {}})
     from agentmsg.hosts import cliinstall as hostinstall
-    from agentmsg.hosts import opencode
+    from agentmsg.hosts import opencode_files as opencode
 
     return found + hostinstall.copies(_host_env(h)) + opencode.copies(_opencode_env(h))
 

@@ -2,8 +2,8 @@
 
 At SessionStart the hook notes what a ring needs to reach this very session:
 the host, its session id, the host process (pid and its start time from
-``/proc``, so a reused pid is not mistaken for it), the tmux pane, Claude
-Code's peer socket and Codex's thread id.  The prompt and Stop hooks note
+``/proc``, so a reused pid is not mistaken for it), the tmux pane, and what
+the host itself adds (``Host.facts``: a peer socket, a thread id).  The prompt and Stop hooks note
 whether a turn is running.  The file, ``ROOT/wake/<pin key>.json``, is
 derived and local to this machine: ``agentmsg wake on`` copies the facts
 into its consent record, and a sender reads only the turn state from it.
@@ -18,6 +18,7 @@ import time
 
 from agentmsg import fsio, records
 from agentmsg.backends.file import layout
+from agentmsg.hosts import registry
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -28,8 +29,8 @@ if TYPE_CHECKING:
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "fish", "ksh", "env", "timeout", "nice", "nohup", "python3",
                     "python", "agentmsg"})
 BUSY_FOR = 1800.0  # a "turn running" note older than this is stale (a crashed turn)
-FIELDS = ("host", "session", "pid", "pid_start", "exe", "tmux_socket", "pane", "claude_socket", "claude_version",
-          "peer_protocol", "thread", "codex_home")
+#: The facts every host has; a host adds its own (``Host.facts``).
+FIELDS = ("host", "session", "pid", "pid_start", "exe", "tmux_socket", "pane")
 
 
 def proc_stat(pid: int) -> tuple[str, int, str] | None:
@@ -93,28 +94,10 @@ def gather(host: str, session: str, env: Mapping[str, str]) -> dict[str, Any]:
     tmux, pane = env.get("TMUX", ""), env.get("TMUX_PANE", "")
     if tmux and pane:
         facts["tmux_socket"], facts["pane"] = tmux.split(",", 1)[0], pane
-    if env.get("CLAUDE_CODE_MESSAGING_SOCKET"):
-        facts["claude_socket"] = env["CLAUDE_CODE_MESSAGING_SOCKET"]
-    if host == "claude" and found is not None:
-        facts.update(_claude_session(env.get("HOME", ""), found[0], session))
-    if host == "codex":
-        facts["thread"] = session
-        if env.get("CODEX_HOME"):
-            facts["codex_home"] = env["CODEX_HOME"]
+    spec = registry.get(host)
+    if spec is not None:
+        facts.update(spec.facts(env, found[0] if found is not None else None, session))
     return facts
-
-
-def _claude_session(home: str, pid: int, session: str) -> dict[str, Any]:
-    """Claude Code's own note on this process (``~/.claude/sessions/<pid>.json``, internal): its version and
-    peer protocol, so the socket is used only where it was checked (docs/DELIVERY.md, "Wake-ups")."""
-    raw = fsio.read_bytes(os.path.join(home, ".claude", "sessions", f"{pid}.json")) if home.startswith("/") else None
-    try:
-        doc = records.loads(raw[:65536].decode("utf-8")) if raw else None
-    except (ValueError, UnicodeDecodeError):
-        return {}
-    if not isinstance(doc, dict) or doc.get("sessionId") != session:
-        return {}
-    return {"claude_version": str(doc.get("version", ""))[:32], "peer_protocol": doc.get("peerProtocol")}
 
 
 def load(root: str, pin: str) -> dict[str, Any]:
@@ -133,7 +116,9 @@ def save(root: str, pin: str, doc: dict[str, Any]) -> None:
 
 def record(root: str, pin: str, facts: dict[str, Any]) -> None:
     """SessionStart: replace the facts, keep nothing of an earlier process."""
-    save(root, pin, {"pin": pin, "facts": {k: facts[k] for k in FIELDS if k in facts}, "turn": "idle",
+    spec = registry.get(str(facts.get("host")))
+    kept = FIELDS + (spec.fact_fields if spec is not None else ())
+    save(root, pin, {"pin": pin, "facts": {k: facts[k] for k in kept if k in facts}, "turn": "idle",
                      "turn_at": time.time()})
 
 

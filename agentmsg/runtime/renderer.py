@@ -30,6 +30,7 @@ import time
 
 from agentmsg import __version__, fsio
 from agentmsg.backends.file import ahead, layout
+from agentmsg.hosts import registry
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ def main(argv: list[str]) -> int:
         from agentmsg.backends.file.store import FileStore
         from agentmsg.hooks.core import Hook
 
-        hook = Hook("claude", {})  # for logging only
+        hook = Hook(next(iter(registry.HOOK_RUNTIMES)), {})  # for logging only
         hook.root, hook.event = root, "ahead"
         renderer = Renderer(root, FileStore(root, lock_timeout=2.0), Hook)
         try:  # the tests' shorter idle exit; nothing else from the environment is used
@@ -150,7 +151,8 @@ class Renderer:
     def _host_of(self, pin: str) -> dict[str, str]:
         """Facts enough to settle a claim of a session whose facts are gone: its host, from the runtime."""
         runtime = pin.partition(":")[0]
-        return {"host": next((h for h, r in self.hook_class.hosts.items() if r == runtime), "claude")}
+        hosts = self.hook_class.hosts
+        return {"host": next((h for h, r in hosts.items() if r == runtime), next(iter(hosts)))}
 
     def _rung(self, fifo: int) -> set[str]:
         pins: set[str] = set()

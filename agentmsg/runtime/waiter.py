@@ -1,7 +1,7 @@
 """Claude Code's wake-up waiter: an ``asyncRewake`` hook that exits 2 with the doorbell when rung.
 
 ``hooks/run claude wait`` is registered for Stop with ``"asyncRewake": true``
-(not SessionStart: that entry is shared with Gemini CLI, and a consent ends
+(not SessionStart: that entry is shared with another host, and a consent ends
 with the process that gave it): Claude Code runs it in the background, and when it
 exits 2 its stderr is shown to the model and a new turn starts (that turn's
 UserPromptSubmit hook then quotes the messages inside the boundary).
@@ -37,6 +37,7 @@ from agentmsg.backends.file import layout
 from agentmsg.backends.file.store import FileStore
 from agentmsg.domain import kinds
 from agentmsg.domain import wake as wake_rules
+from agentmsg.hosts import claude
 from agentmsg.paths import resolve_root_str
 from agentmsg.runtime import facts as sessionfacts
 
@@ -47,7 +48,6 @@ if TYPE_CHECKING:
 
 WAIT_MAX = 8 * 3600.0 - 60.0  # the hook's timeout is 8 h (hooks/hooks.json)
 POLL = 0.1
-INTERACTIVE = "cli"  # CLAUDE_CODE_ENTRYPOINT of the interactive TUI (`claude -p` has sdk-cli; checked on 2.1.328)
 RECHECK = 5.0  # seconds between re-reads of the consent
 
 
@@ -148,16 +148,16 @@ def wait(host: str, env: Mapping[str, str], raw: bytes) -> str | None:
     """Block until rung (the doorbell), or None (no consent, replaced, ended, timed out)."""
     from agentmsg.hooks.core import is_session, parse_stdin
 
-    if env.get("CLAUDE_CODE_ENTRYPOINT") != INTERACTIVE:
+    if not claude.interactive(env):
         return None  # `claude -p` waits for its async hooks before it exits: never hold one open
     data = parse_stdin(raw)
     session = data.get("session_id")
-    if host != "claude" or not is_session(session):
+    if host != claude.HOST.name or not is_session(session):
         return None
     root = os.path.realpath(resolve_root_str(None, env)[0])
     if not os.path.isdir(root):
         return None
-    pin = f"claude-code:{session}"
+    pin = f"{claude.HOST.runtime}:{session}"
     store = FileStore(root, lock_timeout=2.0)
     active = _consents(store, pin)
     if not active:

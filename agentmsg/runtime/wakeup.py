@@ -2,17 +2,13 @@
 
 Every mechanism carries only the fixed doorbell line (``domain.wake.doorbell``)
 and acts only on facts the recipient's own hooks recorded and validated here
-(a tmux pane, a Codex thread id, a path in our own state root); programs are
-fixed by agentmsg (``tmux``, ``codex``), run with a scrubbed environment
-(``notify._run``).
+(a tmux pane, a host's thread id, a path in our own state root); programs are
+fixed by agentmsg (``tmux``, the host's own CLI), run with a scrubbed environment
+(``hosts.base.run_fixed``).
 
-* **Claude Code:** the ``asyncRewake`` waiter (``agentmsg/runtime/waiter.py``) when
-  one holds the session's lock: the ring is a file it reads; while the turn
-  runs the ring waits for the next waiter (re-armed at Stop).  Then the peer
-  socket, only for the peer protocol checked here.  Then guarded tmux.
-* **Codex:** ``codex queue --thread <id> --message <doorbell>`` (it keeps a
-  draft and queues behind a running turn).  Then guarded tmux.
-* **Anything else:** guarded tmux.
+* **The host's own** (``Host.ring`` in ``agentmsg/hosts/``): a waiter, a
+  peer socket, a queue command.
+* **Then, or for any other host:** guarded tmux.
 
 The **tmux guard** (:func:`guard`): the pane runs the recorded host process,
 is not in copy mode, no client typed there in the last ``QUIET`` seconds, its
@@ -22,67 +18,49 @@ deferred and retried (:func:`retry_later`); a draft is never touched.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Mapping
 from typing import Any
 
-from agentmsg import fsio, records
-from agentmsg.backends.file import layout
+from agentmsg.hosts import registry
+from agentmsg.hosts.base import scrubbed
 from agentmsg.runtime import facts as sessionfacts
 from agentmsg.runtime import notify
 
 QUIET = 5.0  # seconds without client input before tmux may type
-ENTER_AFTER = 0.2  # Codex swallows an Enter sent in the same burst (>= 150 ms)
+ENTER_AFTER = 0.2  # a TUI may swallow an Enter sent in the same burst (>= 150 ms; docs/HOSTS-NOTES.md)
 RETRY_FOR = 300.0
 RETRY_EVERY = 1.0
 #: Text that shows a host is asking the user something: an Enter would answer it.
 DIALOG = ("Do you want to", "Would you like to", "Enter to confirm", "Esc to cancel", "Allow command",
           "Approve", "Press enter to", "(y/n)", "[y/N]", "Yes, and don't ask again")
 PROMPT_GLYPHS = ("❯", "›", ">")
-PEER_PROTOCOL = 1  # Claude Code's peer socket protocol as checked on 2.1.328 (~/.claude/sessions/<pid>.json)
 
 
 class Mechanism:
-    """The ways to ring one session, chosen by its recorded facts."""
+    """The ways to ring one session, chosen by its recorded facts: the host's own, then guarded tmux."""
 
     def __init__(self, root: str, pin: str, facts: Mapping[str, Any]) -> None:
         self.root, self.pin, self.facts = root, pin, facts
-        self.host = str(facts.get("host", ""))
+        self.host = registry.get(str(facts.get("host", ""))) or registry.NO_HOST
         self.pane = facts.get("pane") if notify._is_pane(facts.get("pane")) else None
         sock = facts.get("tmux_socket")
         self.socket = sock if notify._is_socket(sock) else None
-        thread = facts.get("thread")
-        self.thread = thread if self.host == "codex" and notify._is_thread(thread) else None
 
     @property
     def queues(self) -> bool:
-        """Whether a ring can wait natively behind a running turn (the waiter, Codex's queue)."""
-        return self.host in ("claude", "codex")
+        """Whether a ring can wait natively behind a running turn (a waiter, a queue)."""
+        return self.host.queues
+
+    def retries_itself(self, mechanism: str | None) -> bool:
+        """Whether a deferred ring through ``mechanism`` is delivered later without a retrier."""
+        return mechanism in self.host.self_retrying
 
     def ring(self, line: str, ring: dict[str, Any], *, busy: bool) -> tuple[str, str | None]:
         """``(outcome, mechanism)``: ``rang``, ``deferred (...)`` or ``not rung (...)``."""
-        if self.host == "claude":
-            if busy:
-                self._leave_ring(ring, queued=True)
-                return "recipient busy (rung when its turn ends)", "claude-waiter"
-            if waiter_armed(self.root, self.pin):
-                self._leave_ring(ring, queued=False)
-                return "rang", "claude-waiter"
-            if self.facts.get("peer_protocol") == PEER_PROTOCOL and isinstance(self.facts.get("claude_socket"), str):
-                try:
-                    claude_socket(str(self.facts["claude_socket"]), line)
-                    return "rang", "claude-socket"
-                except (OSError, notify.NotifyError):
-                    pass  # best effort: guarded tmux next
-        if self.thread is not None:
-            try:
-                codex_queue(self.thread, line, self.facts.get("codex_home"), self.facts.get("exe"))
-                return "rang", "codex-queue"
-            except notify.NotifyError as exc:
-                failed = f"codex-queue failed: {exc}"
-        else:
-            failed = "no native path"
+        native, failed = self.host.ring(self.root, self.pin, self.facts, line, ring, busy=busy)
+        if native is not None:
+            return native
         if self.pane is None or self.socket is None:
             return f"not rung ({failed}; no tmux pane recorded)", None
         why = guard(self.socket, self.pane, self.facts)
@@ -90,61 +68,6 @@ class Mechanism:
             return f"deferred (tmux guard: {why})", "tmux"
         tmux_ring(self.socket, self.pane, line)
         return "rang", "tmux"
-
-    def _leave_ring(self, ring: dict[str, Any], *, queued: bool) -> None:
-        fsio.ensure_dir(self.root, layout.WAKE)
-        doc = {**ring, "pin": self.pin, "queued": queued}  # the waiter rebuilds the line from the store
-        fsio.atomic_write(layout.session_file(self.root, self.pin, "ring"), records.dumps(doc).encode(),
-                          durable=False)
-
-
-def waiter_armed(root: str, pin: str) -> bool:
-    """Whether a waiter holds the session's lock (a free lock is taken and released at once)."""
-    import fcntl
-
-    try:
-        fd = os.open(layout.session_file(root, pin, "lock"), os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
-
-
-def claude_socket(path: str, line: str) -> None:
-    """One user line on Claude Code's peer socket (undocumented; it keeps a draft and queues behind a dialog).
-
-    Only a socket of this user: a path a peer planted elsewhere is never connected to.
-    """
-    import json
-    import socket
-    import stat
-
-    st = os.lstat(path)
-    if not stat.S_ISSOCK(st.st_mode) or st.st_uid != os.getuid():
-        raise notify.NotifyError("not this user's socket")
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(2.0)
-        sock.connect(path)
-        sock.sendall(json.dumps({"type": "user", "message": {"role": "user", "content": line}}).encode() + b"\n")
-
-
-def codex_queue(thread: str, line: str, codex_home: object, exe: object = None) -> None:
-    """``codex queue``: ``codex`` on PATH, else the binary the recipient's own session runs."""
-    import shutil
-
-    program = shutil.which("codex")
-    if program is None and isinstance(exe, str) and os.path.basename(exe) == "codex" and os.access(exe, os.X_OK):
-        program = exe
-    if program is None:
-        raise notify.NotifyError("codex: not found on PATH")
-    home = codex_home if isinstance(codex_home, str) and notify._is_socket(codex_home) else None
-    argv = [program, "queue", "--thread", thread, "--message", line]
-    notify._run(argv, extra_env={"CODEX_HOME": home} if home else None)
 
 
 def _tmux(socket: str, *args: str) -> str:
@@ -155,7 +78,7 @@ def _tmux(socket: str, *args: str) -> str:
     if program is None:
         raise notify.NotifyError("tmux: not found on PATH")
     done = subprocess.run([program, "-S", socket, *args], capture_output=True, timeout=notify.COMMAND_TIMEOUT,
-                          check=False, stdin=subprocess.DEVNULL, env=notify._scrubbed(program))
+                          check=False, stdin=subprocess.DEVNULL, env=scrubbed(program))
     if done.returncode != 0:
         raise notify.NotifyError(f"tmux exited {done.returncode}")
     return done.stdout.decode("utf-8", "replace")

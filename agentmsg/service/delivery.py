@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from agentmsg.domain import envelope as env_
@@ -70,18 +71,21 @@ def disable(store: Store, collab: str, who: Pin | str, *, now: float | None = No
                                    + (f" (the last one is {status})" if status else ""))
         rec = tx.append_delivery({"type": kinds.DISABLED, "envelope": current.id, "alias": alias, "pin": pin,
                                   "by": pin})
-        current.disabled = rec["ts"]
+        current.withdraw(rec["ts"])
     return current.describe(t, holder=pin, closed=False) | {"collab": collab}
 
 
 def inspect(store: Store, collab: str, who: Pin | str, *, last_hook_run: dict[str, Any] | None = None,
-            adapters: dict[str, Any] | None = None, home: str | None = None, codex_home: str | None = None,
+            adapters: dict[str, Any] | None = None, env: Mapping[str, str] | None = None,
             now: float | None = None) -> dict[str, Any]:
-    """The envelope of this binding and the evidence around it (interrupted attempts, hook runs, adapters)."""
+    """The envelope of this binding and the evidence around it (interrupted attempts, hook runs, and the
+    adapters the hosts' files under ``env``'s homes show installed)."""
     if adapters is None:
+        import os
+
         from agentmsg.hosts import install as installer
 
-        adapters = installer.detect(home=home, codex_home=codex_home)
+        adapters = installer.detect_env(os.environ if env is None else env)
     pin = str(_pin(who))
     t = time.time() if now is None else now
     reg = store.registry(collab)

@@ -46,7 +46,7 @@ def inspect(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
     from agentmsg.service import wake
 
     out = delivery.inspect(ctx.store, cid, who, last_hook_run=_last_hook_run(ctx, cid, str(who)),
-                           adapters=installer.detect(home=ctx.env.get("HOME"), codex_home=ctx.env.get("CODEX_HOME")))
+                           adapters=installer.detect_env(ctx.env))
     out["wake"] = wake.describe(ctx.store, cid, out["alias"], str(who)) or {"status": "off"}
     return out
 

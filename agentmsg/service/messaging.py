@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Collection
 
 from agentmsg import records
-from agentmsg.domain import kinds, rules
+from agentmsg.domain import attempts, kinds, rules
 from agentmsg.domain.search import Found, Query
 from agentmsg.domain.values import Draft, Message, MessageState, Page, Pin, Registry, Sent
 from agentmsg.errors import NotFound, WatchTimeout
@@ -232,7 +232,7 @@ class Mailbox:
                 via: str) -> tuple[str, list[str]]:
         """Record one presented attempt for the messages among ``message_ids`` addressed to ``who``.
 
-        Presented is not acknowledged: the hooks write the same receipt (``hooks.Hook.claim``);
+        Presented is not acknowledged: the hooks write the same receipts (``domain.attempts``);
         a front end that shows peer text to a model (the MCP server) writes it through here.
         Returns ``(alias, ids recorded)``.
         """
@@ -241,16 +241,15 @@ class Mailbox:
             ids = [mid for mid in dict.fromkeys(message_ids)
                    if (msg := tx.message(mid)) is not None and msg.to == alias]
             if ids:
-                tx.append_receipts(alias, [{"type": kinds.PRESENTED, "message": mid, "attempt": attempt,
-                                            "host": host, "hook": via, "pin": str(who)} for mid in ids],
-                                   head=False)
+                tx.append_receipts(alias, attempts.presented(ids, attempt=attempt, host=host, via=via,
+                                                             pin=str(who)), head=False)
             return alias, ids
 
     def complete(self, collab: str, alias: str, *, attempt: str, host: str, via: str, count: int) -> None:
         """The attempt's text was handed over (not fsynced, as in the hooks: losing it only looks interrupted)."""
         with self.store.transaction(collab) as tx:
-            tx.append_receipts(alias, [{"type": kinds.COMPLETE, "attempt": attempt, "host": host, "hook": via,
-                                        "messages": count}], durable=False)
+            tx.append_receipts(alias, [attempts.complete(attempt=attempt, host=host, via=via, count=count)],
+                               durable=False)
 
     # ---- searching ----------------------------------------------------------------------
 

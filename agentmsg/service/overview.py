@@ -61,7 +61,7 @@ class Overview:
     stuck: list[Stuck] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-    cursor: dict[tuple[str, str], int] = field(default_factory=dict)
+    seen_upto: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def collabs(self) -> list[str]:
         return [self.only] if self.only else self.store.collabs()
@@ -75,7 +75,7 @@ class Overview:
     def poll(self) -> int:
         """Fold in messages appended since the last poll; how many arrived."""
         new: list[Message] = []
-        for (cid, alias), seen in list(self.cursor.items()):
+        for (cid, alias), seen in list(self.seen_upto.items()):
             try:
                 last = self.store.last_seq(cid, alias)
                 if last <= seen:
@@ -84,7 +84,7 @@ class Overview:
             except (AgentmsgError, OSError) as exc:  # one unreadable inbox must not stop the view
                 self._error(cid, alias, exc)
                 continue
-            self.cursor[(cid, alias)] = max([last, *(m.seq for m in got)])
+            self.seen_upto[(cid, alias)] = max([last, *(m.seq for m in got)])
             new.extend(got)
         if new:
             merged = {(m.collab, m.to, m.seq): m for m in self.messages + new}
@@ -108,7 +108,7 @@ class Overview:
             self.registries[cid] = reg
             envs = self._envelopes(cid)
             for alias, p in sorted(reg.participants.items()):
-                self.cursor.setdefault((cid, alias), -1)
+                self.seen_upto.setdefault((cid, alias), -1)
                 person = Person(cid, alias, p.pin, p.runtime, p.active, str(p.notify.get("adapter", "hook")))
                 env = envelope.latest(envs, alias, p.pin) if envs else None
                 if env is not None:
@@ -122,12 +122,12 @@ class Overview:
                 except (AgentmsgError, OSError) as exc:
                     self._error(cid, alias, exc)
                 people.append(person)
-        for key in [k for k in self.cursor if self.cursor[k] < 0]:
+        for key in [k for k in self.seen_upto if self.seen_upto[k] < 0]:
             try:
-                self.cursor[key] = max(0, self.store.last_seq(*key) - self.recent)
+                self.seen_upto[key] = max(0, self.store.last_seq(*key) - self.recent)
             except (AgentmsgError, OSError) as exc:
                 self._error(key[0], key[1], exc)
-                del self.cursor[key]
+                del self.seen_upto[key]
         self.people = people
         self.requests = sorted(requests, key=lambda m: m.ts)
         self.stuck = stuck

@@ -18,10 +18,9 @@ from agentmsg.domain import kinds, validate
 from agentmsg.domain import wake as rules
 from agentmsg.domain.values import Pin, Registry
 from agentmsg.errors import Closed, Conflict, DeliveryInactive, UsageError
+from agentmsg.hosts import registry
 from agentmsg.ports import Store, Txn
 from agentmsg.runtime import facts as sessionfacts
-
-RUNTIME_HOST = {"claude-code": "claude", "codex": "codex"}
 
 
 def _binding(reg: Registry, who: Pin) -> str:
@@ -39,7 +38,8 @@ def _current(tx: Txn, alias: str, pin: str) -> rules.Consent | None:
 def facts_for(root: str, pin: str, env: Mapping[str, str]) -> dict[str, Any]:
     """The facts the session's hooks recorded at SessionStart, completed from this command's own session."""
     runtime, _, session = pin.partition(":")
-    gathered = sessionfacts.gather(RUNTIME_HOST.get(runtime, runtime), session, env)
+    host = registry.of_runtime(runtime)
+    gathered = sessionfacts.gather(host.name if host is not None else runtime, session, env)
     recorded = sessionfacts.load(root, pin).get("facts")
     return {**gathered, **(recorded if isinstance(recorded, dict) else {})}
 
@@ -83,7 +83,7 @@ def off(store: Store, collab: str, who: Pin, *, now: float | None = None) -> dic
                                                                    if status else ""))
         rec = tx.append_delivery({"type": kinds.WAKE_OFF, "consent": current.id, "alias": alias, "pin": pin,
                                   "by": pin})
-        current.off = rec["ts"]
+        current.withdraw(rec["ts"])
     return {"collab": collab, "alias": alias, **current.describe(t, holder=pin, closed=False)}
 
 
@@ -144,7 +144,7 @@ def ring(store: Store, root: str, collab: str, alias: str, *, now: float | None 
         if outcome == rules.RANG or not (retry or outcome.startswith("wake off")):  # an inert consent: no record
             tx.append_delivery({"type": kinds.WAKE_RING, "consent": consent.id, "alias": alias, "pin": pin,
                                 "at": t, "outcome": outcome, "mechanism": used, "messages": ids[-20:]})
-    if outcome.startswith(("deferred", "recipient busy")) and used != "claude-waiter" and not retry:
+    if outcome.startswith(("deferred", "recipient busy")) and not mech.retries_itself(used) and not retry:
         wakeup.retry_later(root, collab, alias)
     return {"outcome": outcome, "mechanism": used}
 

@@ -21,8 +21,8 @@ a marker, whatever nonce it guesses.
 
 Size: the whole text stays within ``cap`` (default 8,000; never above
 ``HARD_CAP``, below the hosts' 10,000 limit), measured the way each host
-measures it (docs/HOSTS-NOTES.md): UTF-16 code units for Claude Code, UTF-8
-bytes for Codex.  High
+measures it (docs/HOSTS-NOTES.md, ``Host.units``): UTF-16 code units, or
+UTF-8 bytes.  High
 priority first, then oldest first (inbox ``seq``).  A body that does not fit
 is cut with a marker giving the exact ``agentmsg show`` command; messages
 that do not fit at all are counted, with the ``agentmsg inbox`` command.
@@ -114,7 +114,7 @@ def measure(unit: str) -> Any:
         return len
     if unit == "utf16":  # what Claude Code counts (JavaScript string length)
         return _utf16_units
-    if unit == "bytes":  # what Codex counts
+    if unit == "bytes":  # what a host counting UTF-8 counts
         return lambda s: len(s.encode("utf-8", "surrogatepass"))
     raise ValueError(f"unit must be chars, utf16 or bytes, not {unit!r}")
 

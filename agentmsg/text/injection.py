@@ -86,8 +86,8 @@ _ROLE_TAGS = (
     r"system(?:[-_][a-z]+){0,2}|developer|instructions?|assistant|im_start|im_end"
     r"|function_calls|function_results|tool_(?:use|result|call)|command-(?:name|message|args)"
     r"|user-prompt-submit-hook|untrusted[-_a-z]{0,30}|agentmsg[-_a-z]{0,30}|peer[-_]message"
-    # the hosts' own framing: Codex's <hook_prompt>, <environment_context>, <user_instructions>;
-    # Claude Code's <system-reminder> (above), <local-command-stdout>, <bash-input>, <task-notification>, ...
+    # the hosts' own framing (docs/HOSTS-NOTES.md): <hook_prompt>, <environment_context>, <user_instructions>;
+    # <system-reminder> (above), <local-command-stdout>, <bash-input>, <task-notification>, ...
     r"|hook[-_\s]{0,2}prompt|environment[-_\s]{0,2}context|user[-_\s]{0,2}(?:instructions|prompt|query)"
     r"|local[-_\s]{0,2}command[-_\s]{0,2}(?:stdout|stderr|caveat)|bash[-_\s]{0,2}(?:input|stdout|stderr)"
     r"|task[-_\s]{0,2}notification|command[-_\s]{0,2}(?:name|message|args|contents)"

@@ -252,7 +252,7 @@ _METADATA = frozenset(
     stdin cmd command class module param parameter option options flag""".split()
 )
 # Pagination and sync tokens are cursors, not credentials.
-_CURSOR_WORDS = frozenset({"page", "next", "continuation", "cursor", "sync", "pagination"})
+_PAGING_WORDS = frozenset({"page", "next", "continuation", "cursor", "sync", "pagination"})
 # A key that mentions a credential stem somewhere (cheap pre-filter in the regex).
 _KEY_STEM = r"(?=[A-Za-z0-9_.-]{0,63}?(?i:pass|pwd|pw|secret|token|key|auth|cred))"
 
@@ -271,7 +271,7 @@ def _credential_key(key: str) -> tuple[bool, bool]:
         return False, False
     if parts[-1] in _METADATA and cred[-1] != len(parts) - 1 and not (parts[-1] == "id" and "secret" in parts):
         return False, False  # token_url, PASSWORD_FILE, AWS_ACCESS_KEY_ID (but Vault's secret_id)
-    if _CURSOR_WORDS.intersection(parts):
+    if _PAGING_WORDS.intersection(parts):
         return False, False
     return True, cred[-1] == len(parts) - 1
 

@@ -12,7 +12,7 @@ Derived data, never the source of truth.  The header names how far each
 journal was folded in, by offset *and* checksum of the last record folded;
 a header that does not match the journals (a truncated or rewritten file),
 or a map whose bytes do not match the header's hash (a hand edit), is
-discarded and the map rebuilt from the journals.  So an edited cursor can
+discarded and the map rebuilt from the journals.  So an edited position can
 cost one slow read, never hide a message.  Written only under the
 collaboration's lock, and not fsynced: a map lost in a crash is rebuilt.
 """

@@ -11,7 +11,7 @@ gap-free across journals, so a deleted inbox shows as a gap; the id index,
 the inbox maps and ``collaboration.md`` name records, so a record cut off
 the end with its sidecar shows as a record they name and no journal holds;
 a map that marks a message acknowledged with no ack receipt (an edited
-cursor hiding mail) disagrees with the map folded afresh.
+position hiding mail) disagrees with the map folded afresh.
 """
 
 from __future__ import annotations

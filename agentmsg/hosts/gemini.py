@@ -1,0 +1,45 @@
+"""Gemini CLI: a linked extension whose Claude-format hooks run ``hooks/run claude``.
+
+Facts checked on 0.61.0 (docs/HOSTS-NOTES.md): hooks get ``GEMINI_SESSION_ID`` and never
+``CLAUDE_CODE_SESSION_ID``; the agent's shell gets no session variable unless Gemini was started by
+``agentmsg run gemini`` (``hosts.launch``), which exports it; context goes in ``hookSpecificOutput`` without an
+event name; the extension's ``bin/`` is not on the shell's PATH.
+"""
+
+from __future__ import annotations
+
+from agentmsg.hosts.base import Host
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+SESSION_VAR = "GEMINI_SESSION_ID"
+
+
+class Gemini(Host):
+    name = runtime = "gemini"
+    title = "Gemini CLI"
+    shell_var = hook_var = SESSION_VAR
+    runs_hooks = True
+    bin_on_path = False
+
+    def runs_claude_format(self, env: Mapping[str, str]) -> bool:
+        # Claude Code sets its own variable in every hook; Gemini never does.
+        from agentmsg.hosts.claude import HOST as claude
+
+        return bool(env.get(SESSION_VAR)) and not env.get(claude.hook_var or "")
+
+    def context(self, event: str, text: str) -> dict[str, Any]:
+        return {"hookSpecificOutput": {"additionalContext": text}}
+
+
+    def install(self, env: Mapping[str, str], **options: str | None) -> dict[str, Any]:
+        """Link this copy as an extension, through the host's own CLI, run in place."""
+        from agentmsg.hosts import cliinstall, install
+
+        return cliinstall.install_gemini(install.plugin_files(), env)
+
+
+HOST = Gemini()
