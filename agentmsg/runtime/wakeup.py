@@ -30,7 +30,7 @@ from typing import Any
 from agentmsg import fsio, records
 from agentmsg.backends.file import layout
 from agentmsg.runtime import facts as sessionfacts
-from agentmsg.runtime import notify
+from agentmsg.runtime import notify, spawn
 
 QUIET = 5.0  # seconds without client input before tmux may type
 ENTER_AFTER = 0.2  # Codex swallows an Enter sent in the same burst (>= 150 ms)
@@ -99,20 +99,8 @@ class Mechanism:
 
 
 def waiter_armed(root: str, pin: str) -> bool:
-    """Whether a waiter holds the session's lock (a free lock is taken and released at once)."""
-    import fcntl
-
-    try:
-        fd = os.open(layout.session_file(root, pin, "lock"), os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
+    """Whether a waiter holds the session's lock (the runtime's probe: :func:`agentmsg.runtime.spawn.running`)."""
+    return spawn.running(layout.session_file(root, pin, "lock"))
 
 
 def claude_socket(path: str, line: str) -> None:
@@ -226,30 +214,19 @@ def tmux_ring(socket: str, pane: str, line: str) -> None:
 
 def retry_later(root: str, collab: str, alias: str) -> None:
     """A detached retrier for a deferred ring (one per binding, under a lock); never fails the send."""
-    import subprocess
     import sys
 
-    try:
-        subprocess.Popen([sys.executable, "-m", "agentmsg.runtime.wakeup", root, collab, alias],
-                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         start_new_session=True, close_fds=True)
-    except OSError:
-        pass
+    spawn.spawn_detached([sys.executable, "-m", "agentmsg.runtime.wakeup", root, collab, alias])
 
 
 def _retry(root: str, collab: str, alias: str) -> int:
     """Ring again every second until it rings, or it may no longer (consent, cap, acks), or RETRY_FOR."""
-    import fcntl
-
     from agentmsg.backends.file.store import FileStore
     from agentmsg.service import wake
 
     fsio.ensure_dir(root, layout.WAKE)
-    fd = os.open(os.path.join(root, layout.WAKE, f"retry-{layout.pin_key(collab + '/' + alias)}.lock"),
-                 os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+    held = spawn.lock(os.path.join(root, layout.WAKE, f"retry-{layout.pin_key(collab + '/' + alias)}.lock"))
+    if held is None:
         return 0  # one retrier per binding: it merges this ring
     store = FileStore(root)
     deadline = time.time() + RETRY_FOR
