@@ -61,14 +61,15 @@ def spawn_detached(argv: Sequence[str], *, cwd: str | None = None, env: Mapping[
             child = _spawn_sh(sh_argv, environ, write)
         finally:
             os.close(write)
-        out = b""
-        while True:
-            chunk = os.read(read, 64)
-            if not chunk:
-                break
+    except OSError:
+        os.close(read)
+        return None
+    out = b""
+    try:
+        while chunk := os.read(read, 64):  # sh prints the pid and exits at once
             out += chunk
     except OSError:
-        return None
+        out = b""
     finally:
         os.close(read)
     try:
@@ -86,6 +87,8 @@ def _spawn_sh(sh_argv: list[str], environ: dict[str, str], stdout: int) -> int:
     ``/dev/null``, every other inheritable descriptor closed (as ``subprocess``'s ``close_fds`` does).
 
     ``posix_spawn``, not ``subprocess``: importing ``subprocess`` costs a hook 20 ms and more."""
+    if not hasattr(os, "posix_spawn"):
+        return _popen_sh(sh_argv, environ, stdout)
     actions: list[tuple[int | str, ...]] = [
         (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
         (os.POSIX_SPAWN_DUP2, stdout, 1),
