@@ -112,22 +112,11 @@ def _leave_ring(root: str, pin: str, ring: dict[str, Any], *, queued: bool) -> N
 
 
 def waiter_armed(root: str, pin: str) -> bool:
-    """Whether a waiter holds the session's lock (a free lock is taken and released at once)."""
-    import fcntl
-
+    """Whether a waiter holds the session's lock (the runtime's probe: :func:`agentmsg.runtime.spawn.running`)."""
     from agentmsg.backends.file import layout
+    from agentmsg.runtime import spawn
 
-    try:
-        fd = os.open(layout.session_file(root, pin, "lock"), os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
+    return spawn.running(layout.session_file(root, pin, "lock"))
 
 
 def peer_socket(path: str, line: str) -> None:

@@ -75,11 +75,6 @@ def prepare_cli(env: Mapping[str, str], package_dir: str | None = None) -> bool:
     found = launcher(package_dir or os.path.abspath(PACKAGE_DIR))
     if found is None:
         return False
-    import subprocess
+    from agentmsg.runtime.spawn import spawn_detached
 
-    try:
-        subprocess.Popen(["/bin/sh", found, "--prepare-env"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True, env=dict(env))
-    except OSError:
-        return False
-    return True
+    return spawn_detached(["/bin/sh", found, "--prepare-env"], env=env) is not None

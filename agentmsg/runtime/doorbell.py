@@ -17,6 +17,8 @@ from __future__ import annotations
 import os
 
 from agentmsg.backends.file import ahead, layout
+from agentmsg.runtime.spawn import running as spawn_running
+from agentmsg.runtime.spawn import spawn_detached
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -54,17 +56,9 @@ def command(root: str, pin: str, facts: dict[str, Any]) -> list[str] | None:
 
 
 def spawn(root: str, pin: str, facts: dict[str, Any]) -> bool:
-    """Start the renderer detached (``sh`` backgrounds it and is reaped at once: no zombie is left)."""
+    """Start the renderer detached (:func:`agentmsg.runtime.spawn.spawn_detached`), no environment but ``PATH``."""
     argv = command(root, pin, facts)
-    if argv is None:
-        return False
-    script = '"$@" </dev/null >/dev/null 2>&1 &'
-    try:
-        child = os.posix_spawn("/bin/sh", ["sh", "-c", script, "sh", *argv], {"PATH": os.defpath})
-        os.waitpid(child, 0)
-    except OSError:
-        return False
-    return True
+    return argv is not None and spawn_detached(argv, env={"PATH": os.defpath}) is not None
 
 
 def state(root: str) -> dict[str, object] | None:
@@ -74,7 +68,7 @@ def state(root: str) -> dict[str, object] | None:
     if not os.path.isdir(idle) or os.path.islink(idle):
         return None
     pins = list(ahead.sessions(root))
-    running = ahead.ring(root, ()) == "rung"
+    running = spawn_running(ahead.root_file(root, ahead.LOCK))
     if not running and not pins and next(ahead.sessions(root, (ahead.FACTS,)), None) is None:
         return None
     return {"running": running, "ready": sum(1 for p in pins if ahead.current(root, p)),

@@ -4,10 +4,10 @@ Nobody starts the mirror by hand: the CLI (when ``AGENTMSG_STORE`` names a
 remote store) and the hooks (on a replica root, or with ``AGENTMSG_STORE``
 set) call :func:`ensure`.  It probes ``ROOT/mirror.lock`` with a
 non-blocking ``flock`` (microseconds) and, only when nobody holds it,
-spawns the mirror detached, output discarded.  Two callers racing both
+spawns the mirror detached, output discarded (both: :mod:`agentmsg.runtime.spawn`).  Two callers racing both
 spawn; the second mirror finds the lock taken and exits at once.
 
-Lean: the hooks import it (``os`` and ``fcntl``; ``subprocess`` only to spawn).
+Lean: the hooks import it (``os``; ``fcntl`` only to probe).
 ``AGENTMSG_NO_MIRROR=1`` turns it off (tests that drive ``agentmsg sync`` themselves).
 """
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 
 from agentmsg.backends.file import layout
+from agentmsg.runtime import spawn
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -31,34 +32,14 @@ def wanted(root: str, env: Mapping[str, str]) -> bool:
 
 def running(root: str) -> bool:
     """True while a mirror holds the root's lock (a lock file that does not exist is held by nobody)."""
-    try:
-        fd = os.open(os.path.join(root, layout.MIRROR_LOCK), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return False
-    try:
-        import fcntl
-
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return True
-        return False
-    finally:
-        os.close(fd)  # closing releases a lock taken just now
+    return spawn.running(os.path.join(root, layout.MIRROR_LOCK))
 
 
 def ensure(root: str, env: Mapping[str, str], command: Sequence[str]) -> bool:
     """Spawn ``command sync --root ROOT`` detached unless a mirror runs; True if one was started."""
     if not wanted(root, env) or running(root):
         return False
-    import subprocess
-
-    try:
-        subprocess.Popen([*command, "sync", "--root", root], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True, env=dict(env))
-    except OSError:
-        return False
-    return True
+    return spawn.spawn_detached([*command, "sync", "--root", root], env=env) is not None
 
 
 def state(root: str) -> dict[str, object] | None:

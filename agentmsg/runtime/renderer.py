@@ -31,6 +31,7 @@ import time
 from agentmsg import __version__, fsio
 from agentmsg.backends.file import ahead, layout
 from agentmsg.hosts import registry
+from agentmsg.runtime import spawn
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -170,20 +171,8 @@ class Renderer:
 
     def _lock(self) -> int | None:
         """The root's renderer lock, waiting briefly for one that is on its way out; None if held."""
-        import fcntl
-
-        fd = os.open(ahead.root_file(self.root, ahead.LOCK), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-                     0o600)
-        deadline = time.monotonic() + TAKEOVER
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return fd
-            except OSError:
-                if time.monotonic() > deadline or ahead.ring(self.root, ()) == "rung":  # it still listens
-                    os.close(fd)
-                    return None
-                time.sleep(0.02)
+        return spawn.lock(ahead.root_file(self.root, ahead.LOCK), wait=TAKEOVER, poll=0.02,
+                          stop=lambda: ahead.ring(self.root, ()) == "rung")  # it still listens
 
     def _doorbell(self) -> int:
         """``idle/ahead.fifo``, opened read-write (never at end of file, never blocking writers)."""

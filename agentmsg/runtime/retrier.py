@@ -11,22 +11,18 @@ import time
 
 from agentmsg import fsio
 from agentmsg.backends.file import layout
+from agentmsg.runtime import spawn
 from agentmsg.runtime.wakeup import RETRY_EVERY, RETRY_FOR
 
 
 def retry(root: str, collab: str, alias: str) -> int:
     """Ring again every second until it rings, or it may no longer (consent, cap, acks), or RETRY_FOR."""
-    import fcntl
-
     from agentmsg.backends.file.store import FileStore
     from agentmsg.service import wake
 
     fsio.ensure_dir(root, layout.WAKE)
-    fd = os.open(os.path.join(root, layout.WAKE, f"retry-{layout.pin_key(collab + '/' + alias)}.lock"),
-                 os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+    held = spawn.lock(os.path.join(root, layout.WAKE, f"retry-{layout.pin_key(collab + '/' + alias)}.lock"))
+    if held is None:
         return 0  # one retrier per binding: it merges this ring
     store = FileStore(root)
     deadline = time.time() + RETRY_FOR

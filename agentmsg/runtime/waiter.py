@@ -40,6 +40,7 @@ from agentmsg.domain import wake as wake_rules
 from agentmsg.hosts import claude
 from agentmsg.paths import resolve_root_str
 from agentmsg.runtime import facts as sessionfacts
+from agentmsg.runtime import spawn
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -100,19 +101,14 @@ class Waiter:
 
     def run(self, store: FileStore, deadline: float) -> str | None:
         """The doorbell line once rung; None when replaced, ended or timed out."""
-        import fcntl
-
         fsio.ensure_dir(self.root, layout.WAKE)
         fsio.atomic_write(self.files["waiter"], (self.token + "\n").encode(), durable=False)
-        fd = os.open(self.files["lock"], os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
-        while True:  # wait for an older waiter to notice it was replaced
-            if not self.current() or time.time() >= deadline:
-                return None
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                time.sleep(POLL)
+        if not self.current() or time.time() >= deadline:
+            return None
+        # wait for an older waiter to notice it was replaced (the runtime's one lock: agentmsg.runtime.spawn)
+        held = spawn.lock(self.files["lock"], wait=deadline - time.time(), poll=POLL, stop=lambda: not self.current())
+        if held is None:
+            return None
         checked = time.time()
         host = sessionfacts.host_process()  # the Claude Code process this hook runs under
         while time.time() < deadline and self.current():

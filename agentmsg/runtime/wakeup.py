@@ -25,7 +25,7 @@ from typing import Any
 from agentmsg.hosts import registry
 from agentmsg.hosts.base import scrubbed
 from agentmsg.runtime import facts as sessionfacts
-from agentmsg.runtime import notify
+from agentmsg.runtime import notify, spawn
 
 QUIET = 5.0  # seconds without client input before tmux may type
 ENTER_AFTER = 0.2  # a TUI may swallow an Enter sent in the same burst (>= 150 ms; docs/HOSTS-NOTES.md)
@@ -149,12 +149,6 @@ def tmux_ring(socket: str, pane: str, line: str) -> None:
 
 def retry_later(root: str, collab: str, alias: str) -> None:
     """A detached retrier for a deferred ring (one per binding, under a lock); never fails the send."""
-    import subprocess
     import sys
 
-    try:
-        subprocess.Popen([sys.executable, "-m", "agentmsg.runtime.retrier", root, collab, alias],
-                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         start_new_session=True, close_fds=True)
-    except OSError:
-        pass
+    spawn.spawn_detached([sys.executable, "-m", "agentmsg.runtime.retrier", root, collab, alias])

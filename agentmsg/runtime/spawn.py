@@ -1,0 +1,194 @@
+"""The one module that starts agentmsg's background processes, and the one "is it running?" probe.
+
+What agentmsg may run in the background on this machine, each under one lock file it holds while it runs
+(``flock``; never deleted), each exiting once its work is done:
+
+* **the renderer** of deliveries rendered ahead (:mod:`agentmsg.runtime.renderer`), one per state root:
+  ``PYTHON -I -S hooks/agentmsg_hook.py HOST ahead ROOT PIN``, started by :mod:`agentmsg.runtime.doorbell`
+  when a writer finds no renderer; lock ``ROOT/idle/ahead.lock``, pid in ``ROOT/idle/ahead.pid``.
+* **the mirror** (:mod:`agentmsg.runtime.mirror`), one per replica root: ``agentmsg sync --root ROOT``,
+  started by :mod:`agentmsg.runtime.mirrorstart`; lock ``ROOT/mirror.lock``.
+* **the notify retrier** (:func:`agentmsg.runtime.wakeup.retry_later`), one per binding with a deferred ring:
+  ``PYTHON -m agentmsg.runtime.wakeup ROOT COLLAB ALIAS``; lock ``ROOT/wake/retry-<key>.lock``.
+* **the CLI's environment build** (:func:`agentmsg.hosts.cliname.prepare_cli`), once per machine:
+  ``/bin/sh bin/agentmsg --prepare-env`` (``bin/agentmsg`` keeps its own ``venv.lock``).
+* **Claude Code's wake-up waiter** (:mod:`agentmsg.runtime.waiter`): Claude Code itself starts it (an
+  ``asyncRewake`` hook), not this module; it takes its lock (``ROOT/wake/<session>.lock``) with
+  :func:`lock` and senders probe it with :func:`running`, like the others.
+
+:func:`spawn_detached` is the only place Python code starts one of them; :func:`running` the only probe;
+:func:`lock` the only way one takes its lock; :func:`describe` says it in one line.
+
+**The one exception**: the shell launcher ``hooks/run`` cannot import Python.  After printing a delivery
+rendered ahead it starts the renderer itself when none runs, with the same argv (``"$py" -I -S
+"$here/agentmsg_hook.py" HOST ahead ROOT PIN``, output discarded, in the background; the renderer calls
+``setsid`` itself), and its own probe reads the same files: ``idle/ahead.pid``, the pid's ``/proc`` command
+line, ``kill -0`` and the doorbell FIFO ``idle/ahead.fifo`` (a shell cannot ``flock``).
+
+Lean: the hooks import it (``os`` only at import; ``fcntl`` to probe or lock, nothing else to spawn).
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
+#: ``sh`` runs the command in the background and prints its pid: the process is a grandchild of the caller,
+#: reparented at once, so a long-lived caller (the MCP server, a watch) never collects zombies.
+_DETACH = '"$@" </dev/null >/dev/null 2>&1 & echo "$!"'
+_DETACH_IN = 'cd "$1" || exit 1; shift; ' + _DETACH
+
+
+def spawn_detached(argv: Sequence[str], *, cwd: str | None = None, env: Mapping[str, str] | None = None) -> int | None:
+    """Start ``argv`` in the background, detached: its own session, stdin/stdout/stderr on ``/dev/null``, no
+    descriptor of the caller's, the signals Python ignores (SIGPIPE, SIGXFSZ) back to their defaults, ``env``
+    (default: this process's environment), ``cwd`` (default: this one's).  Its pid, or None when it could not
+    be started; never raises ``OSError`` and never waits for it."""
+    if not argv or ("/" in argv[0] and not os.access(argv[0], os.X_OK)):
+        return None
+    script, extra = (_DETACH_IN, [cwd]) if cwd is not None else (_DETACH, [])
+    sh_argv = ["sh", "-c", script, "sh", *extra, *argv]
+    environ = dict(os.environ if env is None else env)
+    try:
+        read, write = os.pipe()
+    except OSError:
+        return None
+    try:
+        try:
+            child = _spawn_sh(sh_argv, environ, write)
+        finally:
+            os.close(write)
+    except OSError:
+        os.close(read)
+        return None
+    out = b""
+    try:
+        while chunk := os.read(read, 64):  # sh prints the pid and exits at once
+            out += chunk
+    except OSError:
+        out = b""
+    finally:
+        os.close(read)
+    try:
+        _, status = os.waitpid(child, 0)
+    except ChildProcessError:  # reaped already (a SIGCHLD handler of the caller's)
+        status = 0
+    except OSError:
+        return None
+    text = out.strip()
+    return int(text) if status == 0 and text.isdigit() else None
+
+
+def _spawn_sh(sh_argv: list[str], environ: dict[str, str], stdout: int) -> int:
+    """``/bin/sh`` in a new session, stdout on ``stdout`` (the pid comes back there), stdin and stderr on
+    ``/dev/null``, every other inheritable descriptor closed (as ``subprocess``'s ``close_fds`` does).
+
+    ``posix_spawn``, not ``subprocess``: importing ``subprocess`` costs a hook 20 ms and more."""
+    if not hasattr(os, "posix_spawn"):
+        return _popen_sh(sh_argv, environ, stdout)
+    actions: list[tuple[int | str, ...]] = [
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_DUP2, stdout, 1),
+        (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
+    ]
+    actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in _inheritable_fds() if fd > 2 and fd != stdout]
+    try:
+        sig = __import__("_signal")  # signal's C half (``import signal`` loads enum: 10 ms); it has no stub
+        defaults = [sig.SIGPIPE, sig.SIGXFSZ]
+    except (ImportError, AttributeError):
+        defaults = []
+    try:
+        return os.posix_spawn("/bin/sh", sh_argv, environ, file_actions=actions, setsigdef=defaults, setsid=True)
+    except NotImplementedError:  # no POSIX_SPAWN_SETSID here: subprocess does the same
+        return _popen_sh(sh_argv, environ, stdout)
+
+
+def _popen_sh(sh_argv: list[str], environ: dict[str, str], stdout: int) -> int:
+    import subprocess
+
+    return subprocess.Popen(["/bin/sh", *sh_argv[1:]], stdin=subprocess.DEVNULL, stdout=stdout,
+                            stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True, env=environ).pid
+
+
+def _inheritable_fds() -> list[int]:
+    """This process's descriptors that a new program would inherit (most are close-on-exec already)."""
+    for folder in ("/proc/self/fd", "/dev/fd"):
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        found = []
+        for name in names:
+            try:
+                if name.isdigit() and os.get_inheritable(int(name)):
+                    found.append(int(name))
+            except OSError:
+                pass  # the listing's own descriptor, closed by now
+        return found
+    return []
+
+
+def running(lock_path: str) -> bool:
+    """Whether a process holds ``lock_path`` (a non-blocking ``flock`` probe: a free lock is taken and released
+    at once).  A lock file that does not exist is held by nobody; a lock that cannot be probed counts as held,
+    so nobody starts a second process on a guess."""
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        import fcntl
+
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        return False
+    finally:
+        os.close(fd)  # closing releases a lock taken just now
+
+
+def lock(lock_path: str, *, wait: float = 0.0, poll: float = 0.02,
+         stop: Callable[[], bool] | None = None) -> int | None:
+    """Take ``lock_path`` (created ``0600``, never followed through a link) for as long as this process keeps
+    the returned descriptor open.  While another process holds it, try again every ``poll`` seconds for up to
+    ``wait`` seconds, giving up early once ``stop()`` says so; None then.  Opening it may raise ``OSError``."""
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    import fcntl
+    import time
+
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except OSError:
+            if time.monotonic() >= deadline or (stop is not None and stop()):
+                os.close(fd)
+                return None
+            time.sleep(poll)
+
+
+def describe(what: str, lock_path: str, pid_path: str | None = None, why: str = "") -> str:
+    """One status line: ``renderer: running since 2026-01-02T03:04:05Z (pid 123): <why>`` or ``...: not
+    running``.  Since when and the pid come from ``pid_path`` (its mtime: written when the process started)."""
+    if not running(lock_path):
+        return f"{what}: not running"
+    line = f"{what}: running"
+    if pid_path is not None:
+        try:
+            st = os.stat(pid_path)
+            with open(pid_path, "rb") as fh:
+                pid = fh.read(32).strip().decode("ascii", "replace")
+        except OSError:
+            pass
+        else:
+            import time
+
+            line += time.strftime(" since %Y-%m-%dT%H:%M:%SZ", time.gmtime(st.st_mtime))
+            if pid.isdigit():
+                line += f" (pid {pid})"
+    return f"{line}: {why}" if why else line
