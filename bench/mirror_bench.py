@@ -175,7 +175,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--store", action="append", default=[], help="a remote store URL (repeatable); "
                     "default: a file store at another root")
-    ap.add_argument("--pg", action="store_true", help="also a throwaway PostgreSQL server (tests/pg.py, fsync on)")
+    ap.add_argument("--pg", action="store_true",
+                    help="also a throwaway PostgreSQL server (tests/support/pg.py, fsync on)")
     ap.add_argument("--sends", type=int, default=200, help="timed sends per store")
     ap.add_argument("--repeats", type=int, default=40, help="timed hook runs per case")
     ap.add_argument("--warmup", type=int, default=3)
@@ -184,7 +185,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="mirror-bench-"))
     cluster = None
     if args.pg:
-        from tests.pg import Cluster
+        from tests.support.pg import Cluster
 
         cluster = Cluster(fsync=True).init().start()
         cluster.make_template()

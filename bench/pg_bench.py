@@ -3,7 +3,7 @@
 
     .venv/bin/python bench/pg_bench.py [--store URL] [--seconds 2] [--rounds 3] [--write-md]
 
-Without ``--store``, a throwaway cluster (tests/pg.py) is started with
+Without ``--store``, a throwaway cluster (tests/support/pg.py) is started with
 fsync on and the default ``synchronous_commit=on``: every commit waits for
 the WAL flush, so both sides of each ratio are durable.  The floor is a bare
 loop of ``INSERT`` + ``COMMIT`` of one row the size of a sealed message, on
@@ -121,7 +121,7 @@ def main() -> None:
     cluster = None
     url = args.store
     if url is None:
-        from tests.pg import Cluster
+        from tests.support.pg import Cluster
 
         cluster = Cluster(fsync=True).init().start()
         cluster.make_template()

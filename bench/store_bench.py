@@ -10,7 +10,7 @@ Prints, all measured in the same run and reported as ratios:
   of the same record bytes to a file of its own (target: at most 2x);
 * fsyncs per steady-state send to one recipient, counted by wrapping
   ``os.fsync``/``os.fdatasync`` in-process (target: at most 2;
-  tests/test_fsync_budget.py asserts it);
+  tests/backends/file/test_fsync_budget.py asserts it);
 * ``Mailbox.inbox`` (one page of 20) with 10, 10,000 and 100,000 unread
   messages in one inbox, as a ratio to the 10-unread figure.
 
@@ -331,7 +331,8 @@ def markdown(info: dict[str, str], send: dict[str, Any], reads: list[dict[str, A
               "### fsyncs per send (target: at most 2)", "",
               f"One steady-state send to one recipient called `os.fsync`/`os.fdatasync` **{len(send['fsyncs'])}**"
               f" time(s) ({', '.join(send['fsyncs']) or 'none'}): the inbox record only; every other file a send",
-              "writes is derived and rebuilt if lost. `tests/test_fsync_budget.py` asserts the budget.", ""]
+              "writes is derived and rebuilt if lost. "
+              "`tests/backends/file/test_fsync_budget.py` asserts the budget.", ""]
     first = reads[0]["median_ms"]
     lines += [f"### Inbox read, one page, by unread count (median of {repeats} reads)", "",
               "Timed: `Mailbox.inbox(collab, reviewer)` (lock, registry, the inbox map, 20 records by offset).", "",

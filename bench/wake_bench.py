@@ -4,7 +4,7 @@
     .venv/bin/python bench/wake_bench.py [--samples 5] [--write-md]
 
 Each mechanism runs against a REAL interactive host in a private tmux server
-(``tests/hosts/tui.py``) with a stub model, ``wake on``, at its empty prompt:
+(``tests/support/hosts/tui.py``) with a stub model, ``wake on``, at its empty prompt:
 
 * ``claude-waiter``: Claude Code with the plugin; the asyncRewake waiter is armed.
 * ``claude-socket``: the same plugin without its waiter entries
@@ -38,8 +38,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.hosts.stubs import AnthropicStub, OpenAIResponsesStub  # noqa: E402
-from tests.hosts.tui import Tui, agentmsg, claude_tui, codex_tui, forget_socket, plugin_without_waiter, wait_for  # noqa: E402
+from tests.support.hosts.stubs import AnthropicStub, OpenAIResponsesStub  # noqa: E402
+from tests.support.hosts.tui import Tui, agentmsg, claude_tui, codex_tui, forget_socket, plugin_without_waiter, wait_for  # noqa: E402
 
 SECTION = "## Wake-ups"
 mechanisms: set[str] = set()  # what actually rang, checked per run

@@ -11,7 +11,7 @@ same on every machine.
     python scripts/gen_cli_docs.py --check README.md  # exit 1 if stale
 
 The section sits between ``<!-- cli-reference:start -->`` and
-``<!-- cli-reference:end -->``; tests/test_docs.py checks it is current.
+``<!-- cli-reference:end -->``; tests/docs/test_docs.py checks it is current.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 """Copy name, version and description from the top-level ``plugin.json`` (the one source of truth) into every
 host's manifest, keeping each manifest's own keys.  ``--check`` only reports what differs (exit 1).
 
-tests/test_manifests.py is what guards the agreement; this script is how to restore it after an edit.
+tests/hosts/test_manifests.py is what guards the agreement; this script is how to restore it after an edit.
 """
 
 from __future__ import annotations

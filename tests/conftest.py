@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.pins import CAROL_PIN, DRIVER_PIN, REVIEWER_PIN
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 # The package is importable without `pip install -e .` (the README's test
@@ -54,7 +56,7 @@ def root(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def store(root: Path):
-    from tests.facade import FileStore
+    from tests.support.facade import FileStore
 
     return FileStore(root)
 
@@ -78,9 +80,6 @@ class Collab:
         return self.root / "collabs" / self.id
 
 
-DRIVER_PIN = "codex:0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
-REVIEWER_PIN = "claude-code:5418c0de-1111-4222-8333-944455556666"
-CAROL_PIN = "human:carol"
 
 
 @pytest.fixture
@@ -105,8 +104,8 @@ def child_env(_isolated_home: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def pg_cluster():
-    """One throwaway PostgreSQL server for the whole session (tests/pg.py); stopped and removed at the end."""
-    from tests.pg import Cluster
+    """One throwaway PostgreSQL server for the whole session (tests/support/pg.py); stopped and removed at the end."""
+    from tests.support.pg import Cluster
 
     cluster = Cluster().init().start()
     try:

@@ -1,1 +1,2 @@
-"""The adversarial corpus for the trust boundary (issue 4): cases as data, run by tests/test_adversarial.py."""
+"""The adversarial corpus for the trust boundary (issue 4): cases as data, run by
+tests/adversarial/test_adversarial.py."""

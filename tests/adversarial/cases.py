@@ -1,4 +1,4 @@
-"""The adversarial corpus: every case is data, run by ``tests/test_adversarial.py``.
+"""The adversarial corpus: every case is data, run by ``tests/adversarial/test_adversarial.py``.
 
 A case names the surface it attacks, the pre-state it starts from, what it
 does, and its exact outcome:

@@ -1,0 +1,1 @@
+"""Host adapters without the real hosts: installers, manifests, plugin files, Cursor, OpenCode, Gemini launch."""

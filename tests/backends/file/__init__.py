@@ -1,0 +1,1 @@
+"""The file store: journals, fsio, derived data, caches, locks, crash and concurrency stress."""

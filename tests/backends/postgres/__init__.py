@@ -1,0 +1,1 @@
+"""The PostgreSQL store (the session's throwaway server, tests/support/pg.py)."""

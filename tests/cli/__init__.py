@@ -1,0 +1,1 @@
+"""The agentmsg CLI as a subprocess: commands, output, start-up cost, top."""

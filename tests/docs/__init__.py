@@ -1,0 +1,1 @@
+"""The documents stay true to the code."""

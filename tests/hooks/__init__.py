@@ -1,0 +1,1 @@
+"""The hooks as the hosts run them: hooks/run, its fast path, mid-turn delivery, host detection."""

@@ -1,0 +1,1 @@
+"""agentmsg mcp through the MCP SDK's stdio client."""

@@ -1,0 +1,1 @@
+"""Background helpers: the renderer (deliveries ahead), the mirror, wake-ups and the doorbell."""

@@ -1,0 +1,1 @@
+"""agentmsg.service: the use cases over any store (identity and lifecycle rules)."""

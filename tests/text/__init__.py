@@ -1,0 +1,1 @@
+"""agentmsg.text: the boundary, the secret and injection scanners and their gates."""
