@@ -4,7 +4,7 @@ No paths, raw records or byte offsets cross it: messages are
 ``domain.values.Message``; events, receipts, notes and delivery records are
 the JSON objects the domain wrote (plus ``ts``/``seq`` the backend added).
 A backend stores and loads; every rule lives in ``domain.rules`` and the
-service.  ``tests/test_contract.py`` runs one suite against every backend.
+service.  ``tests/backends/test_contract.py`` runs one suite against every backend.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ C accelerator behind the ``json`` module (``_json``), set up exactly as
 ensure_ascii=False)`` (:func:`dumps`), ``json.dumps(obj)`` (:func:`dumps_plain`)
 and ``json.loads`` (:func:`loads`); sha256 is the builtin ``_sha256``
 (``_sha2`` from CPython 3.12).  Elsewhere both fall back to ``json`` and
-``hashlib``.  ``tests/test_hookio.py`` checks them against ``json``.
+``hashlib``.  ``tests/backends/file/test_hookio.py`` checks them against ``json``.
 """
 
 from __future__ import annotations

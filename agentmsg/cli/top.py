@@ -1,7 +1,7 @@
 """``agentmsg top``: a live terminal view for the person in charge (rich.live and a raw key reader).
 
 Imported only when ``top`` runs: rich, termios and the overview stay off
-every other command's start-up (tests/test_startup.py).  Everything shown
+every other command's start-up (tests/cli/test_startup.py).  Everything shown
 is read through ``service.overview.Overview`` (the port, in pages); every
 peer string is escaped (``text/escape``) and drawn as ``rich.text.Text``,
 never as markup.  Actions run through ``service.commands`` as the

@@ -5,7 +5,7 @@ process, more than the rest of ``agentmsg send`` above the typer floor,
 yet most texts contain none of the literals a pattern needs. A `Gated`
 pattern names those literals; when they are absent it is neither compiled
 nor run. A gate is sound only if every match holds one of its alternatives
-in full: ``tests/test_gate.py`` checks each gate against every match the
+in full: ``tests/text/test_gate.py`` checks each gate against every match the
 bare pattern finds on the corpora and on random text, and that gated and
 ungated scans agree.
 """
@@ -20,7 +20,7 @@ __all__ = ["Gated", "Lazy", "fold"]
 
 # Characters outside ASCII that re.IGNORECASE matches to an ASCII letter,
 # mapped to that letter (str.lower() handles the rest: U+0130 alone lowers
-# to two characters). tests/test_gate.py checks this against every code point.
+# to two characters). tests/text/test_gate.py checks this against every code point.
 _ODD_CASE = {0x130: "i", 0x131: "i", 0x17F: "s", 0x212A: "k"}
 
 
