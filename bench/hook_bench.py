@@ -116,7 +116,7 @@ def resolve_interpreter(data: Path, project: Path, root: Path) -> tuple[str, flo
 def import_time(python: str) -> dict[str, int]:
     """Cumulative microseconds for the hook path's imports, and for the full store for comparison."""
     out = {}
-    for module in ("agentmsg.hooks.core", "agentmsg.backends.file.store"):
+    for module in ("agentmsg.hooks.entry", "agentmsg.backends.file.store"):
         code = f"import sys; sys.path.insert(0, {str(REPO)!r}); import {module}"
         best = None
         for _ in range(7):
@@ -249,7 +249,7 @@ def markdown(res: dict, info: dict[str, str], command: str) -> str:
     imp = res["imports_us"]
     lines += ["", "### Import time (`python3 -I -S -X importtime`, best of 7)", "",
               "| module | cumulative |", "|---|---:|",
-              f"| `agentmsg.hooks.core` (everything a hook imports) | {imp['agentmsg.hooks.core'] / 1e3:.2f} ms |",
+              f"| `agentmsg.hooks.entry` (everything a hook imports) | {imp['agentmsg.hooks.entry'] / 1e3:.2f} ms |",
               f"| `agentmsg.backends.file.store` (the file backend) | "
               f"{imp['agentmsg.backends.file.store'] / 1e3:.2f} ms |"]
     lines += ["", "### Version-manager shims", ""]
@@ -972,7 +972,7 @@ def main() -> None:
         s = res["shim"]
         print(f"shim python3 -S -c pass: {s['median_ms']:.1f} ms; naive hook via shim: "
               f"{s['naive_hook_median_ms']:.1f} ms; launcher cold first run: {res['cold_first_run_ms']:.1f} ms")
-    print(f"imports: hooks {res['imports_us']['agentmsg.hooks.core'] / 1e3:.2f} ms, "
+    print(f"imports: hooks {res['imports_us']['agentmsg.hooks.entry'] / 1e3:.2f} ms, "
           f"store {res['imports_us']['agentmsg.backends.file.store'] / 1e3:.2f} ms")
     if args.write_md:
         command = "python3 bench/hook_bench.py --write-md"

@@ -2,7 +2,7 @@
 
 Puts the plugin root (this file's parent directory; for the copy shipped in a
 wheel, ``agentmsg/_plugin/hooks``, the folder holding the package) first on ``sys.path`` and
-runs ``agentmsg.hooks.core.main``: no virtual environment, no site-packages,
+runs ``agentmsg.hooks.entry.main``: no virtual environment, no site-packages,
 standard library only.  Whatever goes wrong (an interpreter too old to import
 the package, a broken checkout) it exits 0 with no output, like the hooks.
 Kept free of newer syntax so that even an old python3 reaches the guard.
@@ -31,8 +31,8 @@ def _main():
 
             return ahead(sys.argv[3:])
         else:
-            from agentmsg.hooks.core import main
-    except BaseException as exc:  # fail open, before agentmsg.hooks.core can
+            from agentmsg.hooks.entry import main
+    except BaseException as exc:  # fail open, before agentmsg.hooks.entry can
         _log(host, exc)
         return 0
     return main(host)

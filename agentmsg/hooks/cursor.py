@@ -19,7 +19,10 @@ import os
 import sys
 
 from agentmsg import records
-from agentmsg.hooks.core import STDIN_MAX, Hook, HookError, _nothing, _Sink, _write_stdout, is_session, parse_stdin
+from agentmsg.hooks.base import _nothing
+from agentmsg.hooks.core import Hook
+from agentmsg.hooks.entry import _Sink, _write_stdout
+from agentmsg.hooks.stdin import STDIN_MAX, HookError, is_session, parse_stdin
 from agentmsg.hosts.cursor import HOST
 
 TYPE_CHECKING = False

@@ -111,7 +111,7 @@ class Tools:
     def presented(self, cid: str, ids: list[str], via: str) -> None:
         if not ids:
             return
-        from agentmsg.hooks.core import uuid4
+        from agentmsg.records import uuid4
 
         attempt = uuid4()
         alias, recorded = self.ctx.mailbox.present(cid, self.who, ids, attempt=attempt, host=HOST, via=via)

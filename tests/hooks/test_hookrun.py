@@ -16,7 +16,8 @@ import pytest
 
 from agentmsg.domain import kinds
 from agentmsg.domain import validate as model
-from agentmsg.hooks import core as hookrun
+from agentmsg.hooks import base as hookrun
+from agentmsg.hooks import core, entry
 from agentmsg.service import delivery
 from agentmsg.text import boundary
 from tests.support.facade import Draft
@@ -515,7 +516,7 @@ def test_module_entry_point(tmp_path, store, collab, child_env):
     send(store, collab, collab.driver, "reviewer", "pending")
     stdin = json.dumps({"session_id": REVIEWER_SESSION, "hook_event_name": "UserPromptSubmit", "prompt": "x"})
     env = dict(child_env, AGENTMSG_HOME=str(collab.root))
-    proc = subprocess.run([sys.executable, "-m", "agentmsg.hooks.core", "claude"], input=stdin.encode(),
+    proc = subprocess.run([sys.executable, "-m", "agentmsg.hooks.entry", "claude"], input=stdin.encode(),
                           capture_output=True, env=env)
     assert proc.returncode == 0 and proc.stderr == b""
     assert "subject: pending" in json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
@@ -626,10 +627,10 @@ def test_probe_fails_open(tmp_path, collab, monkeypatch, capfd):
     def broken(*_args):
         raise RuntimeError("probe broke")
 
-    monkeypatch.setattr(hookrun.Hook, "probe", broken)
+    monkeypatch.setattr(core.Hook, "probe", broken)
     monkeypatch.setenv("AGENTMSG_HOME", str(collab.root))
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b'{"hook_event_name": "AgentmsgProbe"}')))
-    assert hookrun.main("claude") == 0
+    assert entry.main("claude") == 0
     out, err = capfd.readouterr()
     assert out == "" and err == ""
     assert "AgentmsgProbe" in log_lines(collab.root)[-1] and "probe broke" in log_lines(collab.root)[-1]

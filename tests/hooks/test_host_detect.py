@@ -1,6 +1,6 @@
 """Which host runs a hook: Copilot CLI and Gemini CLI can run the Claude-format hooks file, and Copilot sets
 Claude's plugin variables too, so ``hooks/run claude`` checks ``COPILOT_CLI`` first, then ``GEMINI_SESSION_ID``
-without ``CLAUDE_CODE_SESSION_ID`` (hooks/run and agentmsg.hooks.core.host_of).  Each answer has its host's shape,
+without ``CLAUDE_CODE_SESSION_ID`` (hooks/run and agentmsg.hosts.registry.host_of).  Each answer has its host's shape,
 and Gemini's prompt hook has the launcher's fast path."""
 
 from __future__ import annotations

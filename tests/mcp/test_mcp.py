@@ -371,7 +371,7 @@ def test_peer_text_cannot_break_the_boundary(team: tuple[Path, str]) -> None:
 
 
 def test_other_commands_and_the_hooks_never_import_the_sdk() -> None:
-    code = ("import sys, agentmsg.hooks.core, agentmsg.cli.app, agentmsg.service.commands; "
+    code = ("import sys, agentmsg.hooks.entry, agentmsg.cli.app, agentmsg.service.commands; "
             "bad = sorted(m for m in sys.modules if m == 'mcp' or m.startswith(('mcp.', 'agentmsg.mcp.server'))); "
             "print(bad); raise SystemExit(bool(bad))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=clean_env(), check=False)

@@ -28,7 +28,8 @@ from agentmsg.backends.file.store import FileStore as FilePort
 from agentmsg.domain import rules
 from agentmsg.domain import validate as model
 from agentmsg.errors import StoreFailed, UnsafePath, UsageError
-from agentmsg.hooks import core as hookrun
+from agentmsg.hooks import base as hookrun
+from agentmsg.hooks import stdin
 from tests.support.facade import Draft
 
 JSONISH = st.recursive(
@@ -288,7 +289,7 @@ def test_names_match_the_model(value):
     else:
         assert layout.pin_key(value) == key
     assert rules.is_alias(value) == (bool(model.ALIAS_RE.fullmatch(value)) and value != "all")
-    assert hookrun.is_session(value) == bool(model.SESSION_RE.fullmatch(value))
+    assert stdin.is_session(value) == bool(model.SESSION_RE.fullmatch(value))
     try:
         canonical = model.as_uuid(value, "id") == value
     except Exception:
@@ -298,7 +299,7 @@ def test_names_match_the_model(value):
 
 def test_uuid4_and_canonical_uuid_checks():
     for _ in range(200):
-        u = hookrun.uuid4()
+        u = records.uuid4()
         assert uuid.UUID(u).version == 4 and layout.is_uuid(u)
     for good in (str(uuid.uuid4()), str(uuid.uuid1())):
         assert layout.is_uuid(good)
@@ -409,7 +410,7 @@ HEAVY = {"json", "re", "pathlib", "dataclasses", "typing", "hashlib", "uuid", "s
 
 
 def test_hook_path_imports_stay_lean():
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import agentmsg.hooks.core, agentmsg.text.boundary; "
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import agentmsg.hooks.entry, agentmsg.text.boundary; "
             "agentmsg.text.boundary.escape('x'); print(' '.join(sorted(sys.modules)))")
     out = subprocess.run([sys.executable, "-I", "-S", "-c", code, str(Path(__file__).resolve().parents[3])],
                          capture_output=True, text=True, check=True).stdout.split()

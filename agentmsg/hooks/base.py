@@ -1,0 +1,371 @@
+"""The hooks' shared part: the run of one hook, its plumbing, the per-binding hook state, and the
+records of a delivery attempt.  Lean: it runs on every prompt."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from agentmsg import PACKAGE_DIR, TOOL, __version__, fsio, records
+from agentmsg.backends.file import ahead, layout, outbox, views
+from agentmsg.backends.file.store import FileStore, FileTxn
+from agentmsg.domain import attempts, envelope, kinds, rules
+from agentmsg.hooks.stdin import HookError as HookError
+from agentmsg.hooks.stdin import is_session, parse_stdin
+from agentmsg.hosts import cliname as hostcmd
+from agentmsg.hosts import registry
+from agentmsg.paths import resolve_root_str
+from agentmsg.runtime import facts as sessionfacts
+from agentmsg.runtime import mirrorstart
+from agentmsg.text import boundary
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping
+    from types import ModuleType
+    from typing import Any
+
+    from agentmsg.domain.values import Page, Registry
+    from agentmsg.hosts.base import Host
+
+    Binding = tuple[str, str, Registry]
+
+MIDTURN = "PostToolUse"
+EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", MIDTURN)
+#: Other hosts' names for the same three events (docs/HOSTS-NOTES.md).
+EVENT_ALIASES = {"BeforeAgent": "UserPromptSubmit", "AfterAgent": "Stop", "sessionStart": "SessionStart",
+                 "userPromptSubmitted": "UserPromptSubmit", "agentStop": "Stop"}
+#: Events ``hooks/run <host> fast`` may answer from the idle marker alone (never SessionStart).
+FAST_EVENTS = ("UserPromptSubmit", "Stop")
+PROBE = "AgentmsgProbe"  # agentmsg doctor's question: which agentmsg, interpreter and root would a hook use?
+REPRESENT_AFTER = rules.REPRESENT_AFTER
+#: Messages a hook reads per binding: more than any cap can show, never the whole backlog.
+CANDIDATES = 60
+LOCK_TIMEOUT = 2.0  # seconds; AGENTMSG_HOOK_LOCK_TIMEOUT overrides (at most 10)
+LOG_MAX = 1 << 20
+
+
+class LockTimeout(HookError):
+    """The collaboration's write lock stayed held past ``LOCK_TIMEOUT``: nothing was written."""
+
+
+def _errors() -> ModuleType:
+    """``agentmsg.errors``, imported only when an exception is being matched (it costs ~0.3 ms bare)."""
+    from agentmsg import errors
+
+    return errors
+
+
+def _nothing() -> None:
+    pass
+
+
+class HookBase:
+    """What every event shares: the run, its plumbing, the per-binding state and the attempt records;
+    each event is a subclass (``hooks.session_start``, ``prompt``, ``midturn``, ``stop``, ``render_ahead``)."""
+
+    hosts = registry.HOOK_RUNTIMES  # host name -> pin runtime (a host with its own entry overrides it)
+
+    def __init__(self, host: str, env: Mapping[str, str]) -> None:
+        self.host, self.env = host, env
+        self.spec: Host = registry.get(host) or registry.NO_HOST  # an unknown name fails in run()
+        self.event = "?"
+        self.pin = "?"
+        self.root: str | None = None
+        self.busy = True  # no idle marker unless a run proves there is nothing (see run)
+        self.stop_quiet = True  # Stop: no binding has an active envelope or wake consent (the .stop marker)
+        self.mid_busy = False  # PostToolUse: something qualifies but the gap holds it (no mid-turn marker)
+        try:
+            self.lock_timeout = min(10.0, max(0.05, float(env.get("AGENTMSG_HOOK_LOCK_TIMEOUT") or LOCK_TIMEOUT)))
+        except ValueError:
+            self.lock_timeout = LOCK_TIMEOUT
+        self.cap = boundary.cap_from_env(env)
+        self.unit = self.spec.units  # how each host counts (docs/HOSTS-NOTES.md)
+        self.cli = boundary.CLI = hostcmd.cli_command(self.spec, env)  # every command the text names runs as shown
+        self.key = ahead.launcher_key(env)  # the environment the launcher checks a delivery rendered ahead against
+        self.mirrored: bool | None = None  # a mirror is wanted for the root (the renderer: as the facts say)
+
+    # ---- plumbing ------------------------------------------------------------
+
+    def run(self, raw: bytes) -> tuple[bytes, Callable[[], None]]:
+        if self.host not in self.hosts:
+            raise HookError(f"unknown host {self.host[:20]!r}: expected one of {', '.join(self.hosts)}")
+        named: str | None
+        source: str | None
+        try:  # resolved once, as FileStore does: the root may be a link, nothing inside it may
+            named, source = resolve_root_str(None, self.env)
+            self.root = os.path.realpath(named)
+        except _errors().UsageError:
+            named = source = None
+            self.root = None
+        data = parse_stdin(raw)
+        event, session = data.get("hook_event_name"), data.get("session_id", data.get("sessionId"))
+        event = EVENT_ALIASES.get(event, event) if isinstance(event, str) else event
+        if event == PROBE:
+            self.event = event
+            return self.probe(named, source), _nothing
+        if event not in EVENTS:
+            raise HookError(f"unsupported hook_event_name {str(event)[:40]!r}")
+        self.event = event
+        if self.spec.defers_to_plugin(self.env):
+            return b"", _nothing  # a user-level copy while the host's plugin is enabled: the plugin's hook runs
+        if event == "SessionStart":
+            hostcmd.prepare_cli(self.env)  # the CLI's first call must not wait for pip (detached, fail-open)
+        if not is_session(session):
+            raise HookError(f"invalid session_id {str(session)[:40]!r}")
+        self.pin = f"{self.hosts[self.host]}:{session}"
+        if self.root is None or not os.path.isdir(self.root):
+            return self.unbound(event), _nothing  # no state root: this machine never used agentmsg
+        if mirrorstart.wanted(self.root, self.env):  # a replica root: its mirror keeps it current
+            self._start_mirror()
+        # The fast path's generation, read before any state (docs/DELIVERY.md, "Fast path").
+        keyed = self._launcher_keyed(str(session))
+        token = self._idle_token() if keyed and (event in FAST_EVENTS or event == MIDTURN) else None
+        self.busy = token is None
+        self.store = FileStore(self.root, lock_timeout=self.lock_timeout)
+        if keyed:  # a delivery the launcher printed from .ready: folded before anything reads the state
+            self.settle_claim(final=True)
+        if event == "SessionStart":
+            self._wake_step(sessionfacts.record, self.root, self.pin,
+                            sessionfacts.gather(self.host, str(session), self.env))
+        binds = self._locked_call(self.store.bound, self.pin)
+        if not binds:
+            out, after = self.unbound(event), _nothing  # not joined: joining never happens implicitly
+        else:
+            handler = {"SessionStart": self.session_start, "UserPromptSubmit": self.prompt, "Stop": self.stop,
+                       MIDTURN: self.post_tool}[event]
+            out, after = handler(data, binds)
+        if event == MIDTURN:
+            if token is not None and not self.mid_busy and not out:
+                views.quietly(views.mark_midturn_quiet, self.root, self.pin, token)  # until a writer wakes it
+        elif token is not None and not self.busy and not out:
+            views.quietly(views.mark_idle, self.root, self.pin, token)  # nothing to show until a writer wakes it
+        elif binds and self.spec.midturn:
+            # A prompt counted or a context cleared may bring a shown message due again between tool calls.
+            views.quietly(views.clear_midturn, self.root, self.pin)
+        if event == "Stop" and token is not None and self.stop_quiet and not out:
+            views.quietly(views.mark_stop_quiet, self.root, self.pin, token)  # unread mail, and nothing to do
+        if keyed:
+            self._keep_ahead(bool(binds))
+        return out, after
+
+    def _start_mirror(self) -> None:
+        """Spawn ``agentmsg sync`` if none runs (mirrorstart: a flock probe, then a detached process)."""
+        explicit = self.env.get("AGENTMSG_CLI")
+        found = None if explicit else hostcmd.launcher(os.path.abspath(PACKAGE_DIR))
+        command = [explicit] if explicit else ["/bin/sh", found] if found else None
+        if command is not None and self.root is not None:
+            mirrorstart.ensure(self.root, self.env, command)
+
+    def _wake_step(self, step: Callable[..., Any], *args: Any) -> Any:
+        """A wake-up bookkeeping step (issue 11): its failure is logged and never costs the delivery."""
+        try:
+            return step(*args)
+        except Exception as exc:
+            self.log(exc)
+            return None
+
+    def _launcher_keyed(self, session: str) -> bool:
+        """Whether ``hooks/run`` names this session's marker files as this run does."""
+        if self.spec.session_on_stdin:
+            return True  # the launcher keys the markers by stdin's session_id, the one this run read
+        var = self.spec.hook_var
+        return var is not None and self.env.get(var) == session  # a shell's variable is inherited: not its key
+
+    def _idle_token(self) -> str | None:
+        """The generation the launcher's idle marker must match; None when this run must not write one."""
+        try:
+            return views.idle_token(self.root or "", self.pin)
+        except OSError:
+            return None
+
+    def _pending(self, tx: FileTxn, alias: str, reg: Registry, total: int | None = None) -> None:
+        """Keep the launcher's fast path off while this binding has anything a later hook may act on:
+        an unacknowledged message (it comes due again, prompts later), or an envelope whose Stop waits."""
+        if self.busy:
+            return
+        if total is None:
+            total = tx.unacked(alias, limit=1).total
+        if total:
+            self.busy = True
+            return
+        env = self._envelope(tx, alias, reg)
+        if env is not None and env.wait > 0:
+            self.busy = True
+
+    def unbound(self, event: str) -> bytes:
+        """A session with no binding: nothing, except where the host cannot find the CLI by name
+        (``Host.bin_on_path``): there SessionStart states the command to use, so the skill's commands run as shown."""
+        if event != "SessionStart" or self.cli == "agentmsg":
+            return b""
+        return self.output(f"agentmsg (peer messaging; this session has not joined a collaboration): its CLI is "
+                           f"not on this shell's PATH; run it as {self.cli} wherever the agentmsg skill or a "
+                           f"message shows `agentmsg`, e.g. `{self.cli} status`.\n")
+
+    def probe(self, root: str | None, source: str | None) -> bytes:
+        """The answer to ``agentmsg doctor``: what this hook runs and where it would read and write."""
+        return records.dumps({
+            "agentmsg": __version__, "tool": TOOL, "python": sys.executable, "root": root, "root_source": source,
+            "package": os.path.abspath(PACKAGE_DIR), "host": self.host,
+        }).encode() + b"\n"
+
+    def log(self, exc: BaseException) -> None:
+        """One line in ``<root>/hooks.log``; silent if there is no root to write to."""
+        try:
+            root = self.root or resolve_root_str(None, self.env)[0]
+            if not os.path.isdir(root):
+                return
+            path = os.path.join(root, layout.HOOKS_LOG)
+            if fsio.file_size(path) > LOG_MAX:
+                os.replace(path, path + ".1")
+            what = boundary.one_line(f"{type(exc).__name__}: {exc}")[:400]
+            line = f"{records.now_utc()} {TOOL} {self.host[:10]} {self.event} {self.pin[:80]}: {what}\n"
+            fsio.append(path, line.encode("utf-8", "backslashreplace"), durable=False)  # best effort
+        except BaseException:  # nowhere left to report to
+            pass
+
+    def distrust(self) -> None:
+        """After a failed run: nothing decided from state this run could not read (a delivery rendered ahead,
+        the Stop marker) stands in for the hook; the next ones run in full, and report what they find."""
+        if self.root is not None and self.pin != "?":
+            try:
+                ahead.drop(self.root, self.pin)
+                views.clear_stop(self.root, self.pin)
+            except BaseException:
+                pass
+
+    def _locked_call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except _errors().StoreFailed as exc:
+            raise LockTimeout(str(exc)) from None
+
+    def txn(self, collab: str) -> FileTxn:
+        return _LockedTxn(self.store, collab, self.store.base(collab))
+
+    # ---- the hooks' own state (derived, per binding) -------------------------------------------
+
+    def load_state(self, tx: FileTxn, alias: str, *, reset: bool = True) -> dict[str, Any]:
+        """The binding's hook state; a corrupt one is reset (unless ``reset`` is False: the renderer leaves
+        that, and its report, to the hook) and fails this run."""
+        fresh = {"v": 2, "pin": self.pin, "prompt": 0, "shown": {}, "blocked": [], "rpos": 0, "seen": None}
+        raw = fsio.read_bytes(layout.hook_state(tx.base, alias))
+        if raw is None:
+            return fresh
+        doc = views.hook_state(raw)
+        if doc is None:
+            if not reset:
+                raise HookError(f"corrupt hook state {layout.hook_state(tx.base, alias)}")
+            self.save_state(tx, alias, fresh)
+            raise HookError(f"corrupt hook state {layout.hook_state(tx.base, alias)}; reset it")
+        if doc.get("pin") != self.pin:
+            return fresh  # another pin's state: a takeover
+        # "shown at a later prompt than this one" is no state of ours: it would hold a message back for good
+        doc["shown"] = {k: v for k, v in doc["shown"].items() if v <= doc["prompt"]}
+        return doc
+
+    def save_state(self, tx: FileTxn, alias: str, doc: dict[str, Any]) -> None:
+        doc["seen"] = {"host": self.host, "event": self.event, "ts": records.now_utc()}
+        doc["shown"] = {k: v for k, v in doc["shown"].items() if doc["prompt"] - v < REPRESENT_AFTER}
+        fsio.ensure_dir(tx.base, "state")
+        fsio.atomic_write(layout.hook_state(tx.base, alias), records.dumps(doc).encode(), durable=False)
+        ahead.drop(tx.root, self.pin)  # rendered from the state before: the renderer renders again
+
+    def _fold_receipts(self, tx: FileTxn, alias: str, st: dict[str, Any]) -> list[dict[str, Any]]:
+        """Retry requests since the last run: whichever hook reads one first, the next prompt shows it.
+        Returns the receipts read."""
+        new, st["rpos"] = tx.receipts_since(alias, st["rpos"])
+        retried = {r.get("message") for r in new if r.get("type") == kinds.RETRY}
+        if retried:
+            for msg in tx.unacked(alias, limit=CANDIDATES).messages:
+                if msg.id in retried:
+                    st["shown"].pop(str(msg.seq), None)
+        return new
+
+    def _due(self, tx: FileTxn, alias: str, st: dict[str, Any], *, requests_only: bool = False) -> Page:
+        """The top unacknowledged messages not shown in the last prompts: a page, never the whole backlog."""
+        self._fold_receipts(tx, alias, st)
+        skip = {int(k) for k, v in st["shown"].items() if st["prompt"] - v < REPRESENT_AFTER}
+        return tx.unacked(alias, limit=CANDIDATES, skip=skip, requests_only=requests_only)
+
+    def claim(self, tx: FileTxn, alias: str, ids: tuple[str, ...], attempt: str, *,
+              durable: bool = True) -> Callable[[], None]:
+        """Record one presented attempt for ``ids`` (inside ``tx``), written before printing; returns its completer.
+
+        ``durable=False`` (prompt and PostToolUse) skips the local append's fsync: a presented receipt lost in a
+        power cut only makes its messages come due again, never acknowledged, never lost (docs/DELIVERY.md,
+        "Presented receipts are not fsynced").  A Stop block keeps it durable beside the slot it spends, and a
+        mirrored root's outbox entry stays durable as before.
+        """
+        presented = attempts.presented(ids, attempt=attempt, host=self.host, via=self.event, pin=self.pin)
+        collab = tx.collab
+        done = attempts.complete(attempt=attempt, host=self.host, via=self.event, count=len(ids))
+        if self.store.replica_of is not None:  # a mirrored root: the receipts go to the server via the outbox
+            outbox.put(tx.root, collab, f"receipts/{alias}", presented, entry_id=records.uuid4())
+        else:
+            tx.append_receipts(alias, presented, durable=durable, head=False)
+        root = tx.root
+
+        def complete() -> None:
+            # Not fsynced: losing it in a crash only makes the attempt look interrupted (retry exists).
+            if self.store.replica_of is not None:
+                outbox.put(root, collab, f"receipts/{alias}", [done], entry_id=records.uuid4(), durable=False)
+                return
+            with self.txn(collab) as after:
+                after.append_receipts(alias, [done], durable=False)
+
+        return complete
+
+    def output(self, text: str) -> bytes:
+        if self.event == "Stop":
+            return records.dumps({"decision": "block", "reason": text}).encode()
+        return records.dumps(self.spec.context(self.event, text)).encode()
+
+
+    def _envelope(self, tx: FileTxn, alias: str, reg: Registry) -> envelope.Envelope | None:
+        """This exact binding's envelope, if it is active."""
+        recs = tx.delivery_records()
+        if self.store.replica_of is not None:  # slots spent here and not yet back from the server
+            recs += outbox.slots(tx.root, tx.collab)
+        env = envelope.latest(envelope.fold(recs), alias, self.pin)
+        if env is None:
+            return None
+        status = env.status(time.time(), holder=reg.holder(alias), closed=reg.closed)
+        return env if status == "active" else None
+
+    # ---- what each event defines (hooks.core.Hook has them all) ----------------------------
+
+    def session_start(self, data: Mapping[str, Any], binds: list[Binding]) -> tuple[bytes, Callable[[], None]]:
+        raise NotImplementedError
+
+    def prompt(self, data: Mapping[str, Any], binds: list[Binding]) -> tuple[bytes, Callable[[], None]]:
+        raise NotImplementedError
+
+    def post_tool(self, data: Mapping[str, Any], binds: list[Binding]) -> tuple[bytes, Callable[[], None]]:
+        raise NotImplementedError
+
+    def stop(self, data: Mapping[str, Any], binds: list[Binding]) -> tuple[bytes, Callable[[], None]]:
+        raise NotImplementedError
+
+    def settle_claim(self, *, final: bool) -> bool:
+        raise NotImplementedError
+
+    def _keep_ahead(self, bound: bool) -> None:
+        raise NotImplementedError
+
+
+class _LockedTxn(FileTxn):
+    """A transaction whose lock timeout fails the hook open (LockTimeout), never blocks the host."""
+
+    def __enter__(self) -> FileTxn:
+        try:
+            return super().__enter__()
+        except _errors().StoreFailed as exc:
+            raise LockTimeout(str(exc)) from None
+
+
+def _mark_shown(st: dict[str, Any], seqs: Iterable[int]) -> None:
+    """Shown at this prompt: not due again for ``REPRESENT_AFTER`` prompts (unless retried or cleared)."""
+    for seq in seqs:
+        st["shown"][str(seq)] = st["prompt"]

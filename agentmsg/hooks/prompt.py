@@ -1,0 +1,83 @@
+"""UserPromptSubmit: the due messages, quoted inside the untrusted boundary, presented and never acked."""
+
+from __future__ import annotations
+
+from agentmsg import records
+from agentmsg.backends.file.store import FileTxn
+from agentmsg.hooks import wake as wakehook
+from agentmsg.hooks.base import (
+    REPRESENT_AFTER,
+    HookBase,
+    _mark_shown,
+    _nothing,
+)
+from agentmsg.text import boundary
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any
+
+    from agentmsg.domain.values import Page, Registry
+
+    Binding = tuple[str, str, Registry]
+
+class PromptEvent(HookBase):
+
+    def prompt(self, data: Mapping[str, Any], binds: list[Binding]) -> tuple[bytes, Callable[[], None]]:
+        work = []
+        for collab, alias, reg in binds:
+            with self.txn(collab) as tx:
+                st = self.load_state(tx, alias)
+                st["prompt"] += 1
+                if self._wake_step(wakehook.prompt, tx, alias, self.pin, reg, data.get("prompt")):
+                    self.busy = True  # the launcher must run every prompt and Stop: they count wakes and turns
+                    self._wake_step(wakehook.turn, self.root, self.pin, "busy")
+                page = self._prompt_page(tx, alias, reg, st)
+                if not page.messages:
+                    self.save_state(tx, alias, st)
+            work.append((collab, alias, st, page))
+        rendered = self._render_prompt(work)
+        if rendered is None:
+            return b"", _nothing
+        included = set(rendered.included)
+        completers = []
+        for collab, alias, st, page in work:
+            ids = tuple(m.id for m in page.messages if m.id in included)
+            if not page.messages:
+                continue
+            with self.txn(collab) as tx:
+                if ids:
+                    completers.append(self.claim(tx, alias, ids, records.uuid4(), durable=False))
+                _mark_shown(st, [m.seq for m in page.messages if m.id in included])
+                self.save_state(tx, alias, st)
+
+        def after() -> None:
+            for complete in completers:
+                complete()
+
+        return self.output(rendered.text), after
+
+    def _prompt_page(self, tx: FileTxn, alias: str, reg: Registry, st: dict[str, Any]) -> Page:
+        """The messages due at this prompt (its count already advanced), and whether the fast path stays off."""
+        page = self._due(tx, alias, st)
+        self._pending(tx, alias, reg, page.total)
+        return page
+
+    def _render_prompt(self, work: list[tuple[str, str, dict[str, Any], Page]]) -> boundary.Rendered | None:
+        """The prompt's text for the due pages of its bindings; None when nothing is due."""
+        due_all = [m for *_rest, page in work for m in page.messages]
+        if not due_all:
+            return None
+        waiting = sum(page.total - page.skipped for *_rest, page in work)
+        aliases = ", ".join(sorted({alias for _c, alias, *_ in work}))
+        collabs = list(dict.fromkeys(m.collab for m in due_all))
+        where = f" in collaboration {collabs[0]}" if len(collabs) == 1 else ""
+
+        def lead(shown: int) -> str:
+            return (f"agentmsg: {waiting} peer message{'s' * (waiting != 1)} for {aliases}{where} "
+                    f"{'are' if waiting != 1 else 'is'} unacknowledged and not shown in the last "
+                    f"{REPRESENT_AFTER} prompts; {shown} quoted below.\n")
+
+        return boundary.render(due_all, alias=aliases, cap=self.cap, unit=self.unit, lead=lead,
+                               more=waiting - len(due_all))
