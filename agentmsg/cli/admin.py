@@ -92,7 +92,9 @@ def db_move(ctx: Ctx, collab: str) -> Payload:
     from agentmsg.service.move import move
 
     target = _pg(ctx, "db move")
-    return move(FileStore(ctx.root), target, validate.collab_id(collab))
+    from agentmsg.runtime import doorbell
+
+    return move(FileStore(ctx.root, on_wake=doorbell.nudge), target, validate.collab_id(collab))
 
 
 def install_codex(ctx: Ctx, codex_home: str | None) -> Payload:

@@ -50,7 +50,8 @@ import sys
 import time
 
 from agentmsg import PACKAGE_DIR, TOOL, __version__, fsio, records
-from agentmsg.backends.file import ahead, layout, outbox, views
+from agentmsg.backends.file import ahead, hookstate, idle, layout, outbox
+from agentmsg.backends.file.derived import quietly
 from agentmsg.backends.file.store import FileStore, FileTxn
 from agentmsg.domain import envelope, kinds, rules
 from agentmsg.hooks import wake as wakehook
@@ -223,7 +224,7 @@ class Hook:
         keyed = self._launcher_keyed(str(session))
         token = self._idle_token() if keyed and (event in FAST_EVENTS or event == MIDTURN) else None
         self.busy = token is None
-        self.store = FileStore(self.root, lock_timeout=self.lock_timeout)
+        self.store = FileStore(self.root, lock_timeout=self.lock_timeout, on_wake=aheadstart.nudge)
         if keyed:  # a delivery the launcher printed from .ready: folded before anything reads the state
             self.settle_claim(final=True)
         if event == "SessionStart":
@@ -238,14 +239,14 @@ class Hook:
             out, after = handler(data, binds)
         if event == MIDTURN:
             if token is not None and not self.mid_busy and not out:
-                views.quietly(views.mark_midturn_quiet, self.root, self.pin, token)  # until a writer wakes it
+                quietly(idle.mark_midturn_quiet, self.root, self.pin, token)  # until a writer wakes it
         elif token is not None and not self.busy and not out:
-            views.quietly(views.mark_idle, self.root, self.pin, token)  # nothing to show until a writer wakes it
+            quietly(idle.mark_idle, self.root, self.pin, token)  # nothing to show until a writer wakes it
         elif binds and self.host in MIDTURN_HOSTS:
             # A prompt counted or a context cleared may bring a shown message due again between tool calls.
-            views.quietly(views.clear_midturn, self.root, self.pin)
+            quietly(idle.clear_midturn, self.root, self.pin)
         if event == "Stop" and token is not None and self.stop_quiet and not out:
-            views.quietly(views.mark_stop_quiet, self.root, self.pin, token)  # unread mail, and nothing to do
+            quietly(idle.mark_stop_quiet, self.root, self.pin, token)  # unread mail, and nothing to do
         if keyed:
             self._keep_ahead(bool(binds))
         return out, after
@@ -276,7 +277,7 @@ class Hook:
     def _idle_token(self) -> str | None:
         """The generation the launcher's idle marker must match; None when this run must not write one."""
         try:
-            return views.idle_token(self.root or "", self.pin)
+            return idle.idle_token(self.root or "", self.pin)
         except OSError:
             return None
 
@@ -331,7 +332,7 @@ class Hook:
         if self.root is not None and self.pin != "?":
             try:
                 ahead.drop(self.root, self.pin)
-                views.clear_stop(self.root, self.pin)
+                idle.clear_stop(self.root, self.pin)
             except BaseException:
                 pass
 
@@ -353,7 +354,7 @@ class Hook:
         raw = fsio.read_bytes(layout.hook_state(tx.base, alias))
         if raw is None:
             return fresh
-        doc = views.hook_state(raw)
+        doc = hookstate.hook_state(raw)
         if doc is None:
             if not reset:
                 raise HookError(f"corrupt hook state {layout.hook_state(tx.base, alias)}")
@@ -788,7 +789,7 @@ class Hook:
                 ahead.give_back(root, self.pin)
         except Exception as exc:  # a claim that cannot be folded: its messages come due again
             self.log(exc)
-            views.quietly(ahead.give_back, root, self.pin)
+            quietly(ahead.give_back, root, self.pin)
         return False
 
     def _fold(self, fold: Mapping[str, Any], end: str) -> None:
@@ -809,7 +810,7 @@ class Hook:
         finally:
             self.event = event
         if self.host in MIDTURN_HOSTS:
-            views.quietly(views.clear_midturn, self.root, self.pin)
+            quietly(idle.clear_midturn, self.root, self.pin)
 
     def _fold_in(self, collab: str, alias: str, attempt: str, ids: list[str], seqs: list[int], rpos: object,
                  end: str, held: bool) -> Callable[[], None] | None:
@@ -867,7 +868,7 @@ class Hook:
             return "full"
         collab, alias, reg = binds[0]
         with self.txn(collab) as tx:
-            if views.idle_token_now(root, pin) != token or wakehook.active(tx, alias, pin, reg) is not None:
+            if idle.idle_token_now(root, pin) != token or wakehook.active(tx, alias, pin, reg) is not None:
                 ahead.drop(root, pin)  # changed meanwhile (rendered again at the writer's ring), or a wake
                 return "full"  # consent: the prompt hook records wake prompts and turns, so it runs
             st = self.load_state(tx, alias, reset=False)
@@ -877,9 +878,9 @@ class Hook:
             page = self._prompt_page(tx, alias, reg, st)
             rendered = self._render_prompt([(collab, alias, st, page)])
             if self._envelope(tx, alias, reg) is None:  # and no wake consent (above): a Stop has nothing to do
-                views.mark_stop_quiet(root, pin, token)
+                idle.mark_stop_quiet(root, pin, token)
             if rendered is None and not self.busy:
-                views.mark_idle(root, pin, token)
+                idle.mark_idle(root, pin, token)
                 ahead.drop(root, pin)
                 return "idle"
             included = set(rendered.included) if rendered is not None else set()

@@ -38,6 +38,7 @@ from agentmsg.backends.file.store import FileStore
 from agentmsg.domain import kinds
 from agentmsg.domain import wake as wake_rules
 from agentmsg.paths import resolve_root_str
+from agentmsg.runtime import doorbell
 from agentmsg.runtime import facts as sessionfacts
 
 TYPE_CHECKING = False
@@ -158,7 +159,7 @@ def wait(host: str, env: Mapping[str, str], raw: bytes) -> str | None:
     if not os.path.isdir(root):
         return None
     pin = f"claude-code:{session}"
-    store = FileStore(root, lock_timeout=2.0)
+    store = FileStore(root, lock_timeout=2.0, on_wake=doorbell.nudge)
     active = _consents(store, pin)
     if not active:
         return None

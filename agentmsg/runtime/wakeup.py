@@ -29,8 +29,8 @@ from typing import Any
 
 from agentmsg import fsio, records
 from agentmsg.backends.file import layout
+from agentmsg.runtime import doorbell, notify
 from agentmsg.runtime import facts as sessionfacts
-from agentmsg.runtime import notify
 
 QUIET = 5.0  # seconds without client input before tmux may type
 ENTER_AFTER = 0.2  # Codex swallows an Enter sent in the same burst (>= 150 ms)
@@ -251,7 +251,7 @@ def _retry(root: str, collab: str, alias: str) -> int:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         return 0  # one retrier per binding: it merges this ring
-    store = FileStore(root)
+    store = FileStore(root, on_wake=doorbell.nudge)
     deadline = time.time() + RETRY_FOR
     while time.time() < deadline:
         time.sleep(RETRY_EVERY)

@@ -139,7 +139,7 @@ def hook_state(base: str, alias: str) -> str:
 
 
 def index(base: str, message: str) -> str:
-    """The ids/ log that holds a message id's entries (views.py, "ids/")."""
+    """The ids/ log that holds a message id's entries (idindex.py)."""
     return index_shard(base, message[:2])
 
 
