@@ -298,7 +298,7 @@ def _wake_all(root: str) -> None:
         folder = os.path.join(base, runtime)
         if os.path.isdir(folder) and not os.path.islink(folder):
             for name in os.listdir(folder):
-                if name.endswith((".idle", ".stop", ".mid", ".ready")):
+                if name.endswith(layout.VOIDED_MARKS):
                     try:
                         os.unlink(os.path.join(folder, name))
                     except OSError:

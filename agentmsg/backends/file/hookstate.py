@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 
 from agentmsg import fsio, records
+from agentmsg.backends.file import layout
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ def damaged_hook_states(tx: Txn) -> list[str]:
         return []
     out = []
     for name in sorted(os.listdir(state)):
-        if name.endswith(".hook.json") and not name.startswith("."):
+        if name.endswith(layout.HOOK_STATE) and not name.startswith("."):
             raw = fsio.read_bytes(os.path.join(state, name))
             if raw is not None and hook_state(raw) is None:
                 out.append(os.path.join(state, name))

@@ -54,8 +54,8 @@ def wake(root: str, pins: Iterable[str], on_wake: WakeCallback | None = None) ->
 
 
 def _invalidate(files: tuple[str, str]) -> None:
-    base = files[0][: -len(".gen")]
-    for path in (files[1], base + ".mid", base + ".stop", base + ".ready"):
+    base = files[0][: -len(layout.GEN)]
+    for path in [base + suffix for suffix in layout.VOIDED_MARKS]:
         try:
             os.unlink(path)
         except FileNotFoundError:
@@ -127,23 +127,23 @@ def _clear(root: str, pin: str, suffix: str) -> None:
 
 def mark_midturn_quiet(root: str, pin: str, token: str) -> None:
     """Record that nothing was due mid-turn for the pin as of generation ``token``."""
-    _mark(root, pin, ".mid", token)
+    _mark(root, pin, layout.MID, token)
 
 
 def clear_midturn(root: str, pin: str) -> None:
     """Drop the pin's mid-turn marker: the next PostToolUse hook runs in full."""
-    _clear(root, pin, ".mid")
+    _clear(root, pin, layout.MID)
 
 
 def mark_stop_quiet(root: str, pin: str, token: str) -> None:
     """Record that a Stop hook had nothing to do for the pin as of generation ``token`` (no active envelope,
     no active wake consent): ``hooks/run <host> stop`` may exit without Python while unread mail waits."""
-    _mark(root, pin, ".stop", token)
+    _mark(root, pin, layout.STOP, token)
 
 
 def clear_stop(root: str, pin: str) -> None:
     """Drop the pin's Stop marker: the next Stop hook runs in full."""
-    _clear(root, pin, ".stop")
+    _clear(root, pin, layout.STOP)
 
 
 _HEX = frozenset("0123456789abcdef")

@@ -23,7 +23,7 @@ def _pins_dir(root: str) -> str:
 def refuse_pin_links(root: str, pins: Iterable[str] = ()) -> None:
     """Refuse a planted link or non-regular file at the pin lock or these pins' index files, before a write."""
     base = fsio.ensure_dir(root, layout.PINS)
-    fsio.refuse_link(os.path.join(base, ".lock"))
+    fsio.refuse_link(os.path.join(base, layout.PINS_LOCK))
     for pin in pins:
         fsio.refuse_link(os.path.join(base, f"{layout.pin_key(pin)}.json"))
 
@@ -45,7 +45,7 @@ def pin_entries(root: str, pin: str) -> list[tuple[str, str]]:
 def _set_pin(root: str, pin: str, collab: str, alias: str | None) -> None:
     base = _pins_dir(root)
     path = os.path.join(base, f"{layout.pin_key(pin)}.json")
-    with fsio.locked(os.path.join(base, ".lock"), 30.0):
+    with fsio.locked(os.path.join(base, layout.PINS_LOCK), 30.0):
         try:
             have = pin_entries(root, pin)
         except DamagedIndex:
