@@ -279,7 +279,7 @@ WATCHER = "7a7c0de0-1111-4222-8333-944455556666"  # a third, Claude Code partici
 
 def fastpath_run(args: argparse.Namespace) -> dict:
     """The launcher's fast path: UserPromptSubmit and Stop with nothing pending, no interpreter started."""
-    from agentmsg.backends.file import views
+    from agentmsg.backends.file import idindex
     from agentmsg.domain import validate
 
     tmp = Path(tempfile.mkdtemp(prefix="hook-fast-"))
@@ -298,7 +298,7 @@ def fastpath_run(args: argparse.Namespace) -> dict:
             session = SESSION
             if history:  # acknowledge it all: history, nothing pending
                 with box.store.transaction(collab) as tx:  # the bulk-written records have no ids/ entries yet
-                    views.rebuild_ids(tx)
+                    idindex.rebuild_ids(tx)
                 ids = [m.id for m in box.store.since(collab, "reviewer", 0)]
                 for i in range(0, len(ids), 20_000):
                     box.ack(collab, REVIEWER, ids[i:i + 20_000])
@@ -745,7 +745,7 @@ def _no_renderer(folder: str, names: list[str]) -> list[str]:
 
 def issue15_run(args: argparse.Namespace) -> dict:
     """Prompt hook with nothing pending, PostToolUse with nothing due, prompt hook with 20 pending: one run."""
-    from agentmsg.backends.file import views
+    from agentmsg.backends.file import idindex
     from agentmsg.backends.file.store import FileStore
     from agentmsg.domain import validate
     from agentmsg.domain.values import Draft
@@ -771,7 +771,7 @@ def issue15_run(args: argparse.Namespace) -> dict:
             session, pin, alias = SESSION, REVIEWER, "reviewer"
             if history:  # acknowledge it all: history, nothing pending
                 with box.store.transaction(collab) as tx:  # the bulk-written records have no ids/ entries yet
-                    views.rebuild_ids(tx)
+                    idindex.rebuild_ids(tx)
                 ids = [m.id for m in box.store.since(collab, "reviewer", 0)]
                 for i in range(0, len(ids), 1000):
                     box.ack(collab, REVIEWER, ids[i:i + 1000])

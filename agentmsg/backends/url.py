@@ -10,8 +10,13 @@ from __future__ import annotations
 from agentmsg.errors import UsageError
 from agentmsg.ports import Store
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from agentmsg.backends.file.protocols import WakeCallback
 
-def open_store(url: str) -> Store:
+
+def open_store(url: str, *, on_wake: WakeCallback | None = None) -> Store:
+    """``on_wake``: a file store's (`FileStore`), supplied by the caller: a backend never rings the runtime."""
     scheme = url.split(":", 1)[0].lower()
     if scheme == "file" and url.startswith("file:///"):
         import os
@@ -20,7 +25,7 @@ def open_store(url: str) -> Store:
 
         path = url[len("file://"):]
         os.makedirs(path, 0o700, exist_ok=True)
-        return FileStore(path)
+        return FileStore(path, on_wake=on_wake)
     if scheme not in ("postgresql", "postgres"):
         raise UsageError(f"--store/AGENTMSG_STORE must be a postgresql:// URL (or file:///PATH), not {scheme[:20]!r}")
     try:

@@ -92,4 +92,6 @@ def db_move(ctx: Ctx, collab: str) -> Payload:
     from agentmsg.service.move import move
 
     target = _pg(ctx, "db move")
-    return move(FileStore(ctx.root), target, validate.collab_id(collab))
+    from agentmsg.runtime import doorbell
+
+    return move(FileStore(ctx.root, on_wake=doorbell.nudge), target, validate.collab_id(collab))

@@ -8,7 +8,8 @@ import sys
 import time
 
 from agentmsg import PACKAGE_DIR, TOOL, __version__, fsio, records
-from agentmsg.backends.file import ahead, layout, outbox, views
+from agentmsg.backends.file import ahead, hookstate, idle, layout, outbox
+from agentmsg.backends.file.derived import quietly
 from agentmsg.backends.file.store import FileStore, FileTxn
 from agentmsg.domain import attempts, envelope, kinds, rules
 from agentmsg.hooks.stdin import HookError as HookError
@@ -16,6 +17,7 @@ from agentmsg.hooks.stdin import is_session, parse_stdin
 from agentmsg.hosts import cliname as hostcmd
 from agentmsg.hosts import registry
 from agentmsg.paths import resolve_root_str
+from agentmsg.runtime import doorbell as aheadstart
 from agentmsg.runtime import facts as sessionfacts
 from agentmsg.runtime import mirrorstart
 from agentmsg.text import boundary
@@ -123,7 +125,7 @@ class HookBase:
         keyed = self._launcher_keyed(str(session))
         token = self._idle_token() if keyed and (event in FAST_EVENTS or event == MIDTURN) else None
         self.busy = token is None
-        self.store = FileStore(self.root, lock_timeout=self.lock_timeout)
+        self.store = FileStore(self.root, lock_timeout=self.lock_timeout, on_wake=aheadstart.nudge)
         if keyed:  # a delivery the launcher printed from .ready: folded before anything reads the state
             self.settle_claim(final=True)
         if event == "SessionStart":
@@ -138,14 +140,14 @@ class HookBase:
             out, after = handler(data, binds)
         if event == MIDTURN:
             if token is not None and not self.mid_busy and not out:
-                views.quietly(views.mark_midturn_quiet, self.root, self.pin, token)  # until a writer wakes it
+                quietly(idle.mark_midturn_quiet, self.root, self.pin, token)  # until a writer wakes it
         elif token is not None and not self.busy and not out:
-            views.quietly(views.mark_idle, self.root, self.pin, token)  # nothing to show until a writer wakes it
+            quietly(idle.mark_idle, self.root, self.pin, token)  # nothing to show until a writer wakes it
         elif binds and self.spec.midturn:
             # A prompt counted or a context cleared may bring a shown message due again between tool calls.
-            views.quietly(views.clear_midturn, self.root, self.pin)
+            quietly(idle.clear_midturn, self.root, self.pin)
         if event == "Stop" and token is not None and self.stop_quiet and not out:
-            views.quietly(views.mark_stop_quiet, self.root, self.pin, token)  # unread mail, and nothing to do
+            quietly(idle.mark_stop_quiet, self.root, self.pin, token)  # unread mail, and nothing to do
         if keyed:
             self._keep_ahead(bool(binds))
         return out, after
@@ -176,7 +178,7 @@ class HookBase:
     def _idle_token(self) -> str | None:
         """The generation the launcher's idle marker must match; None when this run must not write one."""
         try:
-            return views.idle_token(self.root or "", self.pin)
+            return idle.idle_token(self.root or "", self.pin)
         except OSError:
             return None
 
@@ -231,7 +233,7 @@ class HookBase:
         if self.root is not None and self.pin != "?":
             try:
                 ahead.drop(self.root, self.pin)
-                views.clear_stop(self.root, self.pin)
+                idle.clear_stop(self.root, self.pin)
             except BaseException:
                 pass
 
@@ -253,7 +255,7 @@ class HookBase:
         raw = fsio.read_bytes(layout.hook_state(tx.base, alias))
         if raw is None:
             return fresh
-        doc = views.hook_state(raw)
+        doc = hookstate.hook_state(raw)
         if doc is None:
             if not reset:
                 raise HookError(f"corrupt hook state {layout.hook_state(tx.base, alias)}")

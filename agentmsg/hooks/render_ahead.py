@@ -7,7 +7,8 @@ import os
 import sys
 
 from agentmsg import PACKAGE_DIR, __version__, records
-from agentmsg.backends.file import ahead, views
+from agentmsg.backends.file import ahead, idle
+from agentmsg.backends.file.derived import quietly
 from agentmsg.backends.file.store import FileStore
 from agentmsg.domain import kinds
 from agentmsg.hooks import wake as wakehook
@@ -97,7 +98,7 @@ class RenderAhead(PromptEvent):
                 ahead.give_back(root, self.pin)
         except Exception as exc:  # a claim that cannot be folded: its messages come due again
             self.log(exc)
-            views.quietly(ahead.give_back, root, self.pin)
+            quietly(ahead.give_back, root, self.pin)
         return False
 
     def _fold(self, fold: Mapping[str, Any], end: str) -> None:
@@ -118,7 +119,7 @@ class RenderAhead(PromptEvent):
         finally:
             self.event = event
         if self.spec.midturn:
-            views.quietly(views.clear_midturn, self.root, self.pin)
+            quietly(idle.clear_midturn, self.root, self.pin)
 
     def _fold_in(self, collab: str, alias: str, attempt: str, ids: list[str], seqs: list[int], rpos: object,
                  end: str, held: bool) -> Callable[[], None] | None:
@@ -176,7 +177,7 @@ class RenderAhead(PromptEvent):
             return "full"
         collab, alias, reg = binds[0]
         with self.txn(collab) as tx:
-            if views.idle_token_now(root, pin) != token or wakehook.active(tx, alias, pin, reg) is not None:
+            if idle.idle_token_now(root, pin) != token or wakehook.active(tx, alias, pin, reg) is not None:
                 ahead.drop(root, pin)  # changed meanwhile (rendered again at the writer's ring), or a wake
                 return "full"  # consent: the prompt hook records wake prompts and turns, so it runs
             st = self.load_state(tx, alias, reset=False)
@@ -186,9 +187,9 @@ class RenderAhead(PromptEvent):
             page = self._prompt_page(tx, alias, reg, st)
             rendered = self._render_prompt([(collab, alias, st, page)])
             if self._envelope(tx, alias, reg) is None:  # and no wake consent (above): a Stop has nothing to do
-                views.mark_stop_quiet(root, pin, token)
+                idle.mark_stop_quiet(root, pin, token)
             if rendered is None and not self.busy:
-                views.mark_idle(root, pin, token)
+                idle.mark_idle(root, pin, token)
                 ahead.drop(root, pin)
                 return "idle"
             included = set(rendered.included) if rendered is not None else set()

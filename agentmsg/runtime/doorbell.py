@@ -1,6 +1,6 @@
 """Ring the resident renderer of deliveries ahead (``agentmsg/runtime/renderer.py``), starting it when none runs.
 
-Every writer that woke a pin (``backends/file/views.wake``) and every full hook run calls
+Every writer that woke a pin (``backends/file/idle.wake``, the store's ``on_wake``) and every full hook run calls
 :func:`nudge`.  Only pins whose session recorded facts (``idle/<runtime>/<session>.env``: a hook ran
 for it with rendering ahead on) count; for them one line naming the pin goes to ``idle/ahead.fifo``.
 Opening a FIFO for writing without blocking fails (``ENXIO``) when no process holds it open for

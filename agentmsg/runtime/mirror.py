@@ -37,6 +37,7 @@ from agentmsg.backends.file import layout, outbox, replica
 from agentmsg.backends.file.store import FileStore
 from agentmsg.errors import AgentmsgError, IdentityError, NotFound, StoreFailed, TamperDetected, UsageError
 from agentmsg.ports import Record, Replica, Store
+from agentmsg.runtime import doorbell
 
 #: Default seconds without remote changes or outbox entries before the mirror exits.
 IDLE_EXIT = 900.0
@@ -297,7 +298,7 @@ def _wake_all(root: str) -> None:
         folder = os.path.join(base, runtime)
         if os.path.isdir(folder) and not os.path.islink(folder):
             for name in os.listdir(folder):
-                if name.endswith((".idle", ".stop", ".mid", ".ready")):
+                if name.endswith(layout.VOIDED_MARKS):
                     try:
                         os.unlink(os.path.join(folder, name))
                     except OSError:
@@ -309,7 +310,7 @@ def sync(root: str, url: str, *, once: bool = False, idle_exit: float = IDLE_EXI
     from agentmsg.backends import url as storeurl
 
     fsio.ensure_dir(root)
-    local = FileStore(root)
+    local = FileStore(root, on_wake=doorbell.nudge)
     _refuse_foreign(local, url)
     try:
         lock = fsio.locked(os.path.join(local.root, layout.MIRROR_LOCK), 0)
@@ -318,7 +319,8 @@ def sync(root: str, url: str, *, once: bool = False, idle_exit: float = IDLE_EXI
         return {"root": local.root, "store": replica.redact(url), "running": "already",
                 "detail": f"a mirror already runs for {local.root}"}
     try:
-        mirror = Mirror(local, storeurl.open_store(url), url, say=lambda line: print(line, file=sys.stderr))
+        remote = storeurl.open_store(url, on_wake=doorbell.nudge)
+        mirror = Mirror(local, remote, url, say=lambda line: print(line, file=sys.stderr))
         done = mirror.run(once=once, idle_exit=idle_exit)
     finally:
         lock.__exit__(None, None, None)

@@ -61,10 +61,11 @@ def main(argv: list[str]) -> int:
             return 0
         from agentmsg.backends.file.store import FileStore
         from agentmsg.hooks.core import Hook
+        from agentmsg.runtime import doorbell
 
         hook = Hook(next(iter(registry.HOOK_RUNTIMES)), {})  # for logging only
         hook.root, hook.event = root, "ahead"
-        renderer = Renderer(root, FileStore(root, lock_timeout=2.0), Hook)
+        renderer = Renderer(root, FileStore(root, lock_timeout=2.0, on_wake=doorbell.nudge), Hook)
         try:  # the tests' shorter idle exit; nothing else from the environment is used
             renderer.idle_exit = min(IDLE_EXIT, max(0.1, float(idle_env or "")))
         except ValueError:

@@ -11,7 +11,7 @@ import time
 
 from agentmsg import fsio
 from agentmsg.backends.file import layout
-from agentmsg.runtime import spawn
+from agentmsg.runtime import doorbell, spawn
 from agentmsg.runtime.wakeup import RETRY_EVERY, RETRY_FOR
 
 
@@ -24,7 +24,7 @@ def retry(root: str, collab: str, alias: str) -> int:
     held = spawn.lock(os.path.join(root, layout.WAKE, f"retry-{layout.pin_key(collab + '/' + alias)}.lock"))
     if held is None:
         return 0  # one retrier per binding: it merges this ring
-    store = FileStore(root)
+    store = FileStore(root, on_wake=doorbell.nudge)
     deadline = time.time() + RETRY_FOR
     while time.time() < deadline:
         time.sleep(RETRY_EVERY)

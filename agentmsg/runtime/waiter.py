@@ -39,8 +39,8 @@ from agentmsg.domain import kinds
 from agentmsg.domain import wake as wake_rules
 from agentmsg.hosts import claude
 from agentmsg.paths import resolve_root_str
+from agentmsg.runtime import doorbell, spawn
 from agentmsg.runtime import facts as sessionfacts
-from agentmsg.runtime import spawn
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -154,7 +154,7 @@ def wait(host: str, env: Mapping[str, str], raw: bytes) -> str | None:
     if not os.path.isdir(root):
         return None
     pin = f"{claude.HOST.runtime}:{session}"
-    store = FileStore(root, lock_timeout=2.0)
+    store = FileStore(root, lock_timeout=2.0, on_wake=doorbell.nudge)
     active = _consents(store, pin)
     if not active:
         return None

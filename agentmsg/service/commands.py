@@ -293,7 +293,7 @@ def log_append(ctx: Ctx, *, collab: str | None, self_flag: str | None, text: str
 
 
 def log_render(ctx: Ctx, *, collab: str | None, as_html: bool = False, out: str | None = None) -> Payload:
-    from agentmsg.backends.file import views
+    from agentmsg.backends.file import transcripts
 
     cid = ctx.collab(collab)
     store = ctx.store
@@ -302,7 +302,7 @@ def log_render(ctx: Ctx, *, collab: str | None, as_html: bool = False, out: str 
     if store.kind != "file":
         raise UsageError(f"log render writes Markdown files next to the records; the {store.kind} store has none")
     with store.transaction(cid) as tx:
-        return {"collab": cid, "written": views.render_all(tx)}  # type: ignore[arg-type]
+        return {"collab": cid, "written": transcripts.render_all(tx)}  # type: ignore[arg-type]
 
 
 def _render_html(ctx: Ctx, cid: str, out: str | None) -> Payload:
@@ -323,10 +323,10 @@ def _render_html(ctx: Ctx, cid: str, out: str | None) -> Payload:
     store = ctx.store
     if store.kind != "file":
         raise UsageError(f"the {store.kind} store keeps no files: give --out FILE for the HTML page")
-    from agentmsg.backends.file import views
+    from agentmsg.backends.file import transcripts
 
     with store.transaction(cid) as tx:
-        return {"collab": cid, "written": [views.write_html(tx, page)]}  # type: ignore[arg-type]
+        return {"collab": cid, "written": [transcripts.write_html(tx, page)]}  # type: ignore[arg-type]
 
 
 def log_show(ctx: Ctx, *, collab: str | None) -> Payload:

@@ -39,15 +39,17 @@ class Ctx:
     def store(self) -> Store:
         """``--store``/``AGENTMSG_STORE``'s store (and this root's mirror, started if none runs), else the root's."""
         if self._store is None:
+            from agentmsg.runtime import doorbell  # a write that wakes a session rings its renderer
+
             if self.store_url:
                 from agentmsg.backends import url as storeurl
 
-                self._store = storeurl.open_store(self.store_url)
+                self._store = storeurl.open_store(self.store_url, on_wake=doorbell.nudge)
                 self._start_mirror()
             else:
                 from agentmsg.backends.file.store import FileStore
 
-                self._store = FileStore(self.root)
+                self._store = FileStore(self.root, on_wake=doorbell.nudge)
         return self._store
 
     def _start_mirror(self) -> None:

@@ -465,7 +465,7 @@ def test_writeback_hint_that_fails_changes_nothing(tmp_path: Path, monkeypatch: 
 def test_a_send_interrupted_while_its_record_is_written_back_stores_nothing(store, collab, monkeypatch) -> None:
     """Ctrl-C between the record's write and its fsync (the transcript section is rendered then): nothing
     stored, no view of it, and the next send takes its place; verify is clean."""
-    from agentmsg.backends.file import views
+    from agentmsg.backends.file import transcripts
     from agentmsg.domain.values import Draft
 
     def draft(body: str) -> Draft:
@@ -483,7 +483,7 @@ def test_a_send_interrupted_while_its_record_is_written_back_stores_nothing(stor
         assert inbox.read_bytes() != kept and not fsyncs  # written, not yet synced
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(views, "message_section", interrupted)
+    monkeypatch.setattr(transcripts, "message_section", interrupted)
     with pytest.raises(KeyboardInterrupt):
         store.send(collab.id, collab.driver, draft("never stored"))
     monkeypatch.undo()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agentmsg.backends.file import layout, views
+from agentmsg.backends.file import idle, layout
 from agentmsg.domain import validate as model
 from agentmsg.service import delivery
 from tests.support.facade import Draft
@@ -164,10 +164,10 @@ def test_a_marker_written_from_a_generation_read_before_a_send_is_void(tmp_path,
     settle(tmp_path, collab.root, shim)
     root, pin = str(os.path.realpath(collab.root)), f"claude-code:{REVIEWER_SESSION}"
     os.unlink(files(collab.root)[0])
-    token = views.idle_token(root, pin)  # the hook's first step
+    token = idle.idle_token(root, pin)  # the hook's first step
     assert token is not None
     send(store, collab, "raced")  # lands while that hook reads an inbox that does not have it yet
-    views.mark_idle(root, pin, token)  # ... and that hook, having seen nothing, marks the session idle
+    idle.mark_idle(root, pin, token)  # ... and that hook, having seen nothing, marks the session idle
     out, ran = hook(tmp_path, collab.root, shim)
     assert ran and "subject: raced" in out
 

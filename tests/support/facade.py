@@ -94,10 +94,10 @@ class TestStore:
         return self.port.notes(collab)
 
     def render(self, collab: str) -> list[Path]:
-        from agentmsg.backends.file import views
+        from agentmsg.backends.file import transcripts
 
         with self.port.transaction(collab) as tx:
-            return [Path(p) for p in views.render_all(tx)]  # type: ignore[arg-type]
+            return [Path(p) for p in transcripts.render_all(tx)]  # type: ignore[arg-type]
 
     def require_alias(self, reg: Registry, who: Pin) -> str:
         return rules.require_alias(reg, who)
@@ -113,6 +113,9 @@ class TestStore:
 
 
 def FileStore(root: Path | str, **kw: Any) -> TestStore:
+    from agentmsg.runtime import doorbell
+
+    kw.setdefault("on_wake", doorbell.nudge)  # as the CLI and the hooks build theirs
     return TestStore(FilePort(root, **kw))
 
 

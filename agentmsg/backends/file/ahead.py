@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
     from typing import Any
 
-FACTS, READY, FOLD, TOOK = ".env", ".ready", ".fold", ".took"
-LOCK, PID, FIFO = "ahead.lock", "ahead.pid", "ahead.fifo"
+FACTS, READY, FOLD, TOOK = layout.FACTS, layout.READY, layout.FOLD, layout.TOOK  # names: layout.py
+LOCK, PID, FIFO = layout.AHEAD_LOCK, layout.AHEAD_PID, layout.AHEAD_FIFO
 #: A launcher claim with no end line after this long: the launcher died while printing.
 CLAIM_STALE = 2.0
 #: A renderer's own claim older than this: that renderer died while writing.
@@ -48,7 +48,7 @@ WRITER_STALE = 10.0
 def base(root: str, pin: str) -> str | None:
     """``idle/<runtime>/<session>`` for a pin the launcher can name, else None."""
     files = layout.idle_files(root, pin)
-    return files[0][: -len(".gen")] if files is not None else None
+    return files[0][: -len(layout.GEN)] if files is not None else None
 
 
 def root_file(root: str, name: str) -> str:
@@ -126,11 +126,11 @@ def current(root: str, pin: str) -> bool:
     at = base(root, pin)
     if at is None:
         return False
-    gen = _first_line(at + ".gen")
+    gen = _first_line(at + layout.GEN)
     if gen is None or len(gen) != 32:
         return False
     head = _first_line(at + READY)
-    return (head is not None and head.split(" ", 1)[0] == gen) or _first_line(at + ".idle") == gen
+    return (head is not None and head.split(" ", 1)[0] == gen) or _first_line(at + layout.IDLE_MARK) == gen
 
 
 def load_fold(root: str, pin: str) -> dict[str, Any] | None:

@@ -24,12 +24,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentmsg import fsio, records
-from agentmsg.backends.file import layout, views
+from agentmsg.backends.file import hookstate, idindex, layout, locate, pinindex, rebuild, registryview, transcripts
+from agentmsg.backends.file.derived import quietly
 from agentmsg.backends.file.journal import Journal
 from agentmsg.domain import kinds, rules
 
 if TYPE_CHECKING:
-    from agentmsg.backends.file.store import FileStore, FileTxn
+    from agentmsg.backends.file.protocols import Root, Txn
     from agentmsg.domain.values import Registry
 
 
@@ -51,7 +52,7 @@ def journals(root: Path, collab: str | None = None) -> Iterator[Path]:
         return
     for cdir in sorted(base.iterdir()) if collab is None else [base / collab]:
         fsio.existing_dir(base, cdir.name)
-        views.collab_dir(str(root), cdir.name)  # a symlinked subdirectory is refused, not skipped
+        locate.collab_dir(str(root), cdir.name)  # a symlinked subdirectory is refused, not skipped
         yield from sorted(p for p in cdir.rglob("*.jsonl") if not p.is_symlink())
 
 
@@ -100,7 +101,7 @@ def check_registry(cdir: Path) -> list[Finding]:
     """``registry.yaml`` is a rendered view that nothing routes through; one edited in place is still reported:
     a person reads it, and someone changed a file under the state root."""
     reg = rules.replay(rec for _, rec in Journal(cdir / layout.EVENTS).scan())
-    actual = views.registry_document(str(cdir))  # None when stale: then it is replayed, never trusted
+    actual = registryview.registry_document(str(cdir))  # None when stale: then it is replayed, never trusted
     if reg is None or actual is None or {k: v for k, v in actual.items() if k != "built_from"} == \
             rules.registry_document(reg):
         return []
@@ -109,12 +110,12 @@ def check_registry(cdir: Path) -> list[Finding]:
                     "(agentmsg repair renders it again)")]
 
 
-def verify(store: FileStore, collab: str | None = None) -> tuple[int, list[dict[str, Any]]]:
+def verify(store: Root, collab: str | None = None) -> tuple[int, list[dict[str, Any]]]:
     """(files checked, findings) for the whole root or one collaboration."""
     root = Path(store.root)
     files = list(journals(root, collab))
     findings = [f for path in files for f in verify_file(path)]
-    views.quietly(views.ensure_pins, store)  # a missing pin index is written back, as the hooks' lookup would
+    quietly(pinindex.ensure_pins, store)  # a missing pin index is written back, as the hooks' lookup would
     for cdir in sorted({path.parent for path in files if path.name == layout.EVENTS}):
         # A damaged record is reported once, by the journal check: the views it also changes are left alone.
         journals_clean = not any(f.path.startswith(f"{cdir}{os.sep}") for f in findings)
@@ -127,7 +128,7 @@ def verify(store: FileStore, collab: str | None = None) -> tuple[int, list[dict[
 _ID_LINE = re.compile(r"^- id: `([0-9a-f-]{36})` \(inbox seq (\d+)\)$", re.M)
 
 
-def check_derived(tx: FileTxn, *, journals_clean: bool = True) -> list[Finding]:
+def check_derived(tx: Txn, *, journals_clean: bool = True) -> list[Finding]:
     """Records the derived files name that no journal holds, and derived files that disagree.
 
     The views that follow from the records as a whole (the pin index, the
@@ -137,7 +138,7 @@ def check_derived(tx: FileTxn, *, journals_clean: bool = True) -> list[Finding]:
     """
     found: list[Finding] = []
     base = tx.base
-    views.quietly(views.restore_missing, tx)  # a root it cannot write to still gets its report
+    quietly(rebuild.restore_missing, tx)  # a root it cannot write to still gets its report
     messages: dict[str, dict[str, Any]] = {}
     cseqs: set[int] = set()
     aliases = tx.aliases_with_inbox()
@@ -164,7 +165,7 @@ def check_derived(tx: FileTxn, *, journals_clean: bool = True) -> list[Finding]:
     reg = rules.replay(tx.events())
     known = set(aliases) | (set(reg.participants) if reg else set())
     found += _check_pins(tx, reg) if journals_clean else []
-    entries = views.index_entries(tx)
+    entries = idindex.index_entries(tx)
     by_seq = {(rec["to"], rec["seq"]): rec for rec in messages.values()}
     copies: dict[str, set[str]] = {}  # broadcast id -> the recipients of its stored copies
     for rec in messages.values():
@@ -186,7 +187,7 @@ def check_derived(tx: FileTxn, *, journals_clean: bool = True) -> list[Finding]:
             size = fsio.file_size(layout.inbox(base, str(inbox))) if rules.is_alias(inbox) else 0
             if not rules.is_alias(inbox) or type(doc.get("offset")) is not int:
                 found.append(Finding(path, 1, "damaged", f"index entry of {mid} is malformed"))
-            elif views.overtaken(mid, doc, by_seq.get((inbox, doc.get("seq")))):
+            elif idindex.overtaken(mid, doc, by_seq.get((inbox, doc.get("seq")))):
                 continue  # a reservation a crash or failed write left, whose place the next record took
             elif (size == 0 and doc.get("seq", 0) > 1) or 0 < doc["offset"] < size:
                 found.append(Finding(path, 1, "removed", f"index names message {mid} at inbox/{inbox}.jsonl "
@@ -210,7 +211,7 @@ def check_derived(tx: FileTxn, *, journals_clean: bool = True) -> list[Finding]:
                                      f"{rec['type']} receipt names message {named}, which no journal holds"))
                 break
         found += _check_map(tx, alias, starts.get(alias, {}) if journals_clean else None)
-    for path in views.damaged_hook_states(tx):
+    for path in hookstate.damaged_hook_states(tx):
         found.append(Finding(path, 1, "derived", "hook state does not parse: the hooks reset it and skip a prompt "
                              "(run agentmsg repair)"))
     md = fsio.read_bytes(os.path.join(base, layout.TRANSCRIPT))
@@ -220,7 +221,7 @@ def check_derived(tx: FileTxn, *, journals_clean: bool = True) -> list[Finding]:
                 found.append(Finding(os.path.join(base, layout.TRANSCRIPT), 0, "removed",
                                      f"the transcript shows message {mid[0]}, which no journal holds"))
     # Last, and only when nothing else is wrong: a record removed or damaged changes the render too.
-    for path, text in views.rendered_views(tx) if reg is not None and journals_clean and not found else ():
+    for path, text in transcripts.rendered_views(tx) if reg is not None and journals_clean and not found else ():
         held = fsio.read_bytes(path)
         if held in (text, None):
             continue
@@ -243,7 +244,7 @@ def _behind(held: bytes, rendered: bytes) -> bool:
     return all(any(section == w for w in want) for section in _SECTION.split(held))
 
 
-def _check_pins(tx: FileTxn, reg: Registry | None) -> list[Finding]:
+def _check_pins(tx: Txn, reg: Registry | None) -> list[Finding]:
     """Each active participant of an open collaboration is bound in the pin index under its alias, and only
     that one: the hooks and the CLI find a session's bindings there (confirmed against the registry, so a
     wrong entry misroutes nothing, but a missing one leaves the session unbound)."""
@@ -252,8 +253,8 @@ def _check_pins(tx: FileTxn, reg: Registry | None) -> list[Finding]:
     found = []
     for alias, p in sorted(reg.active().items()):
         try:
-            mine = [a for c, a in views.pin_entries(tx.root, p.pin) if c == tx.collab]
-        except views.DamagedIndex:
+            mine = [a for c, a in pinindex.pin_entries(tx.root, p.pin) if c == tx.collab]
+        except pinindex.DamagedIndex:
             mine = []
         if mine != [alias]:
             path = os.path.join(tx.root, layout.PINS, f"{layout.pin_key(p.pin)}.json")
@@ -262,7 +263,7 @@ def _check_pins(tx: FileTxn, reg: Registry | None) -> list[Finding]:
     return found
 
 
-def _edited_in_place(tx: FileTxn, stored: Any) -> bool:
+def _edited_in_place(tx: Txn, stored: Any) -> bool:
     """The records the map names are still there, only edited (the journal check reports that)."""
     for path, end, last in ((layout.inbox(tx.base, stored.alias), stored.ie, stored.il),
                             (layout.receipts(tx.base, stored.alias), stored.re, stored.rl)):
@@ -287,7 +288,7 @@ def _peek_at(path: str) -> list[tuple[int, dict[str, Any]]]:
     return out
 
 
-def _check_map(tx: FileTxn, alias: str, starts: dict[int, int] | None) -> list[Finding]:
+def _check_map(tx: Txn, alias: str, starts: dict[int, int] | None) -> list[Finding]:
     """``starts``: where each message's record starts (None: the journals are damaged, which moves them)."""
     from agentmsg.backends.file.inboxmap import ACKED, InboxMap
 
@@ -304,7 +305,7 @@ def _check_map(tx: FileTxn, alias: str, starts: dict[int, int] | None) -> list[F
     found = _check_offsets(tx, alias, starts) if starts is not None else []
     if found:
         return found
-    fresh = views.fresh_map(tx, alias)
+    fresh = rebuild.fresh_map(tx, alias)
     for i, byte in enumerate(stored.status):
         want = fresh.status[i] if i < len(fresh.status) else None
         if not want:
@@ -317,7 +318,7 @@ def _check_map(tx: FileTxn, alias: str, starts: dict[int, int] | None) -> list[F
     return []
 
 
-def _check_offsets(tx: FileTxn, alias: str, starts: dict[int, int]) -> list[Finding]:
+def _check_offsets(tx: Txn, alias: str, starts: dict[int, int]) -> list[Finding]:
     """The offsets file beside the map: each entry it holds must be where that message's record starts."""
     from agentmsg.backends.file.inboxmap import _OFF
 

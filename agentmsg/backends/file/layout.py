@@ -15,6 +15,20 @@ PINS = "pins"
 HOOKS_LOG = "hooks.log"
 #: The hook fast path's markers (docs/DELIVERY.md, "Fast path"): ``idle/<runtime>/<session>.{gen,idle,mid,stop}``.
 IDLE = "idle"
+#: Their suffixes: the generation token, and the markers that copy it ("nothing to show", "nothing due
+#: between tool calls", "a Stop hook has nothing to do").  ``hooks/run`` spells the same names in sh.
+GEN, IDLE_MARK, MID, STOP = ".gen", ".idle", ".mid", ".stop"
+#: The renderer of deliveries ahead (backends/file/ahead.py), beside them: a session's recorded facts, its
+#: delivery rendered ahead, a served delivery's fold, and the launcher's claim on it.
+FACTS, READY, FOLD, TOOK = ".env", ".ready", ".fold", ".took"
+#: Every marker a writer or the mirror's exit voids so that the next hook runs in full.
+VOIDED_MARKS = (IDLE_MARK, MID, STOP, READY)
+#: The renderer's own files, one per root under ``idle/``: its lock, its pid, its doorbell.
+AHEAD_LOCK, AHEAD_PID, AHEAD_FIFO = "ahead.lock", "ahead.pid", "ahead.fifo"
+#: The pin index's lock, under ``pins/`` (never a pin's file: those are hashes).
+PINS_LOCK = ".lock"
+#: The hooks' per-binding state under ``state/``: ``<alias>.hook.json``.
+HOOK_STATE = ".hook.json"
 #: Subdirectories of a collaboration; each is checked for a symlink before use (a transaction: once per change
 #: of the collaboration directory, `FileTxn._check_subdirs`).
 COLLAB_SUBDIRS = ("inbox", "receipts", "state", "ids", "transcripts")
@@ -84,18 +98,18 @@ def _idle_files(root: str, pin: str) -> tuple[str, str] | None:
             or not 0 < len(session) <= 128 or session[0] not in _SESSION_FIRST or not set(session) <= _SESSION_REST):
         return None
     base = os.path.join(root, IDLE, runtime, session)
-    return base + ".gen", base + ".idle"
+    return base + GEN, base + IDLE_MARK
 
 
 def marker_file(root: str, pin: str, suffix: str) -> str | None:
     """A marker beside :func:`idle_files`: ``<session>.mid`` ("nothing due between tool calls"),
     ``<session>.stop`` ("a Stop hook has nothing to do")."""
     files = idle_files(root, pin)
-    return files[0][: -len(".gen")] + suffix if files is not None else None
+    return files[0][: -len(GEN)] + suffix if files is not None else None
 
 
 def midturn_file(root: str, pin: str) -> str | None:
-    return marker_file(root, pin, ".mid")
+    return marker_file(root, pin, MID)
 
 
 def collab(root: str, cid: str) -> str:
@@ -135,11 +149,11 @@ def inbox_offsets(base: str, alias: str) -> str:
 
 def hook_state(base: str, alias: str) -> str:
     """The hooks' per-binding state (a name no alias can take)."""
-    return f"{base}/state/{_alias(alias)}.hook.json"
+    return f"{base}/state/{_alias(alias)}{HOOK_STATE}"
 
 
 def index(base: str, message: str) -> str:
-    """The ids/ log that holds a message id's entries (views.py, "ids/")."""
+    """The ids/ log that holds a message id's entries (idindex.py)."""
     return index_shard(base, message[:2])
 
 

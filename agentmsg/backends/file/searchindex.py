@@ -31,6 +31,7 @@ from agentmsg import fsio
 from agentmsg.backends.file import layout
 from agentmsg.backends.file.inboxmap import record_at
 from agentmsg.backends.file.journal import Journal
+from agentmsg.backends.file.locate import collab_dir
 from agentmsg.domain import kinds, rules
 from agentmsg.domain.search import SUBJECT_WEIGHT, Found, Hit, Query, fts_expression, scan
 from agentmsg.domain.values import Message
@@ -39,7 +40,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from agentmsg.backends.file.store import FileStore
+    from agentmsg.backends.file.protocols import Root
 
 VERSION = 1
 LOG_SOURCE = "log.jsonl"
@@ -67,7 +68,7 @@ def fts5_available() -> bool:
     return _FTS5[0]
 
 
-def path(store: FileStore) -> str:
+def path(store: Root) -> str:
     return os.path.join(store.root, layout.SEARCH)
 
 
@@ -92,7 +93,7 @@ def _source_path(base: str, src: str) -> str | None:
 
 
 class SearchIndex:
-    def __init__(self, store: FileStore) -> None:
+    def __init__(self, store: Root) -> None:
         self.store = store
         self.path = path(store)
 
@@ -167,8 +168,6 @@ class SearchIndex:
         return added
 
     def _catch_up_collab(self, conn: sqlite3.Connection, collab: str) -> int:
-        from agentmsg.backends.file.views import collab_dir
-
         base = collab_dir(self.store.root, collab)
         if base is None:
             self._forget(conn, collab)
@@ -264,8 +263,6 @@ class SearchIndex:
         sql = (f"SELECT collab, src, off, id, bm25(docs, {SUBJECT_WEIGHT}, 1.0) AS r FROM docs "
                f"WHERE {' AND '.join(where)} ORDER BY r, ts DESC LIMIT ?")
         hits, stale = [], set()
-        from agentmsg.backends.file.views import collab_dir
-
         for collab, src, off, rid, r in conn.execute(sql, (*args, query.limit)):
             base = collab_dir(self.store.root, collab)
             journal = _source_path(base, src) if base is not None else None
@@ -285,8 +282,6 @@ class SearchIndex:
         collabs = [query.collab] if query.collab else store.collabs()
         msgs: list[Message] = []
         notes: list[tuple[str, dict[str, Any]]] = []
-        from agentmsg.backends.file.views import collab_dir
-
         for collab in collabs:
             base = collab_dir(store.root, collab)
             if base is None:

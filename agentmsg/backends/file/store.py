@@ -5,7 +5,8 @@ collaboration's ``write.lock``).  Only the journals are fsynced: the
 record a caller is told about is durable, and everything else here
 (registry.yaml, the pin index, ids/, state/, transcripts) is derived from
 the journals, kept current on the way, checked when read and rebuilt when
-missing or stale (:mod:`.views`).
+missing or stale (:mod:`.derived`: one module per view; :mod:`.placed`
+updates them after every append, the writer's and a mirror's import alike).
 """
 
 from __future__ import annotations
@@ -16,10 +17,18 @@ import time
 
 from agentmsg import fsio, records
 from agentmsg.backends.acks import count_acks
-from agentmsg.backends.file import layout, views
+from agentmsg.backends.file import idindex, layout, locate, pinindex, rebuild, registryview, transcripts
+from agentmsg.backends.file.derived import quietly
 from agentmsg.backends.file.handles import Handles
 from agentmsg.backends.file.inboxmap import ACKED_VALUES, InboxMap, record_at
 from agentmsg.backends.file.journal import Journal
+from agentmsg.backends.file.placed import (
+    delivery_placed,
+    events_placed,
+    messages_placed,
+    notes_placed,
+    receipts_placed,
+)
 from agentmsg.backends.reads import TxnReads
 from agentmsg.domain import kinds, rules
 from agentmsg.domain.values import Message, Page, Registry
@@ -29,6 +38,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterator
     from typing import Any
 
+    from agentmsg.backends.file.protocols import WakeCallback
     from agentmsg.domain.search import Found, Query
 
 
@@ -37,11 +47,15 @@ class FileStore(TxnReads):
 
     kind = "file"
 
-    def __init__(self, root: str | os.PathLike[str], *, lock_timeout: float = 30.0) -> None:
+    def __init__(self, root: str | os.PathLike[str], *, lock_timeout: float = 30.0,
+                 on_wake: WakeCallback | None = None) -> None:
+        """``on_wake(root, pins)``: told after a write woke pins that have fast-path markers, so the runtime
+        can ring its renderer (``runtime.doorbell.nudge``); whoever builds the store supplies it."""
         # The root itself may be a link (onto a shared disk, say); links *inside* it are refused.
         self.root: str = os.path.realpath(os.fspath(root))
         self.lock_timeout = lock_timeout
-        # collab -> (collab.jsonl's dev, inode, size, mtime; its registry): see views.registry
+        self.on_wake = on_wake
+        # collab -> (collab.jsonl's dev, inode, size, mtime; its registry): see registryview.registry
         self.registries: dict[str, tuple[tuple[int, int, int, int], Registry]] = {}
         self._replica: str | bool | None = False  # not read yet
         # collab -> (its directory's fsio.dir_key; the subdirectories then checked, that were directories)
@@ -71,7 +85,7 @@ class FileStore(TxnReads):
     # ---- collaborations ---------------------------------------------------------------
 
     def base(self, collab: str) -> str:
-        found = views.collab_dir(self.root, collab)
+        found = locate.collab_dir(self.root, collab)
         if found is None:
             raise _no_collab(self.root, collab)
         return found
@@ -85,7 +99,7 @@ class FileStore(TxnReads):
     def transaction(self, collab: str) -> FileTxn:
         """The collaboration's lock, and the only way to write (``with store.transaction(c) as tx:``)."""
         # Its subdirectories, and its opening record, are checked under the lock (`FileTxn.__enter__`).
-        found = views.locate(self.root, collab, opened=False)
+        found = locate.locate(self.root, collab, opened=False)
         if found is None:
             raise _no_collab(self.root, collab)
         return FileTxn(self, collab, found[0], located=found[1], opened=True)
@@ -93,7 +107,7 @@ class FileStore(TxnReads):
     def create(self, collab: str) -> FileTxn:
         """A transaction on a new, empty collaboration."""
         self.writable()
-        views.refuse_pin_links(self.root)
+        pinindex.refuse_pin_links(self.root)
         return FileTxn(self, collab, fsio.ensure_dir(self.root, layout.COLLABS, collab), fresh=True)
 
     # ---- reads (each takes the lock briefly: derived files may be brought up to date) ----
@@ -103,7 +117,7 @@ class FileStore(TxnReads):
 
     def find_message(self, message_id: str) -> Message | None:
         for collab in self.collabs():
-            if views.collab_dir(self.root, collab) is None:
+            if locate.collab_dir(self.root, collab) is None:
                 continue
             found = self.message(collab, message_id)
             if found is not None:
@@ -150,15 +164,15 @@ class FileStore(TxnReads):
 
     def bound(self, pin: str) -> list[tuple[str, str, Registry]]:
         """The bindings with the registry each was confirmed against (the hooks need both, once)."""
-        views.ensure_pins(self)
+        pinindex.ensure_pins(self)
         try:
-            entries = views.pin_entries(self.root, pin)
-        except views.DamagedIndex:
-            views.ensure_pins(self, force=True)
-            entries = views.pin_entries(self.root, pin)
+            entries = pinindex.pin_entries(self.root, pin)
+        except pinindex.DamagedIndex:
+            pinindex.ensure_pins(self, force=True)
+            entries = pinindex.pin_entries(self.root, pin)
         found = []
         for collab, alias in entries:
-            if views.collab_dir(self.root, collab) is None:
+            if locate.collab_dir(self.root, collab) is None:
                 continue  # a vanished collaboration names nothing; a damaged one is an error (hooks log it)
             reg = self.registry(collab)
             if not reg.closed and reg.holder(alias) == pin:
@@ -184,9 +198,7 @@ class FileStore(TxnReads):
 
     def import_records(self, collab: str, stream: str, recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """A mirror's write: records sealed by the store this root mirrors, verbatim (chain-checked, idempotent)."""
-        from agentmsg.backends.file import replica
-
-        return replica.import_records(self, collab, stream, recs)
+        return import_records(self, collab, stream, recs)
 
     @property
     def replica_of(self) -> str | None:
@@ -217,7 +229,7 @@ class FileStore(TxnReads):
     def rebuild(self, collab: str) -> list[str]:
         """Rewrite every derived file of a collaboration from its journals; returns what was rewritten."""
         with self.transaction(collab) as tx:
-            return views.rebuild(tx)
+            return rebuild.rebuild(tx)
 
     def verify(self, collab: str | None) -> tuple[int, list[dict[str, Any]]]:
         from agentmsg.backends.file.integrity import verify
@@ -225,7 +237,7 @@ class FileStore(TxnReads):
         return verify(self, collab)
 
     def clean_temp(self, older_than: float = 3600.0) -> int:
-        return views.clean_temp(self.root, older_than)
+        return rebuild.clean_temp(self.root, older_than)
 
 
 def _no_collab(root: str, collab: str) -> Exception:
@@ -284,7 +296,7 @@ class FileTxn:
         try:
             if exc[0] is None:
                 for m in self._maps.values():
-                    views.quietly(m.save)
+                    quietly(m.save)
                 self._keep_maps()
         finally:
             if self.key is not None:
@@ -387,8 +399,12 @@ class FileTxn:
 
     def registry(self) -> Registry:
         if self._registry is None:
-            self._registry = views.registry(self)
+            self._registry = registryview.registry(self)
         return self._registry
+
+    def set_registry(self, reg: Registry | None) -> None:
+        """The registry as just replayed (``rebuild``), or None after an event was appended: read again."""
+        self._registry = reg
 
     def events(self) -> list[dict[str, Any]]:
         return [rec for _pos, rec in Journal(f"{self.base}/{layout.EVENTS}").scan()]
@@ -401,34 +417,29 @@ class FileTxn:
         pins = {fields[k] for k in ("pin", "to") if isinstance(fields.get(k), str)}
         if os.path.exists(f"{self.base}/{layout.EVENTS}"):
             pins |= {p.pin for p in self.registry().participants.values()}
-        views.refuse_pin_links(self.root, pins)
+        pinindex.refuse_pin_links(self.root, pins)
         cseq = self.next_cseq()
         self.wrote(f"{self.base}/{layout.EVENTS}")
         rec = Journal(f"{self.base}/{layout.EVENTS}").append(dict(fields, cseq=cseq))[1]
         self._cseq = rec["cseq"]
-        self._registry = None
-        after = self.registry()
-        views.write_registry(self, after)
-        views.update_pins(self.root, self.collab, before, after)
-        views.wake(self.root, pins | {p.pin for p in after.participants.values()})
-        views.transcribe_event(self, rec)
+        events_placed(self, before, [rec], pins)
         return rec
 
     def repair_binding(self, pin: str) -> None:
         """Bring the pin index in line with the registry for one pin (a crash may have cut it short)."""
         reg = self.registry()
-        views.update_pins(self.root, self.collab, None, reg.replace(participants={
+        pinindex.update_pins(self.root, self.collab, None, reg.replace(participants={
             a: p for a, p in reg.participants.items() if p.pin == pin}))
 
     # ---- messages ----------------------------------------------------------------------------
 
     def message(self, message_id: str) -> Message | None:
-        rec = views.lookup(self, message_id)
+        rec = idindex.lookup(self, message_id)
         return Message.from_record(rec) if rec is not None else None
 
     def broadcast(self, base_id: str) -> tuple[bool | None, list[str]]:
         """How an id was first used: (True, recipients) for a broadcast, (False, []) direct, (None, []) unused."""
-        return views.broadcast(self, base_id)
+        return idindex.broadcast(self, base_id)
 
     def append_message(self, fields: dict[str, Any], *, broadcast_of: dict[str, str] | None = None) -> Message:
         """Durably append one message to its recipient's inbox: the one fsync of a send."""
@@ -436,14 +447,14 @@ class FileTxn:
         alias = fields["to"]
         # A planted link, FIFO or hard link at a transcript is refused before anything is stored
         # (for a broadcast, every recipient's transcript before its first copy).
-        opened = views.open_transcripts(self, alias, broadcast_of or ())
+        opened = transcripts.open_transcripts(self, alias, broadcast_of or ())
         try:
             if broadcast_of is not None:
                 # Every copy's ids/ log too (the ids the service chose), before the first copy is stored:
                 # never a broadcast cut short.
                 base_id = fields["broadcast"]
-                views.refuse_index_links(self, [base_id, *broadcast_of.values()])
-                views.write_broadcast(self, base_id, list(broadcast_of))
+                idindex.refuse_index_links(self, [base_id, *broadcast_of.values()])
+                idindex.write_broadcast(self, base_id, list(broadcast_of))
             fields = dict(fields, cseq=self.next_cseq())
             self.dir("inbox")
             path = layout.inbox(self.base, alias)
@@ -461,15 +472,15 @@ class FileTxn:
             def before(at: int, sealed: dict[str, Any]) -> None:
                 # The id index entry first, as a reservation: a crash in between leaves
                 # an entry naming no record (read as absent), never a record with no entry.
-                views.index_message(self, sealed, at)
+                idindex.index_message(self, sealed, at)
                 placed.append(sealed)
 
             def meanwhile() -> None:  # pure work, done while the record is being written back
                 stored.append(Message.from_record(placed[0]))
-                sections.append(views.message_section(stored[0]))  # written after the fsync
+                sections.append(transcripts.message_section(stored[0]))  # written after the fsync
 
             # A write or fsync that fails cuts the record back and leaves its reservation, which the
-            # next record overtakes (views.overtaken): read as absent, by lookups and verify alike.
+            # next record overtakes (idindex.overtaken): read as absent, by lookups and verify alike.
             try:
                 _pos, rec = journal.append(fields, before=before, head=False, st=st, fd=fd, meanwhile=meanwhile)
             except BaseException:
@@ -480,10 +491,9 @@ class FileTxn:
             self._write_head(journal, rec, key)
             self._cseq = rec["cseq"]
             msg = stored[0]
-            views.wake_aliases(self, (alias,))  # after the record is stored: the launcher must not skip it
-            views.transcribe_message(self, msg, opened, sections[0])  # the inbox map folds it in at the next read
+            messages_placed(self, alias, [msg], opened, sections)
         finally:
-            views.close_transcripts(self, opened)
+            transcripts.close_transcripts(self, opened)
         return msg
 
     def _write_head(self, journal: Journal, rec: dict[str, Any], key: tuple[int, int, int, int] | None) -> None:
@@ -536,7 +546,11 @@ class FileTxn:
             path = layout.inbox_map(self.base, alias)
             m = InboxMap.load(self.base, alias, self.store.maps.pop(path, None))
             self._maps[alias] = m
-        return m.fold(lambda mid: views.seq_of(self, mid))
+        return m.fold(lambda mid: idindex.seq_of(self, mid))
+
+    def drop_map(self, alias: str) -> None:
+        """Forget ``alias``'s map in this transaction (``rebuild`` removed its files: it is folded afresh)."""
+        self._maps.pop(alias, None)
 
     def _keep_maps(self) -> None:
         """Give this transaction's maps back to the store, each only as it is on disk (saved, or read unchanged)."""
@@ -610,12 +624,12 @@ class FileTxn:
         """Append receipts (acks, presented attempts, notify results, replied marks) in one write."""
         self.store.writable()
         # a planted link in ids/ is refused before anything is written
-        views.refuse_index_links(self, [f["message"] for f in items if isinstance(f.get("message"), str)])
+        idindex.refuse_index_links(self, [f["message"] for f in items if isinstance(f.get("message"), str)])
         path = layout.receipts(self.base, alias)  # a bad alias is refused before anything is created
         self.dir("receipts")
         journal = Journal(path)
         placed = journal.append_many(self._count_acks(alias, journal, items), durable=durable, head=head)
-        views.receipts_placed(self, alias, placed)
+        receipts_placed(self, alias, placed)
         return [rec for _o, rec in placed]
 
     def _count_acks(self, alias: str, journal: Journal, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -636,7 +650,7 @@ class FileTxn:
             return maps[0]
 
         return count_acks(journal.last(), items, acked_now=lambda: inbox_map().count(ACKED_VALUES),
-                          is_acked=lambda seq: inbox_map().acked(seq), seq_of=lambda mid: views.seq_of(self, mid))
+                          is_acked=lambda seq: inbox_map().acked(seq), seq_of=lambda mid: idindex.seq_of(self, mid))
 
     def acked(self, alias: str, message: Message) -> dict[str, Any] | None:
         """The first acknowledgment of ``message``, or None."""
@@ -652,7 +666,7 @@ class FileTxn:
 
     def message_receipts(self, message: Message) -> list[dict[str, Any]]:
         journal = Journal(layout.receipts(self.base, message.to))
-        recs = (record_at(journal, off) for off in views.receipt_offsets(self, message.id))
+        recs = (record_at(journal, off) for off in idindex.receipt_offsets(self, message.id))
         found = [rec for rec in recs if rec is not None and rec.get("message") == message.id]
         if not any(rec["type"] == kinds.ACK for rec in found) and self.map(message.to).acked(message.seq):
             # Acknowledged, and no pointer to its ack: a pointer lost or torn by a crash.  The journal
@@ -660,7 +674,7 @@ class FileTxn:
             placed = [(pos, rec) for pos, rec in journal.scan() if rec.get("message") == message.id]
             for pos, rec in placed:
                 if rec not in found:
-                    views.quietly(views.index_receipt, self, message.id, pos)
+                    quietly(idindex.index_receipt, self, message.id, pos)
             found = [rec for _pos, rec in placed]
         return found
 
@@ -687,7 +701,7 @@ class FileTxn:
         self.wrote(f"{self.base}/{layout.LOG}")
         rec = Journal(f"{self.base}/{layout.LOG}").append(dict(fields, cseq=cseq))[1]
         self._cseq = rec["cseq"]
-        views.transcribe_note(self, rec)
+        notes_placed(self, [rec])
         return rec
 
     def delivery_records(self) -> list[dict[str, Any]]:
@@ -707,10 +721,7 @@ class FileTxn:
         that changed makes its owner's hooks run again (a spent slot does not)."""
         if self._delivery is not None:
             self._delivery += recs
-        for rec in recs:
-            if rec.get("type") != kinds.SLOT:
-                views.wake(self.root, [p for p in (rec.get("pin"),) if isinstance(p, str)])
-                views.wake_aliases(self, [a for a in (rec.get("alias"),) if isinstance(a, str)])
+        delivery_placed(self, recs)
 
     def next_cseq(self) -> int:
         """One collaboration-wide order (transcripts, and ``verify``'s gap check), from the journal tails.
@@ -782,3 +793,78 @@ def _line_record(reader: fsio.LineReader, offset: int) -> dict[str, Any] | None:
         return records.decode(found[0])
     except records.BadRecord:
         return None
+
+
+# ---- a mirror's import: the target side of ``ports.Replica`` (agentmsg sync; the source side: replica.py) ----
+
+
+def import_records(store: FileStore, collab: str, stream: str, recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Append records sealed elsewhere to ``stream`` (idempotent), then refresh what derives from them.
+
+    :meth:`.journal.Journal.append_sealed` checks the chain and skips what it
+    already holds; the derived files then come up to date exactly as the
+    writer's did (:mod:`.placed`): registry, pin index, id index, inbox maps,
+    transcripts, and the launcher's idle markers.
+    """
+    if not recs:
+        return []
+    base = locate.collab_dir(store.root, collab) or fsio.ensure_dir(store.root, layout.COLLABS, collab)
+    with FileTxn(store, collab, base) as tx:
+        return _import(tx, stream, recs)
+
+
+def _import(tx: FileTxn, stream: str, recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    kind, _sep, alias = stream.partition("/")
+    path = layout.stream(tx.base, stream)
+    if kind in ("inbox", "receipts"):
+        fsio.ensure_dir(tx.base, kind)
+    journal = Journal(path)
+    # A view that is missing with history behind it is rendered whole once, after the import (as a
+    # writer would); appending each record to it as well would show them twice.
+    whole = not fsio.file_size(os.path.join(tx.base, layout.TRANSCRIPT)) or (
+        kind == "inbox" and recs[0].get("seq", 1) > 1 and not fsio.file_size(layout.transcript(tx.base, alias)))
+    placed = _append_sealed(tx, journal, kind, alias, recs, transcribe=not whole)
+    if whole and placed and kind in ("events", "notes", "inbox"):
+        quietly(transcripts.render_all, tx)
+    return placed
+
+
+def _append_sealed(tx: FileTxn, journal: Journal, kind: str, alias: str, recs: list[dict[str, Any]], *,
+                   transcribe: bool) -> list[dict[str, Any]]:
+    path = journal.path
+    if kind == "events":
+        before = tx.registry() if os.path.exists(path) else None
+        placed = journal.append_sealed(recs)
+        tx.wrote(os.fspath(path))
+        if placed:
+            pins = {r[k] for _o, r in placed for k in ("pin", "to") if isinstance(r.get(k), str)}
+            events_placed(tx, before, [rec for _o, rec in placed] if transcribe else [], pins)
+    elif kind == "inbox":
+        placed = journal.append_sealed(recs, before=lambda at, rec: _index_copy(tx, alias, rec, at))
+        tx.wrote(os.fspath(path))
+        if placed:
+            messages_placed(tx, alias, [Message.from_record(rec) for _o, rec in placed] if transcribe else [])
+    elif kind == "receipts":
+        placed = journal.append_sealed(recs)
+        receipts_placed(tx, alias, placed)
+    elif kind == "notes":
+        placed = journal.append_sealed(recs)
+        tx.wrote(os.fspath(path))
+        notes_placed(tx, [rec for _o, rec in placed] if transcribe else [])
+    else:  # delivery
+        placed = journal.append_sealed(recs)
+        tx.delivery_placed([rec for _o, rec in placed])
+    return [rec for _o, rec in placed]
+
+
+def _index_copy(tx: FileTxn, alias: str, rec: dict[str, Any], offset: int) -> None:
+    """A broadcast copy adds its recipient to the base id; then the copy's entry, as the writer's reservation.
+
+    In that order: reading the base id may rebuild ids/ from the journals (a damaged log), which
+    holds no entry yet for a record that is not written yet.
+    """
+    base_id = rec.get("broadcast")
+    if isinstance(base_id, str) and layout.is_uuid(base_id):
+        _was, recipients = idindex.broadcast(tx, base_id)
+        idindex.write_broadcast(tx, base_id, sorted({*recipients, alias}))
+    idindex.index_message(tx, rec, offset)

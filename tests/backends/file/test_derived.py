@@ -403,12 +403,12 @@ def test_an_edited_transcript_is_reported_and_one_left_behind_is_brought_up_to_d
 
 
 def test_a_send_whose_transcript_append_failed_leaves_verify_clean_after_healing(world: World) -> None:
-    """The record is stored, the transcript append fails (a full disk: ``views.quietly`` swallows it), later sends
+    """The record is stored, the transcript append fails (a full disk: ``derived.quietly`` swallows it), later sends
     append after the gap: ``verify`` brings both views up to date instead of calling it tampering."""
     import errno
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
-    from agentmsg.backends.file import views
+    from agentmsg.backends.file import transcripts
     from agentmsg.backends.file.store import FileStore
     from agentmsg.domain.validate import pin
     from agentmsg.domain.values import Draft
@@ -416,17 +416,17 @@ def test_a_send_whose_transcript_append_failed_leaves_verify_clean_after_healing
 
     world.send("before")
     box = Mailbox(FileStore(world.root))
-    real = views._append_view
+    real = transcripts._append_view
 
     def full_disk(view: object, section: bytes) -> int | None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    views._append_view = full_disk  # type: ignore[assignment]
+    transcripts._append_view = full_disk  # type: ignore[assignment]
     try:
         (sent,) = box.send(world.collab, pin(DRIVER), Draft(to="reviewer", kind="update", priority="normal",
                                                                   subject="lost view", body="stored all the same"))
     finally:
-        views._append_view = real  # type: ignore[assignment]
+        transcripts._append_view = real  # type: ignore[assignment]
     world.send("after")
     assert b"stored all the same" not in (world.dir / "collaboration.md").read_bytes()
     code, doc, err = world.cli("verify")

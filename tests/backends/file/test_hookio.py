@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentmsg import fsio, paths, records
-from agentmsg.backends.file import layout, views
+from agentmsg.backends.file import layout, locate, registryview
 from agentmsg.backends.file.integrity import verify_file
 from agentmsg.backends.file.journal import Journal, Problem
 from agentmsg.backends.file.store import FileStore as FilePort
@@ -375,7 +375,7 @@ def test_a_symlinked_collab_subdirectory_is_refused(store, collab, tmp_path, sub
     with pytest.raises(UnsafePath):
         store.registry(collab.id)
     with pytest.raises(UnsafePath):
-        views.collab_dir(str(collab.root), collab.id)
+        locate.collab_dir(str(collab.root), collab.id)
 
 
 def test_a_symlinked_collab_dir_is_refused(store, collab, tmp_path):
@@ -383,7 +383,7 @@ def test_a_symlinked_collab_dir_is_refused(store, collab, tmp_path):
     collab.dir.rename(target)
     Path(collab.dir).symlink_to(target)
     with pytest.raises(UnsafePath):
-        views.collab_dir(str(collab.root), collab.id)
+        locate.collab_dir(str(collab.root), collab.id)
     with pytest.raises(UnsafePath):
         store.bindings(str(collab.reviewer))
 
@@ -393,13 +393,13 @@ def test_the_registry_document_and_its_fallback(store, collab):
         return {k: v for k, v in doc.items() if k != "built_from"}
 
     expected = rules.registry_document(store.registry(collab.id))
-    assert plain(views.registry_document(str(collab.dir))) == expected
+    assert plain(registryview.registry_document(str(collab.dir))) == expected
     (collab.dir / "registry.yaml").write_text("# damaged\n[")
-    assert views.registry_document(str(collab.dir)) is None
+    assert registryview.registry_document(str(collab.dir)) is None
     assert rules.registry_document(FilePort(collab.root).registry(collab.id)) == expected
-    assert plain(views.registry_document(str(collab.dir))) == expected, "a read rewrites the damaged view"
-    assert views.collab_dir(str(collab.root), str(uuid.uuid4())) is None
-    assert views.collab_dir(str(collab.root), "../../etc") is None
+    assert plain(registryview.registry_document(str(collab.dir))) == expected, "a read rewrites the damaged view"
+    assert locate.collab_dir(str(collab.root), str(uuid.uuid4())) is None
+    assert locate.collab_dir(str(collab.root), "../../etc") is None
 
 
 # ---- the hook path stays lean -----------------------------------------------------------------------
