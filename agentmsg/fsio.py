@@ -742,7 +742,9 @@ def overwrite_or_replace(path: StrPath, data: bytes) -> None:
     try:
         overwrite(path, data)
     except Exception as exc:  # UnsafePath: replace it by a file of ours
-        if not isinstance(exc, OSError) and type(exc).__name__ != "UnsafePath":
+        from agentmsg.errors import UnsafePath
+
+        if not isinstance(exc, (OSError, UnsafePath)):
             raise
         atomic_write(path, data, durable=False)
 

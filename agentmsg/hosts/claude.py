@@ -108,7 +108,7 @@ def _leave_ring(root: str, pin: str, ring: dict[str, Any], *, queued: bool) -> N
 
     fsio.ensure_dir(root, layout.WAKE)
     doc = {**ring, "pin": pin, "queued": queued}
-    fsio.atomic_write(layout.session_file(root, pin, "ring"), records.dumps(doc).encode(), durable=False)
+    fsio.atomic_write(layout.session_file(root, pin, layout.WAITER_RING), records.dumps(doc).encode(), durable=False)
 
 
 def waiter_armed(root: str, pin: str) -> bool:
@@ -116,7 +116,7 @@ def waiter_armed(root: str, pin: str) -> bool:
     from agentmsg.backends.file import layout
     from agentmsg.runtime import spawn
 
-    return spawn.running(layout.session_file(root, pin, "lock"))
+    return spawn.running(layout.session_file(root, pin, layout.WAITER_LOCK))
 
 
 def peer_socket(path: str, line: str) -> None:

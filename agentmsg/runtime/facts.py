@@ -101,7 +101,7 @@ def gather(host: str, session: str, env: Mapping[str, str]) -> dict[str, Any]:
 
 
 def load(root: str, pin: str) -> dict[str, Any]:
-    raw = fsio.read_bytes(layout.session_file(root, pin, "json"))
+    raw = fsio.read_bytes(layout.session_file(root, pin, layout.SESSION_FACTS))
     try:
         doc = records.loads(raw.decode("utf-8")) if raw else None
     except (ValueError, UnicodeDecodeError):
@@ -111,7 +111,7 @@ def load(root: str, pin: str) -> dict[str, Any]:
 
 def save(root: str, pin: str, doc: dict[str, Any]) -> None:
     fsio.ensure_dir(root, layout.WAKE)
-    fsio.atomic_write(layout.session_file(root, pin, "json"), records.dumps(doc).encode(), durable=False)
+    fsio.atomic_write(layout.session_file(root, pin, layout.SESSION_FACTS), records.dumps(doc).encode(), durable=False)
 
 
 def record(root: str, pin: str, facts: dict[str, Any]) -> None:

@@ -6,7 +6,6 @@ bounds decide), so it sits above the service layer while the ring mechanisms it 
 
 from __future__ import annotations
 
-import os
 import time
 
 from agentmsg import fsio
@@ -21,7 +20,7 @@ def retry(root: str, collab: str, alias: str) -> int:
     from agentmsg.service import wake
 
     fsio.ensure_dir(root, layout.WAKE)
-    held = spawn.lock(os.path.join(root, layout.WAKE, f"retry-{layout.pin_key(collab + '/' + alias)}.lock"))
+    held = spawn.lock(layout.retry_lock(root, collab, alias))
     if held is None:
         return 0  # one retrier per binding: it merges this ring
     store = FileStore(root, on_wake=doorbell.nudge)

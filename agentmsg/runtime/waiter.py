@@ -93,20 +93,22 @@ class Waiter:
     def __init__(self, root: str, pin: str) -> None:
         self.root, self.pin = root, pin
         self.token = os.urandom(16).hex()
-        self.files = {s: layout.session_file(root, pin, s) for s in ("lock", "waiter", "ring")}
+        self.files = {s: layout.session_file(root, pin, s)
+                      for s in (layout.WAITER_LOCK, layout.WAITER_TOKEN, layout.WAITER_RING)}
 
     def current(self) -> bool:
-        raw = fsio.read_bytes(self.files["waiter"])
+        raw = fsio.read_bytes(self.files[layout.WAITER_TOKEN])
         return raw is not None and raw.decode("ascii", "replace").strip() == self.token
 
     def run(self, store: FileStore, deadline: float) -> str | None:
         """The doorbell line once rung; None when replaced, ended or timed out."""
         fsio.ensure_dir(self.root, layout.WAKE)
-        fsio.atomic_write(self.files["waiter"], (self.token + "\n").encode(), durable=False)
+        fsio.atomic_write(self.files[layout.WAITER_TOKEN], (self.token + "\n").encode(), durable=False)
         if not self.current() or time.time() >= deadline:
             return None
         # wait for an older waiter to notice it was replaced (the runtime's one lock: agentmsg.runtime.spawn)
-        held = spawn.lock(self.files["lock"], wait=deadline - time.time(), poll=POLL, stop=lambda: not self.current())
+        held = spawn.lock(self.files[layout.WAITER_LOCK], wait=deadline - time.time(), poll=POLL,
+                          stop=lambda: not self.current())
         if held is None:
             return None
         checked = time.time()
@@ -126,11 +128,11 @@ class Waiter:
         return None
 
     def _take(self) -> dict[str, Any] | None:
-        raw = fsio.read_bytes(self.files["ring"])
+        raw = fsio.read_bytes(self.files[layout.WAITER_RING])
         if raw is None:
             return None
         try:
-            os.unlink(self.files["ring"])
+            os.unlink(self.files[layout.WAITER_RING])
         except FileNotFoundError:
             return None  # another reader took it
         try:

@@ -29,5 +29,7 @@ def quietly(update: Callable[..., object], *args: Any, **kwargs: Any) -> None:
     except OSError:
         pass
     except Exception as exc:
-        if type(exc).__name__ != "UnsafePath":
+        from agentmsg.errors import UnsafePath  # only on the way out: the hooks never import it otherwise
+
+        if not isinstance(exc, UnsafePath):
             raise

@@ -47,7 +47,9 @@ def wake(root: str, pins: Iterable[str], on_wake: WakeCallback | None = None) ->
         except OSError:  # cannot remove it: nothing may ever match it again
             quietly(_invalidate, files)
         except Exception as exc:  # a planted link at idle/: the hooks refuse it too, and run in full
-            if type(exc).__name__ != "UnsafePath":
+            from agentmsg.errors import UnsafePath
+
+            if not isinstance(exc, UnsafePath):
                 raise
     if woken and on_wake is not None:
         quietly(on_wake, root, woken)

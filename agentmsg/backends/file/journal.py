@@ -156,7 +156,9 @@ class Journal:
                 fsio.overwrite(self.head_path, data, fd=fd)
                 return True
             except Exception as exc:  # an OSError, or UnsafePath (a hard link made to it): by path, as below
-                if not isinstance(exc, OSError) and type(exc).__name__ != "UnsafePath":
+                from agentmsg.errors import UnsafePath
+
+                if not isinstance(exc, (OSError, UnsafePath)):
                     raise
         try:
             fsio.overwrite_or_replace(self.head_path, data)

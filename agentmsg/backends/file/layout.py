@@ -49,6 +49,9 @@ OUTBOX = "outbox.jsonl"
 OUTBOX_LOCK = "outbox.lock"
 OUTBOX_REJECTED = "outbox.rejected.jsonl"
 MIRROR_LOCK = "mirror.lock"
+#: Per session under ``wake/<pin key>.*``: the facts its hooks recorded, its waiter's lock and token, and a ring
+#: left for the waiter.
+SESSION_FACTS, WAITER_LOCK, WAITER_TOKEN, WAITER_RING = "json", "lock", "waiter", "ring"
 #: The journal of each plain stream a mirror copies (``ports.Replica``); ``inbox/<alias>``, ``receipts/<alias>``.
 STREAM_FILES = {"events": EVENTS, "notes": LOG, "delivery": DELIVERY}
 
@@ -183,5 +186,11 @@ WAKE = "wake"
 
 
 def session_file(root: str, pin: str, suffix: str) -> str:
-    """``ROOT/wake/<pin key>.<suffix>``: one session's facts (``json``), its waiter's lock, token and ring."""
+    """``ROOT/wake/<pin key>.<suffix>``: one session's facts, its waiter's lock, token and ring (``SESSION_FACTS``,
+    ``WAITER_*``)."""
     return os.path.join(root, WAKE, f"{pin_key(pin)}.{suffix}")
+
+
+def retry_lock(root: str, collab: str, alias: str) -> str:
+    """The lock of the one ring retrier a binding may have (``runtime.retrier``)."""
+    return os.path.join(root, WAKE, f"retry-{pin_key(collab + '/' + alias)}.lock")

@@ -85,7 +85,9 @@ def ensure_pins(store: Root, *, force: bool = False) -> None:
         try:
             reg = store.registry(collab)
         except Exception as exc:
-            if type(exc).__name__ in ("NotFound", "UnsafePath"):
+            from agentmsg.errors import NotFound, UnsafePath
+
+            if isinstance(exc, (NotFound, UnsafePath)):
                 continue
             raise
         for p in reg.active().values():

@@ -517,7 +517,9 @@ class FileTxn:
             try:
                 fd = opener(path)
             except Exception as exc:  # a planted link or FIFO, say
-                if not isinstance(exc, OSError) and type(exc).__name__ != "UnsafePath":
+                from agentmsg.errors import UnsafePath
+
+                if not isinstance(exc, (OSError, UnsafePath)):
                     raise
         return fd
 

@@ -88,7 +88,9 @@ def transcribe_message(tx: Txn, msg: Message, opened: tuple[fsio.Appender, fsio.
     except OSError:
         pass
     except Exception as exc:
-        if type(exc).__name__ != "UnsafePath":
+        from agentmsg.errors import UnsafePath
+
+        if not isinstance(exc, UnsafePath):
             raise
     if not appended:
         if msg.seq > 1:  # a view lost with history behind it: render every view whole, once
