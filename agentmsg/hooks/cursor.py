@@ -39,14 +39,14 @@ class CursorHook(Hook):
         super().__init__(HOST.name, env)
         runtime, _, session = pin.partition(":")
         if runtime != HOST.runtime or not is_session(session):
-            raise HookError(f"--self must be cursor:NAME, not {pin[:60]!r}")
+            raise HookError(f"--self must be {HOST.runtime}:NAME, not {pin[:60]!r}")
         self.session = session
 
     def run(self, raw: bytes) -> tuple[bytes, Callable[[], None]]:
         data = parse_stdin(raw)
         event = EVENTS.get(str(data.get("hook_event_name")))
         if event is None:
-            raise HookError(f"unsupported Cursor hook {str(data.get('hook_event_name'))[:40]!r}")
+            raise HookError(f"unsupported {HOST.title} hook {str(data.get('hook_event_name'))[:40]!r}")
         if event == "Stop" and data.get("status", "completed") != "completed":
             return b"", _nothing  # aborted or failed: never continue a turn the user stopped
         loops = data.get("loop_count")
@@ -62,8 +62,8 @@ class CursorHook(Hook):
     def unbound(self, event: str) -> bytes:
         if event != "SessionStart":
             return b""
-        return self.output(f"agentmsg (peer messaging): this Cursor project acts as pin {self.pin} (the agentmsg MCP "
-                           "server's identity); it has not joined a collaboration. The agentmsg MCP tools "
+        return self.output(f"agentmsg (peer messaging): this {HOST.title} project acts as pin {self.pin} (the "
+                           "agentmsg MCP server's identity); it has not joined a collaboration. The agentmsg MCP tools "
                            "(status, inbox, send, ...) act as that pin.\n")
 
 
@@ -93,7 +93,7 @@ def main(argv: list[str]) -> int:
     """``--self cursor:NAME`` (``hook --self ...`` too, as files written before 0.1 name it)."""
     args = argv[1:] if argv[:1] == ["hook"] else argv
     if len(args) != 2 or args[0] != "--self":
-        sys.stderr.write("usage: python3 -m agentmsg.hooks.cursor --self cursor:NAME\n")
+        sys.stderr.write(f"usage: python3 -m {__spec__.name if __spec__ else __name__} --self {HOST.runtime}:NAME\n")
         return 2
     return hook_main(args[1])
 

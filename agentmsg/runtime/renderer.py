@@ -50,10 +50,7 @@ def main(argv: list[str]) -> int:
     try:
         if not argv or not argv[0].startswith("/"):
             return 0
-        try:
-            os.setsid()  # detached from the hook's process group: the host may end that at once
-        except OSError:
-            pass
+        spawn.detach()
         idle_env = os.environ.get("AGENTMSG_AHEAD_IDLE")
         os.environ.clear()  # started by the launcher, it got the host's environment: it needs none of it
         root = os.path.realpath(argv[0])

@@ -9,7 +9,7 @@ What agentmsg may run in the background on this machine, each under one lock fil
 * **the mirror** (:mod:`agentmsg.runtime.mirror`), one per replica root: ``agentmsg sync --root ROOT``,
   started by :mod:`agentmsg.runtime.mirrorstart`; lock ``ROOT/mirror.lock``.
 * **the notify retrier** (:func:`agentmsg.runtime.wakeup.retry_later`), one per binding with a deferred ring:
-  ``PYTHON -m agentmsg.runtime.wakeup ROOT COLLAB ALIAS``; lock ``ROOT/wake/retry-<key>.lock``.
+  ``PYTHON -m agentmsg.runtime.retrier ROOT COLLAB ALIAS``; lock ``ROOT/wake/retry-<key>.lock``.
 * **the CLI's environment build** (:func:`agentmsg.hosts.cliname.prepare_cli`), once per machine:
   ``/bin/sh bin/agentmsg --prepare-env`` (``bin/agentmsg`` keeps its own ``venv.lock``).
 * **Claude Code's wake-up waiter** (:mod:`agentmsg.runtime.waiter`): Claude Code itself starts it (an
@@ -129,6 +129,15 @@ def _inheritable_fds() -> list[int]:
                 pass  # the listing's own descriptor, closed by now
         return found
     return []
+
+
+def detach() -> None:
+    """A process the shell launcher started in the background (the renderer) leaves the hook's process group
+    and session, which the host may end at once: the same detachment :func:`spawn_detached` gives."""
+    try:
+        os.setsid()
+    except OSError:
+        pass
 
 
 def running(lock_path: str) -> bool:
