@@ -220,7 +220,7 @@ class HookBase:
                 return
             path = os.path.join(root, layout.HOOKS_LOG)
             if fsio.file_size(path) > LOG_MAX:
-                os.replace(path, path + ".1")
+                os.replace(path, os.path.join(root, layout.HOOKS_LOG_OLD))
             what = boundary.one_line(f"{type(exc).__name__}: {exc}")[:400]
             line = f"{records.now_utc()} {TOOL} {self.host[:10]} {self.event} {self.pin[:80]}: {what}\n"
             fsio.append(path, line.encode("utf-8", "backslashreplace"), durable=False)  # best effort

@@ -156,3 +156,22 @@ def test_one_module_starts_background_processes() -> None:
     starts = re.compile(r"\b(Popen|posix_spawn|os\.fork|start_new_session|setsid)\b")
     found = sorted(m for m, p in MODULES.items() if starts.search(p.read_text()))
     assert found == ["agentmsg.runtime.spawn"]
+
+
+def test_the_layout_has_one_owner_and_the_docs_tree_is_generated_from_it() -> None:
+    """docs/ARCHITECTURE.md's tree is layout.FILES rendered; each kind says its role, writer and reader."""
+    import importlib.util
+
+    from agentmsg.backends.file import layout
+
+    spec = importlib.util.spec_from_file_location("gen_layout", PACKAGE.parent / "scripts" / "gen_layout.py")
+    assert spec is not None and spec.loader is not None
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    doc = gen.DOC.read_text()
+    assert gen.doc_block() in doc, "docs/ARCHITECTURE.md's tree is stale: python scripts/gen_layout.py --write"
+    roles = {role for _path, role, *_ in layout.FILES}
+    assert roles <= {"truth", "derived", "local", "lock", "transient", "log"}
+    truth = sorted(path.rsplit("/", 1)[-1] for path, role, *_ in layout.FILES if role == "truth")
+    assert truth == ["<alias>.jsonl", "<alias>.jsonl", "collab.jsonl", "delivery.jsonl", "log.jsonl", "outbox.jsonl"]
+    assert all(writer and reader and what for _p, _r, writer, reader, what in layout.FILES)

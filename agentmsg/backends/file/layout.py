@@ -13,6 +13,8 @@ from agentmsg.domain import rules
 COLLABS = "collabs"
 PINS = "pins"
 HOOKS_LOG = "hooks.log"
+#: The log kept once it passed its size: ``hooks.log.1``.
+HOOKS_LOG_OLD = HOOKS_LOG + ".1"
 #: The hook fast path's markers (docs/DELIVERY.md, "Fast path"): ``idle/<runtime>/<session>.{gen,idle,mid,stop}``.
 IDLE = "idle"
 #: Their suffixes: the generation token, and the markers that copy it ("nothing to show", "nothing due
@@ -49,11 +51,73 @@ OUTBOX = "outbox.jsonl"
 OUTBOX_LOCK = "outbox.lock"
 OUTBOX_REJECTED = "outbox.rejected.jsonl"
 MIRROR_LOCK = "mirror.lock"
+#: Wake-ups: per session, under ``wake/``.
+WAKE = "wake"
 #: Per session under ``wake/<pin key>.*``: the facts its hooks recorded, its waiter's lock and token, and a ring
 #: left for the waiter.
 SESSION_FACTS, WAITER_LOCK, WAITER_TOKEN, WAITER_RING = "json", "lock", "waiter", "ring"
 #: The journal of each plain stream a mirror copies (``ports.Replica``); ``inbox/<alias>``, ``receipts/<alias>``.
 STREAM_FILES = {"events": EVENTS, "notes": LOG, "delivery": DELIVERY}
+
+#: Every kind of file under a state root: ``(path, role, written by, read by, what it holds)``.
+#: ``role``: ``truth`` (append-only, hash-chained journals: the source of truth), ``derived`` (rebuilt from the
+#: truth when missing or wrong), ``local`` (this machine's own notes, never a message's only copy), ``lock``
+#: (never deleted), ``transient`` (a claim or a doorbell that lives for one hand-over), or ``log``.
+#: docs/ARCHITECTURE.md's tree is generated from it (``tests/docs/test_house.py`` holds them together).
+FILES: tuple[tuple[str, str, str, str, str], ...] = (
+    (HOOKS_LOG, "log", "hooks", "people, doctor", "one line per hook diagnostic"),
+    (HOOKS_LOG_OLD, "log", "hooks", "people", "the log before it passed 1 MiB"),
+    (f"{PINS}/<sha256(pin)[:32]>.json", "derived", "store", "hooks, store", "pin -> [{collab, alias}]"),
+    (f"{PINS}/{PINS_LOCK}", "lock", "store", "store", "the pin index's writers"),
+    (f"{IDLE}/<runtime>/<session>{GEN}", "derived", "hooks", "hooks/run, store",
+     "the fast path's generation; every writer deletes it"),
+    (f"{IDLE}/<runtime>/<session>{IDLE_MARK}", "derived", "hooks", "hooks/run", "nothing to show at a prompt"),
+    (f"{IDLE}/<runtime>/<session>{MID}", "derived", "hooks", "hooks/run", "nothing due between tool calls"),
+    (f"{IDLE}/<runtime>/<session>{STOP}", "derived", "hooks", "hooks/run", "a Stop hook has nothing to do"),
+    (f"{IDLE}/<runtime>/<session>{FACTS}", "derived", "hooks", "renderer", "what the renderer needs to render ahead"),
+    (f"{IDLE}/<runtime>/<session>{READY}", "derived", "renderer", "hooks/run",
+     "the next prompt's delivery, rendered ahead"),
+    (f"{IDLE}/<runtime>/<session>{FOLD}", "derived", "renderer", "renderer, hooks",
+     "what a served delivery records when folded"),
+    (f"{IDLE}/<runtime>/<session>{TOOK}", "transient", "hooks/run, renderer", "renderer, hooks",
+     "the launcher's claim on a delivery until it is folded"),
+    (f"{IDLE}/{AHEAD_LOCK}", "lock", "renderer", "runtime, hooks", "one renderer per root"),
+    (f"{IDLE}/{AHEAD_PID}", "local", "renderer", "hooks/run", "the renderer's pid"),
+    (f"{IDLE}/{AHEAD_FIFO}", "transient", "hooks/run, runtime", "renderer", "the renderer's doorbell"),
+    (f"{WAKE}/<pin key>.{SESSION_FACTS}", "local", "hooks", "service, runtime",
+     "a session's facts for wake-ups (host pid, tmux pane, ...)"),
+    (f"{WAKE}/<pin key>.{WAITER_LOCK}", "lock", "waiter", "hosts, runtime", "the session's wake-up waiter"),
+    (f"{WAKE}/<pin key>.{WAITER_TOKEN}", "local", "waiter", "waiter", "the newest waiter of the session"),
+    (f"{WAKE}/<pin key>.{WAITER_RING}", "transient", "hosts", "waiter", "a ring left for the waiter"),
+    (f"{WAKE}/retry-<key>.lock", "lock", "retrier", "retrier", "one ring retrier per binding"),
+    (SEARCH, "derived", "store", "store", "full-text index (SQLite FTS5) of every collaboration"),
+    (REPLICA, "local", "mirror", "store, hooks, mirror", "a replica root: the store it mirrors"),
+    (OUTBOX, "truth", "hooks", "mirror", "the hooks' receipts on their way to the mirrored store"),
+    (OUTBOX_LOCK, "lock", "hooks, mirror", "hooks, mirror", "the outbox's writers"),
+    (OUTBOX_REJECTED, "log", "mirror", "people, verify", "outbox entries the server refused"),
+    (MIRROR_LOCK, "lock", "mirror", "runtime", "one mirror per root"),
+    (f"{COLLABS}/<uuid>/{EVENTS}", "truth", "store", "store", "membership and lifecycle events"),
+    (f"{COLLABS}/<uuid>/inbox/<alias>.jsonl", "truth", "store", "store", "messages addressed to alias"),
+    (f"{COLLABS}/<uuid>/receipts/<alias>.jsonl", "truth", "store", "store",
+     "acks, presented attempts, notify results, replied marks, retries"),
+    (f"{COLLABS}/<uuid>/{LOG}", "truth", "store", "store", "log notes"),
+    (f"{COLLABS}/<uuid>/{DELIVERY}", "truth", "store", "store",
+     "consents (envelopes, wake-ups), spent slots and rings"),
+    (f"{COLLABS}/<uuid>/{LOCK}", "lock", "store", "store", "one write lock per collaboration"),
+    (f"{COLLABS}/<uuid>/{REGISTRY}", "derived", "store", "people, verify",
+     "the registry, naming the event it was built from"),
+    (f"{COLLABS}/<uuid>/.<journal>.head", "derived", "store", "verify", "newest seq and sum of each journal"),
+    (f"{COLLABS}/<uuid>/ids/<2 hex>.log", "derived", "store", "store", "where each message id and receipt is"),
+    (f"{COLLABS}/<uuid>/state/<alias>.map", "derived", "store", "store",
+     "inbox map: a header, then one status byte per message"),
+    (f"{COLLABS}/<uuid>/state/<alias>.offsets", "derived", "store", "store", "where each message starts"),
+    (f"{COLLABS}/<uuid>/state/<alias>{HOOK_STATE}", "local", "hooks", "hooks, verify",
+     "the hooks' per-binding state (reset when damaged)"),
+    (f"{COLLABS}/<uuid>/{TRANSCRIPT}", "derived", "store", "people", "the whole transcript"),
+    (f"{COLLABS}/<uuid>/transcripts/<alias>.md", "derived", "store", "people", "one inbox's transcript"),
+    (f"{COLLABS}/<uuid>/{HTML}", "derived", "cli", "people", "the HTML log, written on request"),
+    (".<name>.<pid>.<random>.tmp", "transient", "fsio", "repair", "an atomic write in progress (any folder)"),
+)
 
 _HEX = frozenset("0123456789abcdef")
 
@@ -181,8 +245,6 @@ def stream(base: str, name: str) -> str:
 
     raise UsageError(f"unknown stream {name[:40]!r}")
 
-
-WAKE = "wake"
 
 
 def session_file(root: str, pin: str, suffix: str) -> str:
