@@ -201,3 +201,41 @@ def describe(what: str, lock_path: str, pid_path: str | None = None, why: str = 
             if pid.isdigit():
                 line += f" (pid {pid})"
     return f"{line}: {why}" if why else line
+
+
+def processes(root: str) -> list[dict[str, object]]:
+    """What agentmsg runs in the background for ``root`` now, for ``status``: each kind that runs or that
+    this root has used, with its status line (:func:`describe`)."""
+    from agentmsg.backends.file import layout
+
+    out: list[dict[str, object]] = []
+
+    def add(what: str, lock_path: str, pid_path: str | None, why: str, count: int | None = None) -> None:
+        running_now = running(lock_path) if count is None else count > 0
+        line = describe(what, lock_path, pid_path, why) if count is None else (
+            f"{what}: {count} running: {why}" if count else f"{what}: not running")
+        out.append({"process": what, "running": running_now, "line": line,
+                    **({"count": count} if count is not None else {})})
+
+    idle = os.path.join(root, layout.IDLE)
+    if os.path.isdir(idle) and not os.path.islink(idle):
+        add("renderer", os.path.join(idle, layout.AHEAD_LOCK), os.path.join(idle, layout.AHEAD_PID),
+            "renders each session's next prompt delivery ahead; exits when idle")
+    if os.path.isfile(os.path.join(root, layout.REPLICA)):
+        add("mirror", os.path.join(root, layout.MIRROR_LOCK), None,
+            "keeps this replica root current and pushes the hooks' outbox; exits when idle")
+    wake = os.path.join(root, layout.WAKE)
+    try:
+        names = sorted(os.listdir(wake)) if not os.path.islink(wake) else []
+    except OSError:
+        names = []
+    locks = [os.path.join(wake, n) for n in names if n.endswith(".lock")]
+    retriers = [p for p in locks if os.path.basename(p).startswith("retry-")]
+    waiters = [p for p in locks if p not in retriers]
+    if retriers:
+        add("ring retrier", "", None, "rings a deferred wake-up again until it rings (at most 5 min)",
+            count=sum(1 for p in retriers if running(p)))
+    if waiters:
+        add("wake-up waiter", "", None, "Claude Code's asyncRewake hook, waiting for a ring (started by Claude Code)",
+            count=sum(1 for p in waiters if running(p)))
+    return out

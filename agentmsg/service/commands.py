@@ -234,11 +234,12 @@ def status(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
     store = ctx.store
     bindings = store.bindings(str(who)) if who else []
     from agentmsg.runtime import doorbell as aheadstart
-    from agentmsg.runtime import mirrorstart
+    from agentmsg.runtime import mirrorstart, spawn
 
     base: Payload = {"root": str(ctx.root), "root_source": ctx.root_source, "store": store.describe(),
                      "mirror": mirrorstart.state(str(ctx.root)),  # agentmsg sync: docs/MIRROR.md
-                     "renderer": aheadstart.state(str(ctx.root))}  # docs/DELIVERY.md, "Rendered ahead"
+                     "renderer": aheadstart.state(str(ctx.root)),  # docs/DELIVERY.md, "Rendered ahead"
+                     "processes": spawn.processes(str(ctx.root))}  # what runs in the background, and why
     if not collab and not ctx.env.get("AGENTMSG_COLLAB") and len(bindings) != 1:
         return {**base, "self": str(who) if who else None,
                 "bindings": [{"collab": c, "alias": a} for c, a in bindings], "collab": None,

@@ -183,3 +183,36 @@ def test_the_launcher_starts_the_renderer_with_the_same_argv_and_files(tmp_path:
     stem = ahead.root_file("$root", "")
     for name in (ahead.PID, ahead.FIFO):
         assert name.startswith("ahead.") and f"sv_w={stem}ahead" in script and f"$sv_w{name[5:]}" in script
+
+
+def test_status_says_what_runs_in_the_background_since_when_and_why(tmp_path: Path) -> None:
+    """``agentmsg status`` names each background process of the root: running or not, since when, its pid, why."""
+    from tests.support.cli_helpers import run, run_json
+
+    root = tmp_path / "state"
+    (root / "idle").mkdir(parents=True, mode=0o700)
+    root.chmod(0o700)
+    (root / "wake").mkdir(mode=0o700)
+    (root / "wake" / "retry-abc.lock").touch()
+    code, doc, _err = run_json("status", root=root)
+    assert code == 0
+    procs = {p["process"]: p for p in doc["result"]["processes"]}
+    assert procs["renderer"]["running"] is False and procs["renderer"]["line"] == "renderer: not running"
+    assert procs["ring retrier"] == {"process": "ring retrier", "running": False, "line": "ring retrier: not running",
+                                     "count": 0}
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(root / "idle" / "ahead.lock")], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        (root / "idle" / "ahead.pid").write_text(f"{holder.pid}\n")
+        code, doc, _err = run_json("status", root=root)
+        renderer = next(p for p in doc["result"]["processes"] if p["process"] == "renderer")
+        assert renderer["running"] is True
+        assert re.fullmatch(rf"renderer: running since \S+Z \(pid {holder.pid}\): renders each session's next "
+                            r"prompt delivery ahead; exits when idle", renderer["line"])
+        code, out, _err = run("status", root=root)
+        assert code == 0 and f"(pid {holder.pid}): renders" in out and "ring retrier: not running" in out
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(timeout=20)
