@@ -11,7 +11,7 @@ from agentmsg import PACKAGE_DIR, TOOL, __version__, fsio, records
 from agentmsg.backends.file import ahead, hookstate, idle, layout, outbox
 from agentmsg.backends.file.derived import quietly
 from agentmsg.backends.file.store import FileStore, FileTxn
-from agentmsg.domain import attempts, envelope, kinds, rules
+from agentmsg.domain import envelope, kinds, rules
 from agentmsg.hooks.stdin import HookError as HookError
 from agentmsg.hooks.stdin import is_session, parse_stdin
 from agentmsg.hosts import cliname as hostcmd
@@ -20,6 +20,7 @@ from agentmsg.paths import resolve_root_str
 from agentmsg.runtime import doorbell as aheadstart
 from agentmsg.runtime import facts as sessionfacts
 from agentmsg.runtime import mirrorstart
+from agentmsg.service import attempts as written
 from agentmsg.text import boundary
 
 TYPE_CHECKING = False
@@ -300,24 +301,23 @@ class HookBase:
         "Presented receipts are not fsynced").  A Stop block keeps it durable beside the slot it spends, and a
         mirrored root's outbox entry stays durable as before.
         """
-        presented = attempts.presented(ids, attempt=attempt, host=self.host, via=self.event, pin=self.pin)
-        collab = tx.collab
-        done = attempts.complete(attempt=attempt, host=self.host, via=self.event, count=len(ids))
-        if self.store.replica_of is not None:  # a mirrored root: the receipts go to the server via the outbox
-            outbox.put(tx.root, collab, f"receipts/{alias}", presented, entry_id=records.uuid4())
-        else:
-            tx.append_receipts(alias, presented, durable=durable, head=False)
-        root = tx.root
+        box = self.outbox(tx)
+        collab, event = tx.collab, self.event
+        written.present(tx, alias, ids, attempt=attempt, host=self.host, via=event, pin=self.pin, durable=durable,
+                        outbox=box)
 
         def complete() -> None:
-            # Not fsynced: losing it in a crash only makes the attempt look interrupted (retry exists).
-            if self.store.replica_of is not None:
-                outbox.put(root, collab, f"receipts/{alias}", [done], entry_id=records.uuid4(), durable=False)
+            if box is not None:
+                written.complete(None, alias, attempt=attempt, host=self.host, via=event, count=len(ids), outbox=box)
                 return
             with self.txn(collab) as after:
-                after.append_receipts(alias, [done], durable=False)
+                written.complete(after, alias, attempt=attempt, host=self.host, via=event, count=len(ids))
 
         return complete
+
+    def outbox(self, tx: FileTxn) -> _Outbox | None:
+        """A mirrored root's outbox for ``tx``'s collaboration: there the hooks' records go to the server."""
+        return _Outbox(tx.root, tx.collab) if self.store.replica_of is not None else None
 
     def output(self, text: str) -> bytes:
         if self.event == "Stop":
@@ -355,6 +355,18 @@ class HookBase:
 
     def _keep_ahead(self, bound: bool) -> None:
         raise NotImplementedError
+
+
+class _Outbox:
+    """``service.attempts.Outbox`` over ``backends.file.outbox``: each put is one entry with its own id."""
+
+    __slots__ = ("collab", "root")
+
+    def __init__(self, root: str, collab: str) -> None:
+        self.root, self.collab = root, collab
+
+    def put(self, stream: str, recs: list[dict[str, Any]], *, durable: bool) -> None:
+        outbox.put(self.root, self.collab, stream, recs, entry_id=records.uuid4(), durable=durable)
 
 
 class _LockedTxn(FileTxn):

@@ -5,9 +5,8 @@ from __future__ import annotations
 import time
 
 from agentmsg import records
-from agentmsg.backends.file import outbox
 from agentmsg.backends.file.store import FileTxn
-from agentmsg.domain import attempts, envelope
+from agentmsg.domain import envelope
 from agentmsg.hooks import wake as wakehook
 from agentmsg.hooks.base import (
     CANDIDATES,
@@ -15,6 +14,7 @@ from agentmsg.hooks.base import (
     _mark_shown,
     _nothing,
 )
+from agentmsg.service import attempts as written
 from agentmsg.text import boundary
 
 TYPE_CHECKING = False
@@ -89,12 +89,8 @@ class StopEvent(HookBase):
             if not rendered.included:
                 return b"", _nothing
             attempt = records.uuid4()
-            spent = attempts.slot(envelope=env.id, number=slot, alias=alias, pin=self.pin, host=self.host,
-                                  attempt=attempt, messages=rendered.included)
-            if self.store.replica_of is not None:
-                outbox.put(tx.root, collab, "delivery", [dict(spent, ts=records.now_utc())], entry_id=records.uuid4())
-            else:
-                tx.append_delivery(spent)
+            written.spend_slot(tx, envelope=env.id, number=slot, alias=alias, pin=self.pin, host=self.host,
+                               attempt=attempt, messages=rendered.included, outbox=self.outbox(tx))
             complete = self.claim(tx, alias, rendered.included, attempt)
             st["blocked"] = [m.id for m in requests]
             _mark_shown(st, [m.seq for m in requests if m.id in rendered.included])

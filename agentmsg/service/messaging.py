@@ -13,11 +13,12 @@ import uuid
 from collections.abc import Collection
 
 from agentmsg import records
-from agentmsg.domain import attempts, kinds, rules
+from agentmsg.domain import kinds, rules
 from agentmsg.domain.search import Found, Query
 from agentmsg.domain.values import Draft, Message, MessageState, Page, Pin, Registry, Sent
 from agentmsg.errors import NotFound, WatchTimeout
 from agentmsg.ports import Record, Store, Txn
+from agentmsg.service import attempts as written
 
 
 class Mailbox:
@@ -241,15 +242,13 @@ class Mailbox:
             ids = [mid for mid in dict.fromkeys(message_ids)
                    if (msg := tx.message(mid)) is not None and msg.to == alias]
             if ids:
-                tx.append_receipts(alias, attempts.presented(ids, attempt=attempt, host=host, via=via,
-                                                             pin=str(who)), head=False)
+                written.present(tx, alias, ids, attempt=attempt, host=host, via=via, pin=str(who))
             return alias, ids
 
     def complete(self, collab: str, alias: str, *, attempt: str, host: str, via: str, count: int) -> None:
         """The attempt's text was handed over (not fsynced, as in the hooks: losing it only looks interrupted)."""
         with self.store.transaction(collab) as tx:
-            tx.append_receipts(alias, [attempts.complete(attempt=attempt, host=host, via=via, count=count)],
-                               durable=False)
+            written.complete(tx, alias, attempt=attempt, host=host, via=via, count=count)
 
     # ---- searching ----------------------------------------------------------------------
 
