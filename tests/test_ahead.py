@@ -107,31 +107,58 @@ class Session:
 
     def renderers(self) -> list[int]:
         """Every renderer process of this root, whether or not it has written its pid file yet."""
-        out = []
-        for p in os.listdir("/proc"):
-            if not p.isdigit():
-                continue
-            try:
-                cmd = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if b"ahead" in cmd and self.root.encode() in cmd:
-                out.append(int(p))
-        return out
+        return renderers(self.root, self.collab.root)
+
+    def strays(self) -> list[str]:
+        """What a finished hook run left behind: every process of this root's but the renderers."""
+        keep = set(self.renderers())
+        return [f"{pid}: {b' '.join(argv).decode(errors='replace')}"
+                for pid, argv in processes(self.root, self.collab.root).items() if pid not in keep]
 
     def stop_renderer(self) -> None:
         """Kill every renderer of this root (one a hook just started may not have written its pid yet)."""
-        deadline = time.monotonic() + 5
-        while True:
-            pids = self.renderers()
-            if not pids or time.monotonic() > deadline:
-                break
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-            time.sleep(0.02)
+        stop_renderers(self.root, self.collab.root)
+
+
+def processes(root: str, home: str | Path) -> dict[int, list[bytes]]:
+    """Every other process whose command line names this state root, or whose environment sets
+    AGENTMSG_HOME to it (a hook run's, like a launcher's background child before it runs the renderer):
+    pid -> command line."""
+    names = {root.encode(), str(home).encode()}
+    env = f"AGENTMSG_HOME={home}".encode()
+    out = {}
+    for p in os.listdir("/proc"):
+        if not p.isdigit() or int(p) == os.getpid():
+            continue
+        try:
+            argv = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")
+            environ = Path(f"/proc/{p}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if names & set(argv) or env in environ:
+            out[int(p)] = argv
+    return out
+
+
+def renderers(root: str, home: str | Path) -> list[int]:
+    """The renderers of this root: "ahead" and the root on their command line."""
+    names = {root.encode(), str(home).encode()}
+    return [pid for pid, argv in processes(root, home).items() if b"ahead" in argv and names & set(argv)]
+
+
+def stop_renderers(root: str, home: str | Path) -> None:
+    """Kill every process of this root: its renderers, and any a launcher started that has not yet become one."""
+    deadline = time.monotonic() + 5
+    while True:
+        pids = list(processes(root, home))
+        if not pids or time.monotonic() > deadline:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.02)
 
 
 @pytest.fixture
@@ -690,22 +717,29 @@ def test_a_retry_after_the_delivery_was_printed_still_shows_it_again(session):
 
 
 def test_a_full_doorbell_never_holds_the_launcher(session):
+    """A renderer stopped (or wedged) with its doorbell full: the prompt is served at once, its ring leaves
+    no process behind, and the renderer still folds the claim once it runs again."""
     session.start()
     session.send("first")
     pid = _stopped_renderer(session)
     fd = os.open(os.path.join(session.root, layout.IDLE, ahead.FIFO), os.O_WRONLY | os.O_NONBLOCK)
     try:
-        while True:
-            os.write(fd, b"x")
-    except BlockingIOError:
-        pass
-    try:
+        try:
+            while True:
+                os.write(fd, b"x")
+        except BlockingIOError:
+            pass
         t0 = time.monotonic()
         text, ran = session.hook()
         assert not ran and subjects(text) == ["first"] and time.monotonic() - t0 < 5
+        time.sleep(0.5)  # grace for anything the launcher left in the background
+        assert session.strays() == []
     finally:
         os.close(fd)
-        os.kill(pid, signal.SIGKILL)
+        os.kill(pid, signal.SIGCONT)
+    session.settled()  # the renderer drains its doorbell and folds the claim
+    assert len([r for r in session.receipts() if r["type"] == "presented"]) == 1
+    assert session.strays() == []
 
 
 def test_a_mirrored_root_is_left_to_the_full_hook(session, tmp_path):
