@@ -14,7 +14,9 @@ keeps one of these true, as the full prompt hook itself would find it:
 
 When the launcher has printed a delivery (``.took``), the renderer folds it into presented receipts and
 the hook state (``Hook.settle_claim``), then renders the next one.  Writers ring its doorbell
-(``idle/ahead.fifo``, one line per pin) when they change what a session would see; every
+(``idle/ahead.fifo``, one line per pin, written without blocking) when they change what a session would
+see; the launcher, which cannot write without blocking, sends ``SIGURG`` instead (its default action is
+to ignore it, so a pid reused since harms nobody), and the renderer then looks at every claim.  Every
 ``SWEEP`` seconds it looks at every session anyway.
 
 Fail-open like the hooks: an error is one line in ``hooks.log`` and the session is left to the full
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import os
 import select
+import signal
 import stat
 import time
 
@@ -86,18 +89,23 @@ class Renderer:
         if lock is None:  # another renderer runs: hand it these pins
             ahead.ring(self.root, first)
             return
-        fifo = None
+        fifo = bell = None
         try:
             fifo = self._doorbell()
+            bell = self._bell()  # before the pid file names this process to the launcher
             fsio.atomic_write(ahead.root_file(self.root, ahead.PID), f"{os.getpid()}\n".encode(), durable=False)
-            self.loop(fifo, first)
+            self.loop(fifo, first, bell)
         finally:
             self._unlink_pid()
             if fifo is not None:
                 os.close(fifo)  # from here a writer's open fails, and it starts a new renderer
+            if bell is not None:
+                signal.set_wakeup_fd(-1)
+                for fd in bell:
+                    os.close(fd)
             os.close(lock)
 
-    def loop(self, fifo: int, first: list[str]) -> None:
+    def loop(self, fifo: int, first: list[str], bell: tuple[int, int] | None = None) -> None:
         todo = set(first) | set(ahead.sessions(self.root))
         again: set[str] = set()  # the sweep: rendered again even if current (the store may have been damaged)
         last_sweep = last_work = time.monotonic()
@@ -112,16 +120,16 @@ class Renderer:
             if not os.path.isdir(self.idle):
                 return  # the root is gone
             wait = min([SWEEP - (now - last_sweep), self.idle_exit, *[at - now for at in self.later.values()]])
-            ready, _w, _x = select.select([fifo], [], [], max(0.0, wait))
+            ready, _w, _x = select.select([fifo] if bell is None else [fifo, bell[0]], [], [], max(0.0, wait))
             now = time.monotonic()
             if ready:
-                todo = self._rung(fifo)
+                todo = self._rung(fifo) | self._claims(bell)
                 last_work = now
             elif not self.later and now - last_sweep >= SWEEP:
                 todo = again = set(ahead.sessions(self.root))
                 last_sweep = now
             if not ready and not self.later and now - last_work > self.idle_exit:
-                todo = self._rung(fifo)  # one last look: a ring may have come in just now
+                todo = self._rung(fifo) | self._claims(bell)  # one last look: a ring may have come in just now
                 if not todo:
                     return
 
@@ -167,6 +175,34 @@ class Renderer:
                     pins.add(line)
         return pins
 
+    def _claims(self, bell: tuple[int, int] | None) -> set[str]:
+        """After the launcher's ``SIGURG`` (a byte on the wake-up pipe): every session with a claim."""
+        if bell is None:
+            return set()
+        rung = False
+        try:
+            while os.read(bell[0], 512):
+                rung = True
+        except BlockingIOError:
+            pass
+        return set(ahead.sessions(self.root, (ahead.TOOK,))) if rung else set()
+
+    def _bell(self) -> tuple[int, int] | None:
+        """The launcher's ring: ``SIGURG``, which wakes ``select`` through a wake-up pipe (read end, write end).
+        The launcher sends a signal because a shell cannot write to a FIFO without blocking: a full
+        doorbell would hold its ring forever.  None where signals cannot be set (not the main thread)."""
+        bell = os.pipe()
+        for fd in bell:
+            os.set_blocking(fd, False)
+        try:
+            signal.signal(signal.SIGURG, _ignore)
+            signal.set_wakeup_fd(bell[1], warn_on_full_buffer=False)
+        except (ValueError, OSError):
+            for fd in bell:
+                os.close(fd)
+            return None
+        return bell
+
     def _lock(self) -> int | None:
         """The root's renderer lock, waiting briefly for one that is on its way out; None if held."""
         return spawn.lock(ahead.root_file(self.root, ahead.LOCK), wait=TAKEOVER, poll=0.02,
@@ -198,6 +234,10 @@ class Renderer:
                 os.unlink(path)
             except OSError:
                 pass
+
+
+def _ignore(_signum: int, _frame: object) -> None:
+    """The Python-level handler: the wake-up pipe carries the ring."""
 
 
 def _reported_by_the_hook(exc: Exception) -> bool:
