@@ -180,9 +180,11 @@ def test_the_launcher_starts_the_renderer_with_the_same_argv_and_files(tmp_path:
     argv = doorbell.command(str(tmp_path), "claude-code:s", {"python": sys.executable, "hook": str(hook),
                                                              "host": "claude"})
     assert argv == [sys.executable, "-I", "-S", str(hook), "claude", "ahead", str(tmp_path), "claude-code:s"]
-    stem = ahead.root_file("$root", "")
-    for name in (ahead.PID, ahead.FIFO):
-        assert name.startswith("ahead.") and f"sv_w={stem}ahead" in script and f"$sv_w{name[5:]}" in script
+    from agentmsg.backends.file import layout
+
+    # The renderer's pid file, by the names layout.py gives the launcher (scripts/gen_layout.py).
+    assert '"$root/$L_IDLE/$L_AHEAD_PID"' in script
+    assert f"\nL_IDLE={layout.IDLE}\n" in script and f"\nL_AHEAD_PID={ahead.PID}\n" in script
 
 
 def test_status_says_what_runs_in_the_background_since_when_and_why(tmp_path: Path) -> None:
