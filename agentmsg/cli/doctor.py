@@ -145,7 +145,7 @@ def report(env: Mapping[str, str], plugin_root: Path | None) -> dict[str, Any]:
         notes.append("no agentmsg on PATH and no plugin launcher")
     if not found:
         notes.append("no host runs agentmsg's hooks (no plugin enabled, no `agentmsg install HOST`)")
-    for host in registry.ALL:
+    for host in registry.all_hosts():
         note = host.doctor_note([c for c in found if c["host"] == host.name and c["enabled"]])
         if note:
             notes.append(note)

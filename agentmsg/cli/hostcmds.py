@@ -16,7 +16,7 @@ from agentmsg.hosts import opencode, registry
 
 
 def _install(name: str, **options: str | None) -> dict[str, Any]:
-    host = registry.BY_NAME[name]
+    host = registry.by_name()[name]
     return host.install(_ctx(None).env, **options)
 
 

@@ -19,11 +19,11 @@ Json = Annotated[bool, typer.Option("--json", help="Print one JSON envelope on s
 Root = Annotated[str | None, typer.Option("--root", help="State root (else AGENTMSG_HOME, "
                                                         "XDG_STATE_HOME/agentmsg, ~/.local/state/agentmsg).")]
 Self = Annotated[str | None, typer.Option("--self", help="Acting session pin RUNTIME:SESSION_ID (default: from "
-                                                         + " / ".join(v for v, _ in registry.SHELL_VARS) + ").")]
+                                                         + " / ".join(v for v, _ in registry.shell_vars()) + ").")]
 Notify = Annotated[str | None, typer.Option(help="How a sender rings you when mail arrives: hook (default: "
                                                  "your hooks show it at your next prompt), tmux (this pane) or "
                                                  + " or ".join(f"{a} (this {h.title} thread)"
-                                                               for a, h in registry.NOTIFY_ADAPTERS.items())
+                                                               for a, h in registry.notify_adapters().items())
                                                  + ".")]
 NotifyCommand = Annotated[str | None, typer.Option(hidden=True, help="Refused: registry commands never run.")]
 Collab = Annotated[str | None, typer.Option("--collab", help="Collaboration UUID (default: AGENTMSG_COLLAB, "

@@ -18,7 +18,6 @@ from agentmsg.hosts import cliname as hostcmd
 from agentmsg.hosts import registry
 from agentmsg.paths import resolve_root_str
 from agentmsg.runtime import doorbell as aheadstart
-from agentmsg.runtime import facts as sessionfacts
 from agentmsg.runtime import mirrorstart
 from agentmsg.service import attempts as written
 from agentmsg.text import boundary
@@ -68,11 +67,10 @@ class HookBase:
     """What every event shares: the run, its plumbing, the per-binding state and the attempt records;
     each event is a subclass (``hooks.session_start``, ``prompt``, ``midturn``, ``stop``, ``render_ahead``)."""
 
-    hosts = registry.HOOK_RUNTIMES  # host name -> pin runtime (a host with its own entry overrides it)
 
     def __init__(self, host: str, env: Mapping[str, str]) -> None:
         self.host, self.env = host, env
-        self.spec: Host = registry.get(host) or registry.NO_HOST  # an unknown name fails in run()
+        self.spec: Host = registry.get_or_none(host)  # an unknown name fails in run()
         self.event = "?"
         self.pin = "?"
         self.root: str | None = None
@@ -92,8 +90,8 @@ class HookBase:
     # ---- plumbing ------------------------------------------------------------
 
     def run(self, raw: bytes) -> tuple[bytes, Callable[[], None]]:
-        if self.host not in self.hosts:
-            raise HookError(f"unknown host {self.host[:20]!r}: expected one of {', '.join(self.hosts)}")
+        if not self.serves():
+            raise HookError(f"unknown host {self.host[:20]!r}: expected one of {', '.join(registry.hook_runtimes())}")
         named: str | None
         source: str | None
         try:  # resolved once, as FileStore does: the root may be a link, nothing inside it may
@@ -117,7 +115,7 @@ class HookBase:
             hostcmd.prepare_cli(self.env)  # the CLI's first call must not wait for pip (detached, fail-open)
         if not is_session(session):
             raise HookError(f"invalid session_id {str(session)[:40]!r}")
-        self.pin = f"{self.hosts[self.host]}:{session}"
+        self.pin = f"{self.spec.runtime}:{session}"
         if self.root is None or not os.path.isdir(self.root):
             return self.unbound(event), _nothing  # no state root: this machine never used agentmsg
         if mirrorstart.wanted(self.root, self.env):  # a replica root: its mirror keeps it current
@@ -130,6 +128,8 @@ class HookBase:
         if keyed:  # a delivery the launcher printed from .ready: folded before anything reads the state
             self.settle_claim(final=True)
         if event == "SessionStart":
+            from agentmsg.runtime import facts as sessionfacts  # SessionStart only
+
             self._wake_step(sessionfacts.record, self.root, self.pin,
                             sessionfacts.gather(self.host, str(session), self.env))
         binds = self._locked_call(self.store.bound, self.pin)
@@ -152,6 +152,10 @@ class HookBase:
         if keyed:
             self._keep_ahead(bool(binds))
         return out, after
+
+    def serves(self) -> bool:
+        """Whether this entry serves the host it was named (``hooks/run NAME``; Cursor has its own entry)."""
+        return self.spec.name == self.host and self.spec.runs_hooks
 
     def _start_mirror(self) -> None:
         """Spawn ``agentmsg sync`` if none runs (mirrorstart: a flock probe, then a detached process)."""
@@ -336,7 +340,7 @@ class HookBase:
         status = env.status(time.time(), holder=reg.holder(alias), closed=reg.closed)
         return env if status == "active" else None
 
-    # ---- what each event defines (hooks.core.Hook has them all) ----------------------------
+    # ---- each event's code is its own module: ``hooks.core.Hook`` runs them, importing only the one it needs
 
     def session_start(self, data: Mapping[str, Any], binds: list[Binding]) -> tuple[bytes, Callable[[], None]]:
         raise NotImplementedError

@@ -33,7 +33,8 @@ EVENTS = {"sessionStart": "SessionStart", "stop": "Stop"}
 
 
 class CursorHook(Hook):
-    hosts = {HOST.name: HOST.runtime}  # noqa: RUF012  (read only)
+    def serves(self) -> bool:
+        return self.spec is HOST
 
     def __init__(self, env: Mapping[str, str], pin: str) -> None:
         super().__init__(HOST.name, env)

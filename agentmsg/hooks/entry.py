@@ -22,7 +22,7 @@ class _Sink:
 
 
 def main(host: str) -> int:
-    """Run one hook for ``host`` (a name ``hooks/run`` serves, ``registry.HOOK_RUNTIMES``) on stdin's JSON; always 0."""
+    """Run one hook for ``host`` (a name ``hooks/run`` serves, ``registry.hook_runtimes``) on stdin's JSON; always 0."""
     saved = sys.stderr
     sys.stderr = _Sink()  # type: ignore[assignment,unused-ignore]
     hook = Hook(registry.host_of(host, os.environ), os.environ)

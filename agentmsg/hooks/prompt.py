@@ -22,62 +22,60 @@ if TYPE_CHECKING:
 
     Binding = tuple[str, str, Registry]
 
-class PromptEvent(HookBase):
-
-    def prompt(self, data: Mapping[str, Any], binds: list[Binding]) -> tuple[bytes, Callable[[], None]]:
-        work = []
-        for collab, alias, reg in binds:
-            with self.txn(collab) as tx:
-                st = self.load_state(tx, alias)
-                st["prompt"] += 1
-                if self._wake_step(wakehook.prompt, tx, alias, self.pin, reg, data.get("prompt")):
-                    self.busy = True  # the launcher must run every prompt and Stop: they count wakes and turns
-                    self._wake_step(wakehook.turn, self.root, self.pin, "busy")
-                page = self._prompt_page(tx, alias, reg, st)
-                if not page.messages:
-                    self.save_state(tx, alias, st)
-            work.append((collab, alias, st, page))
-        rendered = self._render_prompt(work)
-        if rendered is None:
-            return b"", _nothing
-        included = set(rendered.included)
-        completers = []
-        for collab, alias, st, page in work:
-            ids = tuple(m.id for m in page.messages if m.id in included)
+def prompt(hook: HookBase, data: Mapping[str, Any], binds: list[Binding]) -> tuple[bytes, Callable[[], None]]:
+    work = []
+    for collab, alias, reg in binds:
+        with hook.txn(collab) as tx:
+            st = hook.load_state(tx, alias)
+            st["prompt"] += 1
+            if hook._wake_step(wakehook.prompt, tx, alias, hook.pin, reg, data.get("prompt")):
+                hook.busy = True  # the launcher must run every prompt and Stop: they count wakes and turns
+                hook._wake_step(wakehook.turn, hook.root, hook.pin, "busy")
+            page = due_page(hook, tx, alias, reg, st)
             if not page.messages:
-                continue
-            with self.txn(collab) as tx:
-                if ids:
-                    completers.append(self.claim(tx, alias, ids, records.uuid4(), durable=False))
-                _mark_shown(st, [m.seq for m in page.messages if m.id in included])
-                self.save_state(tx, alias, st)
+                hook.save_state(tx, alias, st)
+        work.append((collab, alias, st, page))
+    rendered = render_page(hook, work)
+    if rendered is None:
+        return b"", _nothing
+    included = set(rendered.included)
+    completers = []
+    for collab, alias, st, page in work:
+        ids = tuple(m.id for m in page.messages if m.id in included)
+        if not page.messages:
+            continue
+        with hook.txn(collab) as tx:
+            if ids:
+                completers.append(hook.claim(tx, alias, ids, records.uuid4(), durable=False))
+            _mark_shown(st, [m.seq for m in page.messages if m.id in included])
+            hook.save_state(tx, alias, st)
 
-        def after() -> None:
-            for complete in completers:
-                complete()
+    def after() -> None:
+        for complete in completers:
+            complete()
 
-        return self.output(rendered.text), after
+    return hook.output(rendered.text), after
 
-    def _prompt_page(self, tx: FileTxn, alias: str, reg: Registry, st: dict[str, Any]) -> Page:
-        """The messages due at this prompt (its count already advanced), and whether the fast path stays off."""
-        page = self._due(tx, alias, st)
-        self._pending(tx, alias, reg, page.total)
-        return page
+def due_page(hook: HookBase, tx: FileTxn, alias: str, reg: Registry, st: dict[str, Any]) -> Page:
+    """The messages due at this prompt (its count already advanced), and whether the fast path stays off."""
+    page = hook._due(tx, alias, st)
+    hook._pending(tx, alias, reg, page.total)
+    return page
 
-    def _render_prompt(self, work: list[tuple[str, str, dict[str, Any], Page]]) -> boundary.Rendered | None:
-        """The prompt's text for the due pages of its bindings; None when nothing is due."""
-        due_all = [m for *_rest, page in work for m in page.messages]
-        if not due_all:
-            return None
-        waiting = sum(page.total - page.skipped for *_rest, page in work)
-        aliases = ", ".join(sorted({alias for _c, alias, *_ in work}))
-        collabs = list(dict.fromkeys(m.collab for m in due_all))
-        where = f" in collaboration {collabs[0]}" if len(collabs) == 1 else ""
+def render_page(hook: HookBase, work: list[tuple[str, str, dict[str, Any], Page]]) -> boundary.Rendered | None:
+    """The prompt's text for the due pages of its bindings; None when nothing is due."""
+    due_all = [m for *_rest, page in work for m in page.messages]
+    if not due_all:
+        return None
+    waiting = sum(page.total - page.skipped for *_rest, page in work)
+    aliases = ", ".join(sorted({alias for _c, alias, *_ in work}))
+    collabs = list(dict.fromkeys(m.collab for m in due_all))
+    where = f" in collaboration {collabs[0]}" if len(collabs) == 1 else ""
 
-        def lead(shown: int) -> str:
-            return (f"agentmsg: {waiting} peer message{'s' * (waiting != 1)} for {aliases}{where} "
-                    f"{'are' if waiting != 1 else 'is'} unacknowledged and not shown in the last "
-                    f"{REPRESENT_AFTER} prompts; {shown} quoted below.\n")
+    def lead(shown: int) -> str:
+        return (f"agentmsg: {waiting} peer message{'s' * (waiting != 1)} for {aliases}{where} "
+                f"{'are' if waiting != 1 else 'is'} unacknowledged and not shown in the last "
+                f"{REPRESENT_AFTER} prompts; {shown} quoted below.\n")
 
-        return boundary.render(due_all, alias=aliases, cap=self.cap, unit=self.unit, lead=lead,
-                               more=waiting - len(due_all))
+    return boundary.render(due_all, alias=aliases, cap=hook.cap, unit=hook.unit, lead=lead,
+                           more=waiting - len(due_all))

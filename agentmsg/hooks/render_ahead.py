@@ -11,9 +11,9 @@ from agentmsg.backends.file import ahead, idle
 from agentmsg.backends.file.derived import quietly
 from agentmsg.backends.file.store import FileStore
 from agentmsg.domain import kinds
+from agentmsg.hooks import prompt
 from agentmsg.hooks import wake as wakehook
 from agentmsg.hooks.base import HookError, LockTimeout, _mark_shown
-from agentmsg.hooks.prompt import PromptEvent
 from agentmsg.hosts import cliname as hostcmd
 from agentmsg.runtime import doorbell as aheadstart
 from agentmsg.runtime import mirrorstart
@@ -28,175 +28,177 @@ if TYPE_CHECKING:
 
     Binding = tuple[str, str, Registry]
 
+    from typing import TypeVar
 
-class RenderAhead(PromptEvent):
-    """Rendering a prompt's delivery ahead, and settling a claim of one; ``Hook`` has it with every event."""
+    from agentmsg.hooks.base import HookBase
 
-    @classmethod
-    def for_session(cls, root: str, pin: str, facts: Mapping[str, Any], store: FileStore) -> RenderAhead:
-        """The hook as the session's last full run saw it (its host, cap and CLI), for the renderer."""
-        host = str(facts.get("host", ""))
-        hook = cls(host, {"AGENTMSG_HOOK_CAP": str(facts.get("cap", ""))})
-        hook.root, hook.pin, hook.store, hook.event = root, pin, store, "UserPromptSubmit"
-        hook.cli = boundary.CLI = str(facts.get("cli") or "agentmsg")
-        hook.key = str(facts.get("key", ""))
-        hook.mirrored = facts.get("mirror") is not False
-        return hook
+    H = TypeVar("H", bound=HookBase)
 
-    def _keep_ahead(self, bound: bool) -> None:
-        """Record what the renderer needs to render this session's next prompt, and ring it (never fails)."""
-        root = self.root
-        if root is None:
+
+def for_session(cls: type[H], root: str, pin: str, facts: Mapping[str, Any], store: FileStore) -> H:
+    """The hook as the session's last full run saw it (its host, cap and CLI), for the renderer."""
+    host = str(facts.get("host", ""))
+    hook = cls(host, {"AGENTMSG_HOOK_CAP": str(facts.get("cap", ""))})
+    hook.root, hook.pin, hook.store, hook.event = root, pin, store, "UserPromptSubmit"
+    hook.cli = boundary.CLI = str(facts.get("cli") or "agentmsg")
+    hook.key = str(facts.get("key", ""))
+    hook.mirrored = facts.get("mirror") is not False
+    return hook
+
+def keep_ahead(hook: HookBase, bound: bool) -> None:
+    """Record what the renderer needs to render this session's next prompt, and ring it (never fails)."""
+    root = hook.root
+    if root is None:
+        return
+    try:
+        if hook.env.get("AGENTMSG_NO_AHEAD") or hook.env.get("AGENTMSG_NO_FASTPATH"):
+            ahead.forget(root, hook.pin)
             return
-        try:
-            if self.env.get("AGENTMSG_NO_AHEAD") or self.env.get("AGENTMSG_NO_FASTPATH"):
-                ahead.forget(root, self.pin)
-                return
-            package = os.path.abspath(PACKAGE_DIR)
-            facts = {"v": 1, "pin": self.pin, "host": self.host, "cap": self.cap, "cli": self.cli,
-                     "key": ahead.launcher_key(self.env), "python": sys.executable,
-                     "hook": hostcmd.hook_script(package), "version": __version__,
-                     "mirror": mirrorstart.wanted(root, self.env)}
-            ahead.remember(root, self.pin, facts)
-            if bound:
-                if self.event == "SessionStart":  # the prompt comes next, maybe before any renderer could look
-                    self.event = "UserPromptSubmit"
-                    try:
-                        self.render_ahead()
-                    finally:
-                        self.event = "SessionStart"
-                aheadstart.nudge(root, [self.pin])
-        except Exception as exc:
-            self.log(exc)
-
-    def settle_claim(self, *, final: bool) -> bool:
-        """Fold the delivery the launcher printed for this session (``.took``) into presented receipts and
-        the hook state, once.  ``final``: this is a full hook run of the same session, so the launcher is
-        done with it whatever it wrote.  True while a claim is still being printed (the renderer waits)."""
-        root = self.root
-        if root is None:
-            return False
-        try:
-            ahead.refuse_planted_claim(root, self.pin)
-            with ahead.settling(root, self.pin) as found:
-                if found is None:
-                    return False
-                if found.writer is not None:  # a renderer writing a delivery now (or one that died doing so)
-                    if found.stale_writer:
-                        ahead.give_back(root, self.pin)
-                    return False
-                if not found.finished and not final:
-                    return True
+        package = os.path.abspath(PACKAGE_DIR)
+        facts = {"v": 1, "pin": hook.pin, "host": hook.host, "cap": hook.cap, "cli": hook.cli,
+                 "key": ahead.launcher_key(hook.env), "python": sys.executable,
+                 "hook": hostcmd.hook_script(package), "version": __version__,
+                 "mirror": mirrorstart.wanted(root, hook.env)}
+        ahead.remember(root, hook.pin, facts)
+        if bound:
+            if hook.event == "SessionStart":  # the prompt comes next, maybe before any renderer could look
+                hook.event = "UserPromptSubmit"
                 try:
-                    fold = ahead.load_fold(root, self.pin)
-                    if found.end != "no" and fold is not None and fold.get("gen") == found.gen:
-                        self._fold(fold, found.end or "cut")
-                except LockTimeout:
-                    if not final:
-                        return True  # the collaboration is busy: the renderer tries again, the claim kept
-                    raise
-                ahead.give_back(root, self.pin)
-        except Exception as exc:  # a claim that cannot be folded: its messages come due again
-            self.log(exc)
-            quietly(ahead.give_back, root, self.pin)
+                    render_ahead(hook)
+                finally:
+                    hook.event = "SessionStart"
+            aheadstart.nudge(root, [hook.pin])
+    except Exception as exc:
+        hook.log(exc)
+
+def settle_claim(hook: HookBase, *, final: bool) -> bool:
+    """Fold the delivery the launcher printed for this session (``.took``) into presented receipts and
+    the hook state, once.  ``final``: this is a full hook run of the same session, so the launcher is
+    done with it whatever it wrote.  True while a claim is still being printed (the renderer waits)."""
+    root = hook.root
+    if root is None:
         return False
+    try:
+        ahead.refuse_planted_claim(root, hook.pin)
+        with ahead.settling(root, hook.pin) as found:
+            if found is None:
+                return False
+            if found.writer is not None:  # a renderer writing a delivery now (or one that died doing so)
+                if found.stale_writer:
+                    ahead.give_back(root, hook.pin)
+                return False
+            if not found.finished and not final:
+                return True
+            try:
+                fold = ahead.load_fold(root, hook.pin)
+                if found.end != "no" and fold is not None and fold.get("gen") == found.gen:
+                    _fold(hook, fold, found.end or "cut")
+            except LockTimeout:
+                if not final:
+                    return True  # the collaboration is busy: the renderer tries again, the claim kept
+                raise
+            ahead.give_back(root, hook.pin)
+    except Exception as exc:  # a claim that cannot be folded: its messages come due again
+        hook.log(exc)
+        quietly(ahead.give_back, root, hook.pin)
+    return False
 
-    def _fold(self, fold: Mapping[str, Any], end: str) -> None:
-        """What printing a rendered delivery changes, as :meth:`prompt` would have: one more prompt, a
-        presented receipt per message (``ok``: marked shown, and the attempt completed)."""
-        collab, alias, attempt = fold.get("collab"), fold.get("alias"), fold.get("attempt")
-        ids, seqs = fold.get("ids"), fold.get("seqs")
-        if not (isinstance(collab, str) and isinstance(alias, str) and isinstance(attempt, str)
-                and isinstance(ids, list) and isinstance(seqs, list)
-                and all(isinstance(i, str) for i in ids) and all(type(q) is int for q in seqs)):
-            raise HookError(f"malformed delivery fold for {self.pin[:80]}")
-        held = any((c, a) == (collab, alias) for c, a, _r in self._locked_call(self.store.bound, self.pin))
-        event, self.event = self.event, "UserPromptSubmit"  # the receipts say which hook showed it; put back
-        try:
-            complete = self._fold_in(collab, alias, attempt, ids, seqs, fold.get("rpos"), end, held)
-            if complete is not None and end == "ok":
-                complete()
-        finally:
-            self.event = event
-        if self.spec.midturn:
-            quietly(idle.clear_midturn, self.root, self.pin)
+def _fold(hook: HookBase, fold: Mapping[str, Any], end: str) -> None:
+    """What printing a rendered delivery changes, as :meth:`prompt` would have: one more prompt, a
+    presented receipt per message (``ok``: marked shown, and the attempt completed)."""
+    collab, alias, attempt = fold.get("collab"), fold.get("alias"), fold.get("attempt")
+    ids, seqs = fold.get("ids"), fold.get("seqs")
+    if not (isinstance(collab, str) and isinstance(alias, str) and isinstance(attempt, str)
+            and isinstance(ids, list) and isinstance(seqs, list)
+            and all(isinstance(i, str) for i in ids) and all(type(q) is int for q in seqs)):
+        raise HookError(f"malformed delivery fold for {hook.pin[:80]}")
+    held = any((c, a) == (collab, alias) for c, a, _r in hook._locked_call(hook.store.bound, hook.pin))
+    event, hook.event = hook.event, "UserPromptSubmit"  # the receipts say which hook showed it; put back
+    try:
+        complete = _fold_in(hook, collab, alias, attempt, ids, seqs, fold.get("rpos"), end, held)
+        if complete is not None and end == "ok":
+            complete()
+    finally:
+        hook.event = event
+    if hook.spec.midturn:
+        quietly(idle.clear_midturn, hook.root, hook.pin)
 
-    def _fold_in(self, collab: str, alias: str, attempt: str, ids: list[str], seqs: list[int], rpos: object,
-                 end: str, held: bool) -> Callable[[], None] | None:
-        complete = None
-        with self.txn(collab) as tx:
-            # Taken over since (another pin's state): the receipts only.  A damaged state is left to the hook.
-            st = self.load_state(tx, alias, reset=False) if held else None
-            if st is not None and st.get("ahead") == attempt:
-                return None  # folded already
-            recorded = False
-            if st is not None:
-                st["prompt"] += 1
-                recorded = any(r.get("attempt") == attempt for r in self._fold_receipts(tx, alias, st))
-            if ids and not recorded:
-                complete = self.claim(tx, alias, tuple(ids), attempt, durable=False)
-            if st is not None:
-                if end == "ok":
-                    _mark_shown(st, seqs)
-                    if type(rpos) is int:  # a retry made after the delivery was rendered still shows it again
-                        later = {r.get("message") for r in tx.receipts_since(alias, rpos)[0]
-                                 if r.get("type") == kinds.RETRY}
-                        for mid, seq in zip(ids, seqs, strict=False):
-                            if mid in later:
-                                st["shown"].pop(str(seq), None)
-                st["ahead"] = attempt
-                self.save_state(tx, alias, st)
-        return complete
-
-    def render_ahead(self) -> str:
-        """Render what this session's next UserPromptSubmit would print, for the launcher to print without
-        Python: ``ready``; ``idle`` (nothing pending: the idle marker); ``full`` (the hook must run: more
-        than one binding, an active wake consent, unbound); ``busy`` (a claim exists)."""
-        root, pin = self.root or "", self.pin
-        if not ahead.take(root, pin):
-            return "busy"
-        try:
-            return self._render_ahead(root, pin)
-        except BaseException:
-            ahead.drop(root, pin)  # whatever stopped it: the next prompt runs in full (and reports it)
-            raise
-        finally:
-            ahead.give_back(root, pin)
-
-    def _render_ahead(self, root: str, pin: str) -> str:
-        # The generation first, before the bindings and the state (as every hook reads it): a join, takeover
-        # or send after this read deletes it, and what is written below is then for a generation that is gone.
-        token = self._idle_token()
-        mirrored = self.mirrored if self.mirrored is not None else mirrorstart.wanted(root, self.env)
-        if mirrored or self.store.replica_of is not None:
-            ahead.drop(root, pin)  # a mirrored root: each full hook makes sure its mirror runs
-            return "full"
-        binds = self._locked_call(self.store.bound, pin)
-        if token is None or len(binds) != 1:
-            ahead.drop(root, pin)
-            return "full"
-        collab, alias, reg = binds[0]
-        with self.txn(collab) as tx:
-            if idle.idle_token_now(root, pin) != token or wakehook.active(tx, alias, pin, reg) is not None:
-                ahead.drop(root, pin)  # changed meanwhile (rendered again at the writer's ring), or a wake
-                return "full"  # consent: the prompt hook records wake prompts and turns, so it runs
-            st = self.load_state(tx, alias, reset=False)
-            st = dict(st, shown=dict(st["shown"]))  # what this prompt would change, never saved here
+def _fold_in(hook: HookBase, collab: str, alias: str, attempt: str, ids: list[str], seqs: list[int], rpos: object,
+             end: str, held: bool) -> Callable[[], None] | None:
+    complete = None
+    with hook.txn(collab) as tx:
+        # Taken over since (another pin's state): the receipts only.  A damaged state is left to the hook.
+        st = hook.load_state(tx, alias, reset=False) if held else None
+        if st is not None and st.get("ahead") == attempt:
+            return None  # folded already
+        recorded = False
+        if st is not None:
             st["prompt"] += 1
-            self.busy = False
-            page = self._prompt_page(tx, alias, reg, st)
-            rendered = self._render_prompt([(collab, alias, st, page)])
-            if self._envelope(tx, alias, reg) is None:  # and no wake consent (above): a Stop has nothing to do
-                idle.mark_stop_quiet(root, pin, token)
-            if rendered is None and not self.busy:
-                idle.mark_idle(root, pin, token)
-                ahead.drop(root, pin)
-                return "idle"
-            included = set(rendered.included) if rendered is not None else set()
-            fold = {"v": 1, "attempt": records.uuid4(), "collab": collab, "alias": alias,
-                    "ids": list(rendered.included) if rendered is not None else [],
-                    "seqs": [m.seq for m in page.messages if m.id in included],
-                    "rpos": st["rpos"]}  # how far into the receipts it read: a retry after it still counts
-            payload = self.output(rendered.text) if rendered is not None else b""
-            ahead.write(root, pin, token, self.key, payload, fold)
-        return "ready"
+            recorded = any(r.get("attempt") == attempt for r in hook._fold_receipts(tx, alias, st))
+        if ids and not recorded:
+            complete = hook.claim(tx, alias, tuple(ids), attempt, durable=False)
+        if st is not None:
+            if end == "ok":
+                _mark_shown(st, seqs)
+                if type(rpos) is int:  # a retry made after the delivery was rendered still shows it again
+                    later = {r.get("message") for r in tx.receipts_since(alias, rpos)[0]
+                             if r.get("type") == kinds.RETRY}
+                    for mid, seq in zip(ids, seqs, strict=False):
+                        if mid in later:
+                            st["shown"].pop(str(seq), None)
+            st["ahead"] = attempt
+            hook.save_state(tx, alias, st)
+    return complete
+
+def render_ahead(hook: HookBase) -> str:
+    """Render what this session's next UserPromptSubmit would print, for the launcher to print without
+    Python: ``ready``; ``idle`` (nothing pending: the idle marker); ``full`` (the hook must run: more
+    than one binding, an active wake consent, unbound); ``busy`` (a claim exists)."""
+    root, pin = hook.root or "", hook.pin
+    if not ahead.take(root, pin):
+        return "busy"
+    try:
+        return _render_ahead(hook, root, pin)
+    except BaseException:
+        ahead.drop(root, pin)  # whatever stopped it: the next prompt runs in full (and reports it)
+        raise
+    finally:
+        ahead.give_back(root, pin)
+
+def _render_ahead(hook: HookBase, root: str, pin: str) -> str:
+    # The generation first, before the bindings and the state (as every hook reads it): a join, takeover
+    # or send after this read deletes it, and what is written below is then for a generation that is gone.
+    token = hook._idle_token()
+    mirrored = hook.mirrored if hook.mirrored is not None else mirrorstart.wanted(root, hook.env)
+    if mirrored or hook.store.replica_of is not None:
+        ahead.drop(root, pin)  # a mirrored root: each full hook makes sure its mirror runs
+        return "full"
+    binds = hook._locked_call(hook.store.bound, pin)
+    if token is None or len(binds) != 1:
+        ahead.drop(root, pin)
+        return "full"
+    collab, alias, reg = binds[0]
+    with hook.txn(collab) as tx:
+        if idle.idle_token_now(root, pin) != token or wakehook.active(tx, alias, pin, reg) is not None:
+            ahead.drop(root, pin)  # changed meanwhile (rendered again at the writer's ring), or a wake
+            return "full"  # consent: the prompt hook records wake prompts and turns, so it runs
+        st = hook.load_state(tx, alias, reset=False)
+        st = dict(st, shown=dict(st["shown"]))  # what this prompt would change, never saved here
+        st["prompt"] += 1
+        hook.busy = False
+        page = prompt.due_page(hook, tx, alias, reg, st)
+        rendered = prompt.render_page(hook, [(collab, alias, st, page)])
+        if hook._envelope(tx, alias, reg) is None:  # and no wake consent (above): a Stop has nothing to do
+            idle.mark_stop_quiet(root, pin, token)
+        if rendered is None and not hook.busy:
+            idle.mark_idle(root, pin, token)
+            ahead.drop(root, pin)
+            return "idle"
+        included = set(rendered.included) if rendered is not None else set()
+        fold = {"v": 1, "attempt": records.uuid4(), "collab": collab, "alias": alias,
+                "ids": list(rendered.included) if rendered is not None else [],
+                "seqs": [m.seq for m in page.messages if m.id in included],
+                "rpos": st["rpos"]}  # how far into the receipts it read: a retry after it still counts
+        payload = hook.output(rendered.text) if rendered is not None else b""
+        ahead.write(root, pin, token, hook.key, payload, fold)
+    return "ready"

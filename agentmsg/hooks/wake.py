@@ -16,7 +16,6 @@ import time
 
 from agentmsg.domain import kinds
 from agentmsg.domain import wake as rules
-from agentmsg.runtime import facts as sessionfacts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,4 +43,7 @@ def prompt(tx: FileTxn, alias: str, pin: str, reg: Registry, text: object) -> bo
 
 
 def turn(root: str, pin: str, state: str) -> None:
+    """Only for sessions whose wake consent is active: the facts module is imported then, not on every run."""
+    from agentmsg.runtime import facts as sessionfacts
+
     sessionfacts.set_turn(root, pin, state)

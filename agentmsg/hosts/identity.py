@@ -17,7 +17,7 @@ from agentmsg.hosts import registry
 
 #: (variable, runtime) of every host whose agent's shell names its session (``Host.shell_var``; each host's
 #: module says who sets it: the host itself, ``agentmsg run gemini``, or agentmsg's OpenCode plugin).
-HOST_VARS = registry.SHELL_VARS
+HOST_VARS = registry.shell_vars()
 
 
 def host_pins(env: Mapping[str, str]) -> list[Pin]:

@@ -1,12 +1,11 @@
 """Every host by name and by pin runtime: the one list the rest of agentmsg asks (as pre-commit's
-``all_languages`` does).  Adding a host means one module beside this one and a line here.
+``all_languages`` does).  Adding a host means one module beside this one and its name here.
 
-Lean: the hooks import it (each host module imports only ``os`` at run time).
+Lean, and lazy: a hook imports only its own host's module (:func:`get`), not every host's (each module a
+host adds would cost every prompt about 0.2 ms); the lists that need them all load them on first use.
 """
 
 from __future__ import annotations
-
-from agentmsg.hosts import claude, codex, copilot, cursor, gemini, human, opencode
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -14,41 +13,70 @@ if TYPE_CHECKING:
 
     from agentmsg.hosts.base import Host
 
-#: In the order ``host_of`` asks them whether they run a Claude-format hooks file: Copilot sets Claude's
-#: plugin variable as well, so it is asked first.
-ALL: tuple[Host, ...] = (claude.HOST, codex.HOST, copilot.HOST, gemini.HOST, opencode.HOST, cursor.HOST, human.HOST)
-BY_NAME: dict[str, Host] = {h.name: h for h in ALL}
-BY_RUNTIME: dict[str, Host] = {h.runtime: h for h in ALL}
-#: The hosts ``hooks/run NAME`` serves, name -> pin runtime.
-HOOK_RUNTIMES: dict[str, str] = {h.name: h.runtime for h in ALL if h.runs_hooks}
-#: The hosts whose agent's shell names its session: (variable, runtime), in the order identity reports them.
-SHELL_VARS: tuple[tuple[str, str], ...] = tuple((h.shell_var, h.runtime) for h in ALL if h.shell_var)
-#: The typed ``--notify`` adapters hosts add: adapter name -> host.
-NOTIFY_ADAPTERS: dict[str, Host] = {h.notify_adapter: h for h in ALL if h.notify_adapter}
+#: Every host, by its module's name, in the order they are listed (and identity reports their variables).
+NAMES = ("claude", "codex", "copilot", "gemini", "opencode", "cursor", "human")
+#: The hosts that can run a Claude-format hooks file (``hooks/run claude``), in the order :func:`host_of` asks
+#: them (``Host.runs_claude_format``; Copilot sets Claude's plugin variable as well, so it is asked first),
+#: each with the variable it always sets there: without it, its module is not even loaded.
+CLAUDE_FORMAT = (("copilot", "COPILOT_CLI"), ("gemini", "GEMINI_SESSION_ID"))
+#: What a name no host answers to stands for: no hooks, no session variable, no wake-up.
+NO_HOST = "human"
+
+_loaded: dict[str, Host] = {}
 
 
 def get(name: str) -> Host | None:
-    return BY_NAME.get(name)
+    """The host called ``name``, or None; imports that host's module only."""
+    found = _loaded.get(name)
+    if found is None and name in NAMES:
+        module = __import__(f"agentmsg.hosts.{name}", fromlist=["HOST"])  # not importlib: one module fewer
+        found = _loaded[name] = module.HOST
+    return found
+
+
+def get_or_none(name: str) -> Host:
+    """The host called ``name``, else the host that has nothing (``NO_HOST``)."""
+    return get(name) or all_hosts()[NAMES.index(NO_HOST)]
+
+
+def all_hosts() -> tuple[Host, ...]:
+    return tuple(h for h in (get(n) for n in NAMES) if h is not None)
+
+
+def by_name() -> dict[str, Host]:
+    return {h.name: h for h in all_hosts()}
 
 
 def of_runtime(runtime: str) -> Host | None:
-    return BY_RUNTIME.get(runtime)
+    return next((h for h in all_hosts() if h.runtime == runtime), None)
 
 
 def of_pin(pin: str) -> Host | None:
-    return BY_RUNTIME.get(pin.partition(":")[0])
+    return of_runtime(pin.partition(":")[0])
+
+
+def hook_runtimes() -> dict[str, str]:
+    """The hosts ``hooks/run NAME`` serves, name -> pin runtime."""
+    return {h.name: h.runtime for h in all_hosts() if h.runs_hooks}
+
+
+def shell_vars() -> tuple[tuple[str, str], ...]:
+    """(variable, runtime) of every host whose agent's shell names its session."""
+    return tuple((h.shell_var, h.runtime) for h in all_hosts() if h.shell_var)
+
+
+def notify_adapters() -> dict[str, Host]:
+    """The typed ``--notify`` adapters hosts add: adapter name -> host."""
+    return {h.notify_adapter: h for h in all_hosts() if h.notify_adapter}
 
 
 def host_of(named: str, env: Mapping[str, str]) -> str:
     """The host really running ``hooks/run claude``: other hosts run Claude-format hook files too.
     ``hooks/run`` makes the same choice for its fast path."""
-    if named != claude.HOST.name:
+    if named != "claude":
         return named
-    for host in ALL:
-        if host is not claude.HOST and host.runs_claude_format(env):
-            return host.name
+    for name, var in CLAUDE_FORMAT:
+        host = get(name) if env.get(var) else None
+        if host is not None and host.runs_claude_format(env):
+            return name
     return named
-
-
-#: What a name no host answers to stands for: no hooks, no session variable, no wake-up.
-NO_HOST: Host = human.HOST

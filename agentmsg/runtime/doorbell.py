@@ -17,8 +17,6 @@ from __future__ import annotations
 import os
 
 from agentmsg.backends.file import ahead, layout
-from agentmsg.runtime.spawn import running as spawn_running
-from agentmsg.runtime.spawn import spawn_detached
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -58,6 +56,8 @@ def command(root: str, pin: str, facts: dict[str, Any]) -> list[str] | None:
 def spawn(root: str, pin: str, facts: dict[str, Any]) -> bool:
     """Start the renderer detached (:func:`agentmsg.runtime.spawn.spawn_detached`), no environment but ``PATH``."""
     argv = command(root, pin, facts)
+    from agentmsg.runtime.spawn import spawn_detached  # only when one is started: not on every hook run
+
     return argv is not None and spawn_detached(argv, env={"PATH": os.defpath}) is not None
 
 
@@ -68,6 +68,8 @@ def state(root: str) -> dict[str, object] | None:
     if not os.path.isdir(idle) or os.path.islink(idle):
         return None
     pins = list(ahead.sessions(root))
+    from agentmsg.runtime.spawn import running as spawn_running
+
     running = spawn_running(ahead.root_file(root, ahead.LOCK))
     if not running and not pins and next(ahead.sessions(root, (ahead.FACTS,)), None) is None:
         return None

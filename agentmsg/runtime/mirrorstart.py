@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 
 from agentmsg.backends.file import layout
-from agentmsg.runtime import spawn
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -32,6 +31,8 @@ def wanted(root: str, env: Mapping[str, str]) -> bool:
 
 def running(root: str) -> bool:
     """True while a mirror holds the root's lock (a lock file that does not exist is held by nobody)."""
+    from agentmsg.runtime import spawn  # only where a mirror is wanted: not on every hook run
+
     return spawn.running(os.path.join(root, layout.MIRROR_LOCK))
 
 
@@ -39,6 +40,8 @@ def ensure(root: str, env: Mapping[str, str], command: Sequence[str]) -> bool:
     """Spawn ``command sync --root ROOT`` detached unless a mirror runs; True if one was started."""
     if not wanted(root, env) or running(root):
         return False
+    from agentmsg.runtime import spawn
+
     return spawn.spawn_detached([*command, "sync", "--root", root], env=env) is not None
 
 

@@ -27,7 +27,7 @@ from agentmsg.hosts.base import NotifyError as NotifyError
 from agentmsg.hosts.base import is_abs_path, run_fixed
 
 #: The typed adapters: a doorbell at the next prompt, tmux, and each host's own (``Host.notify_adapter``).
-KINDS = ("hook", "tmux", *registry.NOTIFY_ADAPTERS)
+KINDS = ("hook", "tmux", *registry.notify_adapters())
 
 
 def doorbell(msg: Message) -> str:
@@ -50,7 +50,7 @@ def validate(config: Mapping[str, Any]) -> dict[str, Any]:
         return {"adapter": "hook"}
     if kind == "tmux" and _is_pane(config.get("pane")) and _is_socket(config.get("socket")):
         return {"adapter": "tmux", "pane": config["pane"], "socket": config["socket"]}
-    host = registry.NOTIFY_ADAPTERS.get(str(kind))
+    host = registry.notify_adapters().get(str(kind))
     typed = host.valid_notify(config) if host is not None else None
     if typed is not None:
         return typed
@@ -67,7 +67,7 @@ def from_option(spec: str | None, env: Mapping[str, str]) -> dict[str, Any]:
         if not (_is_pane(pane) and _is_socket(socket)):
             raise UsageError("--notify tmux needs this session to run inside tmux (TMUX and TMUX_PANE)")
         return {"adapter": "tmux", "pane": pane, "socket": socket}
-    host = registry.NOTIFY_ADAPTERS.get(spec)
+    host = registry.notify_adapters().get(spec)
     params = host.notify_params(env) if host is not None else None
     if params is not None:
         return params
@@ -93,4 +93,4 @@ def notify(config: Mapping[str, Any], msg: Message) -> str:
         time.sleep(0.2)  # an Enter in the same burst is swallowed by some TUIs
         run_fixed([*base, "Enter"])
         return f"tmux: rang pane {adapter['pane']}"
-    return registry.NOTIFY_ADAPTERS[adapter["adapter"]].notify(adapter, doorbell(msg))
+    return registry.notify_adapters()[adapter["adapter"]].notify(adapter, doorbell(msg))

@@ -63,7 +63,7 @@ def main(argv: list[str]) -> int:
         from agentmsg.hooks.core import Hook
         from agentmsg.runtime import doorbell
 
-        hook = Hook(next(iter(registry.HOOK_RUNTIMES)), {})  # for logging only
+        hook = Hook(registry.NAMES[0], {})  # for logging only
         hook.root, hook.event = root, "ahead"
         renderer = Renderer(root, FileStore(root, lock_timeout=2.0, on_wake=doorbell.nudge), Hook)
         try:  # the tests' shorter idle exit; nothing else from the environment is used
@@ -158,8 +158,8 @@ class Renderer:
     def _host_of(self, pin: str) -> dict[str, str]:
         """Facts enough to settle a claim of a session whose facts are gone: its host, from the runtime."""
         runtime = pin.partition(":")[0]
-        hosts = self.hook_class.hosts
-        return {"host": next((h for h, r in hosts.items() if r == runtime), next(iter(hosts)))}
+        host = registry.of_runtime(runtime)
+        return {"host": host.name if host is not None and host.runs_hooks else registry.NAMES[0]}
 
     def _rung(self, fifo: int) -> set[str]:
         pins: set[str] = set()

@@ -125,7 +125,7 @@ def _host_words() -> dict[str, list[str]]:
     from agentmsg.hosts import registry
 
     words = {}
-    for host in registry.ALL:
+    for host in registry.all_hosts():
         if host.name == "human":
             continue  # a domain concept (``Pin.human``), not a host program
         words[host.name] = [host.runtime] + [v for v in (host.shell_var, host.hook_var) if v]

@@ -94,9 +94,9 @@ def test_session_start_says_plainly_when_this_session_opened_it(tmp_path: Path) 
 
 def test_hook_text_names_the_cli_as_each_host_can_run_it(tmp_path: Path) -> None:
     launcher = str(REPO_ROOT / "bin" / "agentmsg")
-    assert hostcmd.cli_command(registry.BY_NAME["claude"], {}) == "agentmsg"  # bin/ is on its PATH
-    assert hostcmd.cli_command(registry.BY_NAME["codex"], {}) == hostcmd.sh_quote(launcher)
-    assert hostcmd.cli_command(registry.BY_NAME["codex"], {"AGENTMSG_CLI": "/o p/agentmsg"}) == "'/o p/agentmsg'"
+    assert hostcmd.cli_command(registry.by_name()["claude"], {}) == "agentmsg"  # bin/ is on its PATH
+    assert hostcmd.cli_command(registry.by_name()["codex"], {}) == hostcmd.sh_quote(launcher)
+    assert hostcmd.cli_command(registry.by_name()["codex"], {"AGENTMSG_CLI": "/o p/agentmsg"}) == "'/o p/agentmsg'"
     root = tmp_path / "state"
     cid = _open(root)
     res = run_hook("codex", "SessionStart", tmp_path, root, DRIVER.split(":", 1)[1])

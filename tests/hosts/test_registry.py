@@ -19,22 +19,23 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_every_host_is_listed_once_by_name_and_by_runtime_and_names_a_valid_runtime() -> None:
-    names = [h.name for h in registry.ALL]
+    names = [h.name for h in registry.all_hosts()]
     assert names == ["claude", "codex", "copilot", "gemini", "opencode", "cursor", "human"]
-    assert len(set(names)) == len(names) and len(registry.BY_RUNTIME) == len(names)
-    for host in registry.ALL:
+    assert len(set(names)) == len(names) and len({h.runtime for h in registry.all_hosts()}) == len(names)
+    assert tuple(names) == registry.NAMES
+    for host in registry.all_hosts():
         assert isinstance(host, base.Host) and host.runtime in validate.RUNTIMES and host.title
         assert registry.of_pin(f"{host.runtime}:s1") is host and registry.get(host.name) is host
     assert registry.get("aider") is None and registry.of_pin("nope:x") is None
 
 
 def test_the_hooks_serve_exactly_the_hosts_hooks_run_names() -> None:
-    assert registry.HOOK_RUNTIMES == {"claude": "claude-code", "codex": "codex", "copilot": "copilot",
+    assert registry.hook_runtimes() == {"claude": "claude-code", "codex": "codex", "copilot": "copilot",
                                       "gemini": "gemini", "opencode": "opencode"}
 
 
 def test_shell_variables_are_each_hosts_own_in_identitys_order() -> None:
-    assert registry.SHELL_VARS == (("CLAUDE_CODE_SESSION_ID", "claude-code"), ("CODEX_THREAD_ID", "codex"),
+    assert registry.shell_vars() == (("CLAUDE_CODE_SESSION_ID", "claude-code"), ("CODEX_THREAD_ID", "codex"),
                                    ("COPILOT_AGENT_SESSION_ID", "copilot"), ("GEMINI_SESSION_ID", "gemini"),
                                    ("OPENCODE_SESSION_ID", "opencode"))
     assert claude.HOST.shell_pin({"CLAUDE_CODE_SESSION_ID": "abc"}) == "claude-code:abc"
@@ -49,11 +50,11 @@ def test_shell_variables_are_each_hosts_own_in_identitys_order() -> None:
     ("opencode", {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": "hi"}}),
 ])
 def test_each_host_gets_context_in_its_own_shape(name: str, expected: dict[str, object]) -> None:
-    assert registry.BY_NAME[name].context("UserPromptSubmit", "hi") == expected
+    assert registry.by_name()[name].context("UserPromptSubmit", "hi") == expected
 
 
 def test_units_midturn_and_where_the_session_id_comes_from() -> None:
-    by = registry.BY_NAME
+    by = registry.by_name()
     assert {n for n, h in by.items() if h.units == "bytes"} == {"codex"}
     assert {n for n, h in by.items() if h.midturn} == {"claude", "codex"}
     assert {n for n, h in by.items() if h.session_on_stdin} == {"codex", "copilot"}
@@ -96,7 +97,7 @@ def test_a_hosts_notify_adapter_is_typed_validated_and_refused_otherwise() -> No
 
 
 def test_a_host_with_no_native_ring_falls_back_and_codex_reports_why(tmp_path: Path) -> None:
-    none, why = registry.BY_NAME["gemini"].ring(str(tmp_path), "gemini:s", {}, "line", {}, busy=False)
+    none, why = registry.by_name()["gemini"].ring(str(tmp_path), "gemini:s", {}, "line", {}, busy=False)
     assert none is None and why == "no native path"
     none, why = codex.HOST.ring(str(tmp_path), "codex:t", {"thread": "t1"}, "line", {}, busy=False)
     assert none is None and why.startswith("codex-queue failed: ")  # no codex on this PATH... or a failing one
@@ -131,13 +132,19 @@ def test_claudes_env_file_gets_the_root_once_and_quoted(tmp_path: Path) -> None:
     assert done.stdout == root
 
 
-def test_every_host_module_is_lean_enough_for_the_hooks() -> None:
-    """The hooks import the registry on every run: no host module may import json, re, typing, subprocess."""
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import agentmsg.hosts.registry; "
-            "print(' '.join(sorted(sys.modules)))")
+def test_every_host_module_is_lean_and_a_hook_loads_only_its_own() -> None:
+    """The hooks ask the registry on every run: it loads a host's module when asked for that host, and no host
+    module imports json, re, typing, subprocess, shlex or pathlib."""
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from agentmsg.hosts import registry; "
+            "before = {m for m in sys.modules if m.startswith('agentmsg.hosts.')}; registry.get('codex'); "
+            "one = {m for m in sys.modules if m.startswith('agentmsg.hosts.')} - before; registry.all_hosts(); "
+            "print(' '.join(sorted(before)), '|', ' '.join(sorted(one)), '|', ' '.join(sorted(sys.modules)))")
     out = subprocess.run([sys.executable, "-I", "-S", "-c", code, str(REPO)], capture_output=True, text=True,
-                         check=True).stdout.split()
-    assert not {"json", "re", "typing", "subprocess", "shlex", "pathlib"} & set(out)
-    assert json.dumps(sorted(m for m in out if m.startswith("agentmsg.hosts."))) == json.dumps(
+                         check=True).stdout
+    before, one, everything = (part.split() for part in out.split("|"))
+    assert before == ["agentmsg.hosts.registry"]
+    assert one == ["agentmsg.hosts.base", "agentmsg.hosts.codex"]
+    assert not {"json", "re", "typing", "subprocess", "shlex", "pathlib"} & set(everything)
+    assert json.dumps(sorted(m for m in everything if m.startswith("agentmsg.hosts."))) == json.dumps(
         [f"agentmsg.hosts.{n}" for n in ("base", "claude", "codex", "copilot", "cursor", "gemini", "human",
                                          "opencode", "registry")])

@@ -12,7 +12,6 @@ from agentmsg.backends.file.idindex import index_receipt
 from agentmsg.backends.file.idle import wake, wake_aliases
 from agentmsg.backends.file.pinindex import update_pins
 from agentmsg.backends.file.registryview import write_registry
-from agentmsg.backends.file.transcripts import transcribe_event, transcribe_message, transcribe_note
 from agentmsg.domain import kinds
 
 TYPE_CHECKING = False
@@ -30,6 +29,8 @@ if TYPE_CHECKING:
 def events_placed(tx: Txn, before: Registry | None, recs: Iterable[dict[str, Any]], pins: set[str]) -> None:
     """Membership changed: the registry rendered again, the pin index brought in line, every pin the events
     could concern woken (``pins``, and the new registry's), and the events transcribed (``recs``)."""
+    from agentmsg.backends.file.transcripts import transcribe_event  # not on the hooks' path (receipts only)
+
     tx.set_registry(None)
     after = tx.registry()
     write_registry(tx, after)
@@ -44,6 +45,8 @@ def messages_placed(tx: Txn, alias: str, msgs: Sequence[Message], opened: Opened
     """Mail for ``alias``: its pin woken (after the record is stored: the launcher must not skip it), then the
     messages transcribed (``opened``/``sections``: `transcripts.open_transcripts`, `message_section`).  The id
     index entry was written before each record, as its reservation; the inbox map folds it in at the next read."""
+    from agentmsg.backends.file.transcripts import transcribe_message  # not on the hooks' path (receipts only)
+
     wake_aliases(tx, (alias,))
     for i, msg in enumerate(msgs):
         transcribe_message(tx, msg, opened, sections[i] if sections is not None else None)
@@ -51,6 +54,8 @@ def messages_placed(tx: Txn, alias: str, msgs: Sequence[Message], opened: Opened
 
 def notes_placed(tx: Txn, recs: Iterable[dict[str, Any]]) -> None:
     """Log notes: transcribed."""
+    from agentmsg.backends.file.transcripts import transcribe_note  # not on the hooks' path (receipts only)
+
     for rec in recs:
         transcribe_note(tx, rec)
 

@@ -17,7 +17,7 @@ import time
 
 from agentmsg import fsio, records
 from agentmsg.backends.acks import count_acks
-from agentmsg.backends.file import idindex, layout, locate, pinindex, rebuild, registryview, transcripts
+from agentmsg.backends.file import idindex, layout, locate, pinindex, registryview
 from agentmsg.backends.file.derived import quietly
 from agentmsg.backends.file.handles import Handles
 from agentmsg.backends.file.inboxmap import ACKED_VALUES, InboxMap, record_at
@@ -229,6 +229,8 @@ class FileStore(TxnReads):
     def rebuild(self, collab: str) -> list[str]:
         """Rewrite every derived file of a collaboration from its journals; returns what was rewritten."""
         with self.transaction(collab) as tx:
+            from agentmsg.backends.file import rebuild  # repair and restore only
+
             return rebuild.rebuild(tx)
 
     def verify(self, collab: str | None) -> tuple[int, list[dict[str, Any]]]:
@@ -237,6 +239,8 @@ class FileStore(TxnReads):
         return verify(self, collab)
 
     def clean_temp(self, older_than: float = 3600.0) -> int:
+        from agentmsg.backends.file import rebuild
+
         return rebuild.clean_temp(self.root, older_than)
 
 
@@ -443,6 +447,8 @@ class FileTxn:
 
     def append_message(self, fields: dict[str, Any], *, broadcast_of: dict[str, str] | None = None) -> Message:
         """Durably append one message to its recipient's inbox: the one fsync of a send."""
+        from agentmsg.backends.file import transcripts  # a send's, not a hook's: hooks append receipts only
+
         self.store.writable()
         alias = fields["to"]
         # A planted link, FIFO or hard link at a transcript is refused before anything is stored
@@ -827,6 +833,8 @@ def _import(tx: FileTxn, stream: str, recs: list[dict[str, Any]]) -> list[dict[s
         kind == "inbox" and recs[0].get("seq", 1) > 1 and not fsio.file_size(layout.transcript(tx.base, alias)))
     placed = _append_sealed(tx, journal, kind, alias, recs, transcribe=not whole)
     if whole and placed and kind in ("events", "notes", "inbox"):
+        from agentmsg.backends.file import transcripts
+
         quietly(transcripts.render_all, tx)
     return placed
 
