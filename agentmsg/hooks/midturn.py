@@ -6,11 +6,7 @@ from __future__ import annotations
 import time
 
 from agentmsg import records
-from agentmsg.hooks.base import (
-    HookBase,
-    _mark_shown,
-    _nothing,
-)
+from agentmsg.hooks.base import HookBase, _mark_shown, _nothing
 from agentmsg.text import boundary
 
 TYPE_CHECKING = False
@@ -18,9 +14,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any
 
-    from agentmsg.domain.values import Message, Registry
+    from agentmsg.domain.values import Message
+    from agentmsg.hooks.base import Binding
 
-    Binding = tuple[str, str, Registry]
 
 def post_tool(hook: HookBase, data: Mapping[str, Any], binds: list[Binding]) -> tuple[bytes, Callable[[], None]]:
     """Between tool calls: the due messages the binding opted to be interrupted by, gap permitting."""

@@ -5,12 +5,7 @@ from __future__ import annotations
 from agentmsg import records
 from agentmsg.backends.file.store import FileTxn
 from agentmsg.hooks import wake as wakehook
-from agentmsg.hooks.base import (
-    REPRESENT_AFTER,
-    HookBase,
-    _mark_shown,
-    _nothing,
-)
+from agentmsg.hooks.base import REPRESENT_AFTER, HookBase, _mark_shown, _nothing
 from agentmsg.text import boundary
 
 TYPE_CHECKING = False
@@ -19,8 +14,8 @@ if TYPE_CHECKING:
     from typing import Any
 
     from agentmsg.domain.values import Page, Registry
+    from agentmsg.hooks.base import Binding
 
-    Binding = tuple[str, str, Registry]
 
 def prompt(hook: HookBase, data: Mapping[str, Any], binds: list[Binding]) -> tuple[bytes, Callable[[], None]]:
     work = []
@@ -56,11 +51,13 @@ def prompt(hook: HookBase, data: Mapping[str, Any], binds: list[Binding]) -> tup
 
     return hook.output(rendered.text), after
 
+
 def due_page(hook: HookBase, tx: FileTxn, alias: str, reg: Registry, st: dict[str, Any]) -> Page:
     """The messages due at this prompt (its count already advanced), and whether the fast path stays off."""
     page = hook._due(tx, alias, st)
     hook._pending(tx, alias, reg, page.total)
     return page
+
 
 def render_page(hook: HookBase, work: list[tuple[str, str, dict[str, Any], Page]]) -> boundary.Rendered | None:
     """The prompt's text for the due pages of its bindings; None when nothing is due."""

@@ -22,13 +22,7 @@ from agentmsg.text import boundary
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
-    from typing import Any
-
-    from agentmsg.domain.values import Registry
-
-    Binding = tuple[str, str, Registry]
-
-    from typing import TypeVar
+    from typing import Any, TypeVar
 
     from agentmsg.hooks.base import HookBase
 
@@ -44,6 +38,7 @@ def for_session(cls: type[H], root: str, pin: str, facts: Mapping[str, Any], sto
     hook.key = str(facts.get("key", ""))
     hook.mirrored = facts.get("mirror") is not False
     return hook
+
 
 def keep_ahead(hook: HookBase, bound: bool) -> None:
     """Record what the renderer needs to render this session's next prompt, and ring it (never fails)."""
@@ -70,6 +65,7 @@ def keep_ahead(hook: HookBase, bound: bool) -> None:
             aheadstart.nudge(root, [hook.pin])
     except Exception as exc:
         hook.log(exc)
+
 
 def settle_claim(hook: HookBase, *, final: bool) -> bool:
     """Fold the delivery the launcher printed for this session (``.took``) into presented receipts and
@@ -103,6 +99,7 @@ def settle_claim(hook: HookBase, *, final: bool) -> bool:
         quietly(ahead.give_back, root, hook.pin)
     return False
 
+
 def _fold(hook: HookBase, fold: Mapping[str, Any], end: str) -> None:
     """What printing a rendered delivery changes, as :meth:`prompt` would have: one more prompt, a
     presented receipt per message (``ok``: marked shown, and the attempt completed)."""
@@ -122,6 +119,7 @@ def _fold(hook: HookBase, fold: Mapping[str, Any], end: str) -> None:
         hook.event = event
     if hook.spec.midturn:
         quietly(idle.clear_midturn, hook.root, hook.pin)
+
 
 def _fold_in(hook: HookBase, collab: str, alias: str, attempt: str, ids: list[str], seqs: list[int], rpos: object,
              end: str, held: bool) -> Callable[[], None] | None:
@@ -150,6 +148,7 @@ def _fold_in(hook: HookBase, collab: str, alias: str, attempt: str, ids: list[st
             hook.save_state(tx, alias, st)
     return complete
 
+
 def render_ahead(hook: HookBase) -> str:
     """Render what this session's next UserPromptSubmit would print, for the launcher to print without
     Python: ``ready``; ``idle`` (nothing pending: the idle marker); ``full`` (the hook must run: more
@@ -164,6 +163,7 @@ def render_ahead(hook: HookBase) -> str:
         raise
     finally:
         ahead.give_back(root, pin)
+
 
 def _render_ahead(hook: HookBase, root: str, pin: str) -> str:
     # The generation first, before the bindings and the state (as every hook reads it): a join, takeover

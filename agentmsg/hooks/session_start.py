@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 from agentmsg.domain import envelope
-from agentmsg.hooks.base import (
-    HookBase,
-    _nothing,
-)
+from agentmsg.hooks.base import HookBase, _nothing
 from agentmsg.text import boundary
 
 TYPE_CHECKING = False
@@ -15,8 +12,8 @@ if TYPE_CHECKING:
     from typing import Any
 
     from agentmsg.domain.values import Registry
+    from agentmsg.hooks.base import Binding
 
-    Binding = tuple[str, str, Registry]
 
 def session_start(hook: HookBase, data: Mapping[str, Any], binds: list[Binding]) -> tuple[bytes, Callable[[], None]]:
     lines = []
@@ -34,6 +31,7 @@ def session_start(hook: HookBase, data: Mapping[str, Any], binds: list[Binding])
     hook.spec.session_started(hook.env, hook.root or "")
     return hook.output(_within_cap(hook, lines)), _nothing
 
+
 def _within_cap(hook: HookBase, lines: list[str]) -> str:
     """One identity block per binding, as many as fit the cap; the rest are counted."""
     size = boundary.measure(hook.unit)
@@ -48,6 +46,7 @@ def _within_cap(hook: HookBase, lines: list[str]) -> str:
         kept.append(f"agentmsg: {left} more binding{'s' * (left != 1)} of this session did not fit here; "
                     f"`{hook.cli} status` lists them.\n")
     return "".join(kept)
+
 
 def _identity(hook: HookBase, collab: str, alias: str, reg: Registry, total: int, requests: int) -> str:
     counts = f"{total} ({requests} request{'s' * (requests != 1)}, {total - requests} other)"
@@ -73,6 +72,7 @@ def _identity(hook: HookBase, collab: str, alias: str, reg: Registry, total: int
         + boundary.peer_fields((("label", label), ("task", task)), flags.detect(label + "\n" + task), author,
                                peer=not own)
     )
+
 
 def _envelope_note(hook: HookBase, env: envelope.Envelope | None) -> str:
     if env is None:

@@ -8,12 +8,7 @@ from agentmsg import records
 from agentmsg.backends.file.store import FileTxn
 from agentmsg.domain import envelope
 from agentmsg.hooks import wake as wakehook
-from agentmsg.hooks.base import (
-    CANDIDATES,
-    HookBase,
-    _mark_shown,
-    _nothing,
-)
+from agentmsg.hooks.base import CANDIDATES, HookBase, _mark_shown, _nothing
 from agentmsg.service import attempts as written
 from agentmsg.text import boundary
 
@@ -23,8 +18,8 @@ if TYPE_CHECKING:
     from typing import Any
 
     from agentmsg.domain.values import Message, Registry
+    from agentmsg.hooks.base import Binding
 
-    Binding = tuple[str, str, Registry]
 
 def stop(hook: HookBase, data: Mapping[str, Any], binds: list[Binding]) -> tuple[bytes, Callable[[], None]]:
     again = data.get("stop_hook_active") is True
@@ -50,9 +45,11 @@ def stop(hook: HookBase, data: Mapping[str, Any], binds: list[Binding]) -> tuple
         return _block(hook, collab, alias, reg, st)
     return b"", _nothing
 
+
 def _requests(hook: HookBase, tx: FileTxn, alias: str, st: dict[str, Any]) -> list[Message]:
     hook._fold_receipts(tx, alias, st)
     return tx.unacked(alias, limit=CANDIDATES, requests_only=True).messages
+
 
 def _wait_for_request(hook: HookBase, collab: str, alias: str, st: dict[str, Any], wait: float) -> list[Message]:
     deadline = time.monotonic() + min(wait, envelope.MAX_WAIT)
@@ -66,6 +63,7 @@ def _wait_for_request(hook: HookBase, collab: str, alias: str, st: dict[str, Any
         if found:
             return found
     return []
+
 
 def _block(hook: HookBase, collab: str, alias: str, reg: Registry,
            st: dict[str, Any]) -> tuple[bytes, Callable[[], None]]:
