@@ -181,3 +181,51 @@ def test_verify_is_clean_and_find_message(box: Mailbox, port: Store, cid: str) -
     _files, findings = port.verify(None)
     assert [f for f in findings if f["tampering"]] == []
     assert isinstance(port.rebuild(cid), list)
+
+
+# ---- the rest of the port: every read a front end or the hooks make, on every backend -----------------
+
+
+def test_a_transactions_reads_of_one_inbox(box: Mailbox, port: Store, cid: str) -> None:
+    ids = [send(box, cid, subject=f"s{i}") for i in range(3)]
+    box.ack(cid, REVIEWER, [ids[1]])
+    with port.transaction(cid) as tx:
+        assert tx.total("reviewer") == 3 and tx.total("carol") == 0
+        assert sorted(tx.unacked_ids("reviewer")) == sorted([ids[0], ids[2]])
+        first, second = tx.message(ids[0]), tx.message(ids[1])
+        assert first is not None and second is not None
+        assert tx.acked("reviewer", first) is None
+        ack = tx.acked("reviewer", second)
+        assert ack is not None and ack["type"] == kinds.ACK and ack["message"] == ids[1]
+        in_txn = [r["type"] for r in tx.message_receipts(second)]
+        assert kinds.ACK in in_txn
+        assert [m.id for m in tx.since("reviewer", 1)] == ids[1:]
+    assert [r["type"] for r in port.message_receipts(cid, second)] == in_txn  # the same, from the store
+
+
+def test_how_an_id_was_first_used(box: Mailbox, port: Store, cid: str) -> None:
+    direct = send(box, cid)
+    base = str(uuid.uuid4())
+    box.send(cid, DRIVER, Draft(to="all", subject="to all", body="b", id=base))
+    with port.transaction(cid) as tx:
+        assert tx.broadcast(direct) == (False, [])
+        assert tx.broadcast(str(uuid.uuid4())) == (None, [])
+        used, recipients = tx.broadcast(base)
+    assert used is True and sorted(recipients) == ["carol", "reviewer"]
+
+
+def test_search_finds_what_was_stored_and_only_that(box: Mailbox, port: Store, cid: str) -> None:
+    from agentmsg.domain.search import Query
+
+    send(box, cid, subject="retry budget", body="the exponential backoff needs a cap")
+    send(box, cid, subject="lunch", body="nothing to see")
+    found = port.search(Query("backoff", collab=cid))
+    assert [h.message.subject for h in found.hits if h.message is not None] == ["retry budget"]
+    assert port.search(Query("zebra", collab=cid)).hits == []
+
+
+def test_a_store_describes_itself_and_cleans_nothing_it_does_not_own(box: Mailbox, port: Store, cid: str) -> None:
+    described = port.describe()
+    assert described["store"] in ("file", "memory", "postgresql") and "location" in described
+    assert port.clean_temp(0.0) >= 0
+    assert cid in port.collabs()
