@@ -3,15 +3,47 @@
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from typing import Any, TypedDict
 
 from agentmsg.domain.search import Hit, Query
 from agentmsg.domain.values import Message, Page
 
 Payload = dict[str, Any]
 
+#: What every front end (the CLI's ``--json``, the MCP tools) says of a message, a page of them, a search hit
+#: and a log note: the typed shapes that cross from the service to them.
+MessagePayload = TypedDict("MessagePayload", {
+    "id": str, "collab": str, "from": str, "from_runtime": str, "to": str, "kind": str, "priority": str,
+    "subject": str, "body": str, "reply_to": "str | None", "broadcast": "str | None", "ts": str, "seq": int,
+    "flags": list[str]})
 
-def message(msg: Message) -> Payload:
+
+class PagePayload(TypedDict):
+    count: int
+    shown: int
+    offset: int
+    more: int
+    requests: int
+    high: int
+    messages: list[MessagePayload]
+
+
+HitPayload = TypedDict("HitPayload", {
+    "type": str, "id": "str | None", "collab": "str | None", "from": "str | None", "from_runtime": "str | None",
+    "to": "str | None", "kind": str, "priority": "str | None", "subject": str, "ts": "str | None",
+    "reply_to": "str | None", "flags": list[str], "score": float, "snippet": str, "show": str})
+
+
+class NotePayload(TypedDict):
+    id: str | None
+    author: str | None
+    text: str | None
+    corrects: str | None
+    ts: str | None
+    seq: int | None
+
+
+def message(msg: Message) -> MessagePayload:
     return {
         "id": msg.id, "collab": msg.collab, "from": msg.sender, "from_runtime": msg.sender_runtime,
         "to": msg.to, "kind": msg.kind, "priority": msg.priority, "subject": msg.subject,
@@ -20,7 +52,7 @@ def message(msg: Message) -> Payload:
     }
 
 
-def page(page_: Page, *, offset: int = 0) -> Payload:
+def page(page_: Page, *, offset: int = 0) -> PagePayload:
     return {"count": page_.total, "shown": len(page_.messages), "offset": offset,
             "more": max(0, page_.total - offset - len(page_.messages)), "requests": page_.requests,
             "high": page_.high, "messages": [message(m) for m in page_.messages]}
@@ -32,7 +64,7 @@ def ack_lines(payload: Payload) -> list[str]:
             for r in payload["results"]]
 
 
-def hit(h: Hit, query: Query, root_flag: str | None = None) -> Payload:
+def hit(h: Hit, query: Query, root_flag: str | None = None) -> HitPayload:
     """One search hit, with the command that shows it whole (``--root`` only when the search was given one)."""
     from agentmsg.domain.search import snippet
 
@@ -58,5 +90,6 @@ def query_in(query: Query, text: str) -> bool:
     return any(" " + " ".join(t) + " " in have for t in query.terms)
 
 
-def note(rec: dict[str, Any]) -> Payload:
-    return {k: rec.get(k) for k in ("id", "author", "text", "corrects", "ts", "seq")}
+def note(rec: dict[str, Any]) -> NotePayload:
+    return {"id": rec.get("id"), "author": rec.get("author"), "text": rec.get("text"),
+            "corrects": rec.get("corrects"), "ts": rec.get("ts"), "seq": rec.get("seq")}
