@@ -14,10 +14,9 @@ from agentmsg.backends.file.store import FileStore, FileTxn
 from agentmsg.domain import envelope, kinds, rules
 from agentmsg.hooks.stdin import HookError as HookError
 from agentmsg.hooks.stdin import is_session, parse_stdin
-from agentmsg.hosts import cliname as hostcmd
+from agentmsg.hosts import base as hostcmd
 from agentmsg.hosts import registry
 from agentmsg.paths import resolve_root_str
-from agentmsg.runtime import doorbell as aheadstart
 from agentmsg.runtime import mirrorstart
 from agentmsg.service import attempts as written
 from agentmsg.text import boundary
@@ -124,7 +123,7 @@ class HookBase:
         keyed = self._launcher_keyed(str(session))
         token = self._idle_token() if keyed and (event in FAST_EVENTS or event == MIDTURN) else None
         self.busy = token is None
-        self.store = FileStore(self.root, lock_timeout=self.lock_timeout, on_wake=aheadstart.nudge)
+        self.store = FileStore(self.root, lock_timeout=self.lock_timeout, on_wake=_nudge)
         if keyed:  # a delivery the launcher printed from .ready: folded before anything reads the state
             self.settle_claim(final=True)
         if event == "SessionStart":
@@ -381,6 +380,13 @@ class _LockedTxn(FileTxn):
             return super().__enter__()
         except _errors().StoreFailed as exc:
             raise LockTimeout(str(exc)) from None
+
+
+def _nudge(root: str, pins: list[str]) -> None:
+    """The store's ``on_wake``: ring the renderer for woken pins (the runtime is imported only then)."""
+    from agentmsg.runtime import doorbell
+
+    doorbell.nudge(root, pins)
 
 
 def _mark_shown(st: dict[str, Any], seqs: Iterable[int]) -> None:

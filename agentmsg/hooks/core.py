@@ -55,11 +55,35 @@ class Hook(HookBase):
         return render_ahead.render_ahead(self)
 
     def settle_claim(self, *, final: bool) -> bool:
+        if not _claimed(self.root, self.pin):
+            return False  # nothing the launcher printed to fold (the usual case): no need for the code that folds
         from agentmsg.hooks import render_ahead
 
         return render_ahead.settle_claim(self, final=final)
 
     def _keep_ahead(self, bound: bool) -> None:
+        if self.env.get("AGENTMSG_NO_AHEAD") or self.env.get("AGENTMSG_NO_FASTPATH"):  # rendering ahead is off
+            if self.root is not None:
+                _forget(self.root, self.pin)
+            return
         from agentmsg.hooks import render_ahead
 
         render_ahead.keep_ahead(self, bound)
+
+
+def _claimed(root: str | None, pin: str) -> bool:
+    """Whether anything is at the session's claim (``.took``): a claim, or something planted there."""
+    import os
+
+    from agentmsg.backends.file import ahead
+
+    found = ahead.base(root, pin) if root is not None else None
+    return found is not None and os.path.lexists(found + ahead.TOOK)
+
+
+def _forget(root: str, pin: str) -> None:
+    """No delivery rendered ahead for this session while rendering ahead is off (never fails the hook)."""
+    from agentmsg.backends.file import ahead
+    from agentmsg.backends.file.derived import quietly
+
+    quietly(ahead.forget, root, pin)

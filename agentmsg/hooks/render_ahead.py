@@ -14,7 +14,7 @@ from agentmsg.domain import kinds
 from agentmsg.hooks import prompt
 from agentmsg.hooks import wake as wakehook
 from agentmsg.hooks.base import HookError, LockTimeout, _mark_shown
-from agentmsg.hosts import cliname as hostcmd
+from agentmsg.hosts import base as hostcmd
 from agentmsg.runtime import doorbell as aheadstart
 from agentmsg.runtime import mirrorstart
 from agentmsg.text import boundary
@@ -46,9 +46,6 @@ def keep_ahead(hook: HookBase, bound: bool) -> None:
     if root is None:
         return
     try:
-        if hook.env.get("AGENTMSG_NO_AHEAD") or hook.env.get("AGENTMSG_NO_FASTPATH"):
-            ahead.forget(root, hook.pin)
-            return
         package = os.path.abspath(PACKAGE_DIR)
         facts = {"v": 1, "pin": hook.pin, "host": hook.host, "cap": hook.cap, "cli": hook.cli,
                  "key": ahead.launcher_key(hook.env), "python": sys.executable,

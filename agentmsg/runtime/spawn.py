@@ -10,7 +10,7 @@ What agentmsg may run in the background on this machine, each under one lock fil
   started by :mod:`agentmsg.runtime.mirrorstart`; lock ``ROOT/mirror.lock``.
 * **the notify retrier** (:func:`agentmsg.runtime.wakeup.retry_later`), one per binding with a deferred ring:
   ``PYTHON -m agentmsg.runtime.retrier ROOT COLLAB ALIAS``; lock ``ROOT/wake/retry-<key>.lock``.
-* **the CLI's environment build** (:func:`agentmsg.hosts.cliname.prepare_cli`), once per machine:
+* **the CLI's environment build** (:func:`agentmsg.hosts.base.prepare_cli`), once per machine:
   ``/bin/sh bin/agentmsg --prepare-env`` (``bin/agentmsg`` keeps its own ``venv.lock``).
 * **Claude Code's wake-up waiter** (:mod:`agentmsg.runtime.waiter`): Claude Code itself starts it (an
   ``asyncRewake`` hook), not this module; it takes its lock (``ROOT/wake/<session>.lock``) with

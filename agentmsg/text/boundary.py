@@ -136,7 +136,7 @@ def _when(ts: str) -> str:
     return f"{ts[:10]} {ts[11:16]} UTC" if len(ts) >= 16 else one_line(ts)
 
 
-CLI = "agentmsg"  # the command as the host's shell can run it; the hooks set it (agentmsg.hosts.cliname.cli_command)
+CLI = "agentmsg"  # the command as the host's shell can run it; the hooks set it (agentmsg.hosts.base.cli_command)
 
 
 def ack_command(collab: str, message_id: str = "MESSAGE_ID") -> str:

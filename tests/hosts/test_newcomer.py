@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from agentmsg import paths
-from agentmsg.hosts import cliname as hostcmd
+from agentmsg.hosts import base as hostcmd
 from agentmsg.hosts import install as installer
 from agentmsg.hosts import registry
 from agentmsg.text import boundary
