@@ -63,12 +63,24 @@ def prompt_stdin(project: Path, session: str) -> bytes:
                        "hook_event_name": "UserPromptSubmit", "prompt": "carry on"}).encode()
 
 
-def once(argv: list[str], stdin: bytes | None = None, env: dict[str, str] | None = None) -> tuple[float, bytes]:
+CPU: dict[str, dict[str, list[float]]] = {}  # case -> checkout -> the process's user + system seconds
+
+
+def once(argv: list[str], stdin: bytes | None = None, env: dict[str, str] | None = None,
+         cpu: list[float] | None = None) -> tuple[float, bytes]:
+    """(wall seconds, stdout) of one whole process; its CPU time (user + system, which load inflates less
+    than wall time) goes to ``cpu``."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(argv, input=stdin, capture_output=True, env=env)
     wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode or proc.stderr:
         raise SystemExit(f"{argv[:4]}: rc={proc.returncode} {proc.stderr[-400:]!r}")
+    if cpu is not None:
+        cpu.append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
     return wall, proc.stdout
 
 
@@ -107,20 +119,23 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         for _ in range(args.repeats):
             for name, checkout in (("old", old), ("new", new)):
                 full_env = hook_env(checkout, root, data, project, REVIEWER.session)
-                wall, out = snap.record(lambda checkout=checkout, env=full_env: once(
-                    ["/bin/sh", "-c", hook_command(checkout)], stdin, env))
+                cpu = CPU.setdefault("prompt, 20 pending, full hook", {}).setdefault(name, [])
+                wall, out = snap.record(lambda checkout=checkout, env=full_env, cpu=cpu: once(
+                    ["/bin/sh", "-c", hook_command(checkout)], stdin, env, cpu))
                 assert out, "the full hook printed nothing"
                 cases.setdefault("prompt, 20 pending, full hook", {}).setdefault(name, []).append(wall)
                 idle_env = hook_env(checkout, root, data, project, IDLE_SESSION)
-                wall, out = once(["/bin/sh", "-c", hook_command(checkout)], idle_stdin, idle_env)
+                wall, out = once(["/bin/sh", "-c", hook_command(checkout)], idle_stdin, idle_env,
+                                 CPU.setdefault("prompt, nothing pending", {}).setdefault(name, []))
                 cases.setdefault("prompt, nothing pending", {}).setdefault(name, []).append(wall)
                 cli_env = {**{k: v for k, v in os.environ.items() if not k.startswith(("AGENTMSG_", "CLAUDE",
                                                                                          "CODEX"))},
                            "PYTHONPATH": str(checkout), "AGENTMSG_HOME": str(root), "AGENTMSG_NO_MIRROR": "1"}
                 sent += 1
-                wall, _ = snap.record(lambda env=cli_env, i=sent: once(
+                cpu = CPU.setdefault("agentmsg send (process)", {}).setdefault(name, [])
+                wall, _ = snap.record(lambda env=cli_env, i=sent, cpu=cpu: once(
                     [sys.executable, "-m", "agentmsg.cli", "send", "--self", str(DRIVER),
-                     "--to", "reviewer", "--subject", f"s{i}", "--body", "b"], None, env))
+                     "--to", "reviewer", "--subject", f"s{i}", "--body", "b"], None, env, cpu))
                 cases.setdefault("agentmsg send (process)", {}).setdefault(name, []).append(wall)
             cases.setdefault("floor", {}).setdefault("floor", []).append(once(floor)[0])
         sends: dict[str, list[float]] = {"old": [], "new": []}
@@ -132,8 +147,9 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         for case, runs in cases.items():
             o, n = statistics.median(runs["old"]) * 1e3, statistics.median(runs["new"]) * 1e3
             pairs = statistics.median(b / a for a, b in zip(runs["old"], runs["new"], strict=True))
+            co, cn = (statistics.median(CPU[case][k]) * 1e3 for k in ("old", "new"))
             rows.append({"case": case, "old_ms": o, "new_ms": n, "old_x": o / floor_ms, "new_x": n / floor_ms,
-                         "new_over_old": pairs})
+                         "new_over_old": pairs, "old_cpu_ms": co, "new_cpu_ms": cn})
         return {"floor_ms": floor_ms, "rows": rows, "sends": sends, "repeats": args.repeats,
                 "old": subprocess.run(["git", "-C", str(old), "rev-parse", "--short", "HEAD"], capture_output=True,
                                       text=True).stdout.strip(),
@@ -152,12 +168,13 @@ def markdown(res: dict[str, object], info: dict[str, str], command: str) -> str:
         f"processes in one run, round robin, {res['repeats']} runs each; the floor is `python3 -S -c pass` "
         f"({res['floor_ms']:.1f} ms median in this run).",
         "",
-        "| case | old | new | old / floor | new / floor | new / old (median of pairs) |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| case | old | new | old / floor | new / floor | new / old (median of pairs) | CPU old | CPU new |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(f"| {r['case']} | {r['old_ms']:.1f} ms | {r['new_ms']:.1f} ms | {r['old_x']:.2f}x | "
-                     f"{r['new_x']:.2f}x | {r['new_over_old']:.2f} |")
+                     f"{r['new_x']:.2f}x | {r['new_over_old']:.2f} | {r['old_cpu_ms']:.1f} ms | "
+                     f"{r['new_cpu_ms']:.1f} ms |")
     lines += ["", "The in-process send bar (a durable send over a bare append+fsync of the same bytes), each "
               "checkout's own `bench/store_bench.py`, run alternately:", "",
               f"- old: {', '.join(f'{x:.2f}x' for x in sends['old'])}",

@@ -19,10 +19,9 @@ import os
 import sys
 
 from agentmsg import records
-from agentmsg.hooks.base import _nothing
+from agentmsg.hooks.base import STDIN_MAX, HookError, _nothing, is_session, parse_stdin
 from agentmsg.hooks.core import Hook
 from agentmsg.hooks.entry import _Sink, _write_stdout
-from agentmsg.hooks.stdin import STDIN_MAX, HookError, is_session, parse_stdin
 from agentmsg.hosts.cursor import HOST
 
 TYPE_CHECKING = False

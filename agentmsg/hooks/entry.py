@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 import sys
 
+from agentmsg.hooks.base import STDIN_MAX
 from agentmsg.hooks.core import Hook
-from agentmsg.hooks.stdin import STDIN_MAX
 from agentmsg.hosts import registry
 
 

@@ -244,6 +244,6 @@ def _reported_by_the_hook(exc: Exception) -> bool:
     """A store or hook-state problem (a vanished or corrupt collaboration, a corrupt hook state, a lock held
     too long): the renderer leaves the session to the full hook, which reports it in hooks.log (once)."""
     from agentmsg import errors
-    from agentmsg.hooks.stdin import HookError
+    from agentmsg.hooks.base import HookError
 
     return isinstance(exc, (errors.AgentmsgError, HookError))

@@ -144,7 +144,7 @@ class Waiter:
 
 def wait(host: str, env: Mapping[str, str], raw: bytes) -> str | None:
     """Block until rung (the doorbell), or None (no consent, replaced, ended, timed out)."""
-    from agentmsg.hooks.stdin import is_session, parse_stdin
+    from agentmsg.hooks.base import is_session, parse_stdin
 
     if not claude.interactive(env):
         return None  # `claude -p` waits for its async hooks before it exits: never hold one open

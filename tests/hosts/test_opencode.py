@@ -13,7 +13,7 @@ import pytest
 
 from agentmsg.domain import validate as model
 from agentmsg.errors import IdentityError
-from agentmsg.hooks import stdin as hooks
+from agentmsg.hooks import base as hooks
 from agentmsg.hosts import identity
 from agentmsg.hosts import opencode_files as oc
 from tests.support.cli_helpers import REPO_ROOT, run_json

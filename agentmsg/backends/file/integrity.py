@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentmsg import fsio, records
-from agentmsg.backends.file import hookstate, idindex, layout, locate, pinindex, rebuild, registryview, transcripts
+from agentmsg.backends.file import hookstate, idindex, layout, pinindex, rebuild, registryview, transcripts
 from agentmsg.backends.file.derived import quietly
 from agentmsg.backends.file.journal import Journal
 from agentmsg.domain import kinds, rules
@@ -52,7 +52,7 @@ def journals(root: Path, collab: str | None = None) -> Iterator[Path]:
         return
     for cdir in sorted(base.iterdir()) if collab is None else [base / collab]:
         fsio.existing_dir(base, cdir.name)
-        locate.collab_dir(str(root), cdir.name)  # a symlinked subdirectory is refused, not skipped
+        layout.collab_dir(str(root), cdir.name)  # a symlinked subdirectory is refused, not skipped
         yield from sorted(p for p in cdir.rglob("*.jsonl") if not p.is_symlink())
 
 

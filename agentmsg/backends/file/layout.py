@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from agentmsg import records
+from agentmsg import fsio, records
 from agentmsg.domain import rules
 
 COLLABS = "collabs"
@@ -256,3 +256,39 @@ def session_file(root: str, pin: str, suffix: str) -> str:
 def retry_lock(root: str, collab: str, alias: str) -> str:
     """The lock of the one ring retrier a binding may have (``runtime.retrier``)."""
     return os.path.join(root, WAKE, f"retry-{pin_key(collab + '/' + alias)}.lock")
+
+
+# ---- finding a collaboration's directory: no symlink, and (by default) an opening record ----------------
+
+
+def collab_dir(root: str, collab: str, *, subdirs: bool = True) -> str | None:
+    """The collaboration's directory, or None; a symlinked directory or subdirectory raises UnsafePath.
+
+    ``subdirs=False`` leaves the subdirectories to the caller (a transaction
+    checks them once it holds the lock: `FileTxn.__enter__`).
+    """
+    found = locate(root, collab)
+    if found is None:
+        return None
+    if subdirs:
+        for sub in COLLAB_SUBDIRS:
+            fsio.existing_dir(found[0], sub)
+    return found[0]
+
+
+def locate(root: str, collab: str, *, opened: bool = True) -> tuple[str, os.stat_result] | None:
+    """The collaboration's directory and its ``lstat`` (a transaction keys what it checked on it), or None.
+
+    ``opened=False`` leaves the opening record (``collab.jsonl``) to the
+    caller: a transaction looks for it once it holds the lock.
+    """
+    if not is_uuid(collab):
+        return None
+    parent = fsio.existing_dir(root, COLLABS)
+    if parent is None:
+        return None
+    base = os.path.join(root, COLLABS, collab)
+    st = fsio.dir_stat(base)
+    if st is None or (opened and not os.path.exists(f"{base}/{EVENTS}")):
+        return None
+    return base, st

@@ -16,7 +16,6 @@ import time
 from agentmsg import fsio, records
 from agentmsg.backends.file import layout
 from agentmsg.backends.file.journal import Journal
-from agentmsg.backends.file.locate import collab_dir
 from agentmsg.domain import rules
 
 TYPE_CHECKING = False
@@ -64,7 +63,7 @@ def records_since(store: Root, collab: str, stream: str, seq: int, limit: int = 
 def _snapshot(store: Root, collabs: Collection[str]) -> tuple[object, ...]:
     seen: list[object] = [tuple(store.collabs())]
     for collab in collabs:
-        base = collab_dir(store.root, collab)
+        base = layout.collab_dir(store.root, collab)
         if base is None:
             continue
         for name in stream_names(base):

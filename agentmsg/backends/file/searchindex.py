@@ -31,7 +31,6 @@ from agentmsg import fsio
 from agentmsg.backends.file import layout
 from agentmsg.backends.file.inboxmap import record_at
 from agentmsg.backends.file.journal import Journal
-from agentmsg.backends.file.locate import collab_dir
 from agentmsg.domain import kinds, rules
 from agentmsg.domain.search import SUBJECT_WEIGHT, Found, Hit, Query, fts_expression, scan
 from agentmsg.domain.values import Message
@@ -168,7 +167,7 @@ class SearchIndex:
         return added
 
     def _catch_up_collab(self, conn: sqlite3.Connection, collab: str) -> int:
-        base = collab_dir(self.store.root, collab)
+        base = layout.collab_dir(self.store.root, collab)
         if base is None:
             self._forget(conn, collab)
             return 0
@@ -264,7 +263,7 @@ class SearchIndex:
                f"WHERE {' AND '.join(where)} ORDER BY r, ts DESC LIMIT ?")
         hits, stale = [], set()
         for collab, src, off, rid, r in conn.execute(sql, (*args, query.limit)):
-            base = collab_dir(self.store.root, collab)
+            base = layout.collab_dir(self.store.root, collab)
             journal = _source_path(base, src) if base is not None else None
             rec = record_at(Journal(journal), off) if journal is not None and type(off) is int else None
             if rec is None or rec.get("id") != rid:
@@ -283,7 +282,7 @@ class SearchIndex:
         msgs: list[Message] = []
         notes: list[tuple[str, dict[str, Any]]] = []
         for collab in collabs:
-            base = collab_dir(store.root, collab)
+            base = layout.collab_dir(store.root, collab)
             if base is None:
                 continue
             for src, p in _sources(base):

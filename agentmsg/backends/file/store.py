@@ -17,7 +17,7 @@ import time
 
 from agentmsg import fsio, records
 from agentmsg.backends.acks import count_acks
-from agentmsg.backends.file import idindex, layout, locate, pinindex, registryview
+from agentmsg.backends.file import idindex, layout, pinindex, registryview
 from agentmsg.backends.file.derived import quietly
 from agentmsg.backends.file.handles import Handles
 from agentmsg.backends.file.inboxmap import ACKED_VALUES, InboxMap, record_at
@@ -85,7 +85,7 @@ class FileStore(TxnReads):
     # ---- collaborations ---------------------------------------------------------------
 
     def base(self, collab: str) -> str:
-        found = locate.collab_dir(self.root, collab)
+        found = layout.collab_dir(self.root, collab)
         if found is None:
             raise _no_collab(self.root, collab)
         return found
@@ -99,7 +99,7 @@ class FileStore(TxnReads):
     def transaction(self, collab: str) -> FileTxn:
         """The collaboration's lock, and the only way to write (``with store.transaction(c) as tx:``)."""
         # Its subdirectories, and its opening record, are checked under the lock (`FileTxn.__enter__`).
-        found = locate.locate(self.root, collab, opened=False)
+        found = layout.locate(self.root, collab, opened=False)
         if found is None:
             raise _no_collab(self.root, collab)
         return FileTxn(self, collab, found[0], located=found[1], opened=True)
@@ -117,7 +117,7 @@ class FileStore(TxnReads):
 
     def find_message(self, message_id: str) -> Message | None:
         for collab in self.collabs():
-            if locate.collab_dir(self.root, collab) is None:
+            if layout.collab_dir(self.root, collab) is None:
                 continue
             found = self.message(collab, message_id)
             if found is not None:
@@ -172,7 +172,7 @@ class FileStore(TxnReads):
             entries = pinindex.pin_entries(self.root, pin)
         found = []
         for collab, alias in entries:
-            if locate.collab_dir(self.root, collab) is None:
+            if layout.collab_dir(self.root, collab) is None:
                 continue  # a vanished collaboration names nothing; a damaged one is an error (hooks log it)
             reg = self.registry(collab)
             if not reg.closed and reg.holder(alias) == pin:
@@ -816,7 +816,7 @@ def import_records(store: FileStore, collab: str, stream: str, recs: list[dict[s
     """
     if not recs:
         return []
-    base = locate.collab_dir(store.root, collab) or fsio.ensure_dir(store.root, layout.COLLABS, collab)
+    base = layout.collab_dir(store.root, collab) or fsio.ensure_dir(store.root, layout.COLLABS, collab)
     with FileTxn(store, collab, base) as tx:
         return _import(tx, stream, recs)
 

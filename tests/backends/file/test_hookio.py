@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentmsg import fsio, paths, records
-from agentmsg.backends.file import layout, locate, registryview
+from agentmsg.backends.file import layout, registryview
 from agentmsg.backends.file.integrity import verify_file
 from agentmsg.backends.file.journal import Journal, Problem
 from agentmsg.backends.file.store import FileStore as FilePort
@@ -29,7 +29,7 @@ from agentmsg.domain import rules
 from agentmsg.domain import validate as model
 from agentmsg.errors import StoreFailed, UnsafePath, UsageError
 from agentmsg.hooks import base as hookrun
-from agentmsg.hooks import stdin
+from agentmsg.hooks import base as stdin
 from tests.support.facade import Draft
 
 JSONISH = st.recursive(
@@ -375,7 +375,7 @@ def test_a_symlinked_collab_subdirectory_is_refused(store, collab, tmp_path, sub
     with pytest.raises(UnsafePath):
         store.registry(collab.id)
     with pytest.raises(UnsafePath):
-        locate.collab_dir(str(collab.root), collab.id)
+        layout.collab_dir(str(collab.root), collab.id)
 
 
 def test_a_symlinked_collab_dir_is_refused(store, collab, tmp_path):
@@ -383,7 +383,7 @@ def test_a_symlinked_collab_dir_is_refused(store, collab, tmp_path):
     collab.dir.rename(target)
     Path(collab.dir).symlink_to(target)
     with pytest.raises(UnsafePath):
-        locate.collab_dir(str(collab.root), collab.id)
+        layout.collab_dir(str(collab.root), collab.id)
     with pytest.raises(UnsafePath):
         store.bindings(str(collab.reviewer))
 
@@ -398,8 +398,8 @@ def test_the_registry_document_and_its_fallback(store, collab):
     assert registryview.registry_document(str(collab.dir)) is None
     assert rules.registry_document(FilePort(collab.root).registry(collab.id)) == expected
     assert plain(registryview.registry_document(str(collab.dir))) == expected, "a read rewrites the damaged view"
-    assert locate.collab_dir(str(collab.root), str(uuid.uuid4())) is None
-    assert locate.collab_dir(str(collab.root), "../../etc") is None
+    assert layout.collab_dir(str(collab.root), str(uuid.uuid4())) is None
+    assert layout.collab_dir(str(collab.root), "../../etc") is None
 
 
 # ---- the hook path stays lean -----------------------------------------------------------------------
