@@ -164,6 +164,8 @@ def markdown(res: dict[str, object], info: dict[str, str], command: str) -> str:
     sends = res["sends"]
     assert isinstance(rows, list) and isinstance(sends, dict)
     lines = [
+        f"## {SECTION}",
+        "",
         f"Before and after the house issue's moves: `{res['old']}` (old) against `{res['new']}` (new), whole "
         f"processes in one run, round robin, {res['repeats']} runs each; the floor is `python3 -S -c pass` "
         f"({res['floor_ms']:.1f} ms median in this run).",
