@@ -32,7 +32,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
@@ -40,6 +39,7 @@ REPO = BENCH.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(BENCH))
 
+from hook_bench import child_run  # noqa: E402
 from store_bench import DRIVER, REVIEWER, Snapshot, build_unread, machine, write_section  # noqa: E402
 
 SECTION = "The house, side by side"
@@ -68,20 +68,12 @@ CPU: dict[str, dict[str, list[float]]] = {}  # case -> checkout -> the process's
 
 def once(argv: list[str], stdin: bytes | None = None, env: dict[str, str] | None = None,
          cpu: list[float] | None = None) -> tuple[float, bytes]:
-    """(wall seconds, stdout) of one whole process; its CPU time (user + system, which load inflates less
-    than wall time) goes to ``cpu``."""
-    import resource
-
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    proc = subprocess.run(argv, input=stdin, capture_output=True, env=env)
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode or proc.stderr:
-        raise SystemExit(f"{argv[:4]}: rc={proc.returncode} {proc.stderr[-400:]!r}")
+    """(wall seconds, stdout) of one whole process (``hook_bench.child_run``); its CPU time (user + system,
+    which load inflates less than wall time) goes to ``cpu``."""
+    wall, used, out = child_run(argv, stdin, env)
     if cpu is not None:
-        cpu.append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
-    return wall, proc.stdout
+        cpu.append(used)
+    return wall, out
 
 
 def send_ratio(checkout: Path, sends: int) -> float:
