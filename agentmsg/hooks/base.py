@@ -99,7 +99,7 @@ class HookBase:
 
     def __init__(self, host: str, env: Mapping[str, str]) -> None:
         self.host, self.env = host, env
-        self.spec: Host = registry.get_or_none(host)  # an unknown name fails in run()
+        self.spec: Host = registry.get_or_nothing(host)  # an unknown name fails in run()
         self.event = "?"
         self.pin = "?"
         self.root: str | None = None

@@ -56,11 +56,6 @@ class Host:
     #: A typed ``--notify`` adapter of this host's own (``codex-queue``), or None.
     notify_adapter: str | None = None
 
-    def shell_pin(self, env: Mapping[str, str]) -> str | None:
-        """``RUNTIME:ID`` from the agent's shell, or None."""
-        value = env.get(self.shell_var) if self.shell_var else None
-        return f"{self.runtime}:{value}" if value else None
-
     def runs_claude_format(self, env: Mapping[str, str]) -> bool:
         """Whether this host, not Claude Code, is running a Claude-format hooks file (``hooks/run claude``)."""
         return False

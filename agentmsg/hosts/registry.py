@@ -34,9 +34,14 @@ def get(name: str) -> Host | None:
     return found
 
 
-def get_or_none(name: str) -> Host:
-    """The host called ``name``, else the host that has nothing (``NO_HOST``)."""
-    return get(name) or all_hosts()[NAMES.index(NO_HOST)]
+def get_or_nothing(name: str) -> Host:
+    """The host called ``name``, else the host that has nothing (``NO_HOST``); loads no other host's module."""
+    found = get(name)
+    if found is None:
+        from agentmsg.hosts import human  # NO_HOST's module
+
+        found = human.HOST
+    return found
 
 
 def all_hosts() -> tuple[Host, ...]:
@@ -49,10 +54,6 @@ def by_name() -> dict[str, Host]:
 
 def of_runtime(runtime: str) -> Host | None:
     return next((h for h in all_hosts() if h.runtime == runtime), None)
-
-
-def of_pin(pin: str) -> Host | None:
-    return of_runtime(pin.partition(":")[0])
 
 
 def hook_runtimes() -> dict[str, str]:

@@ -42,7 +42,7 @@ class Mechanism:
 
     def __init__(self, root: str, pin: str, facts: Mapping[str, Any]) -> None:
         self.root, self.pin, self.facts = root, pin, facts
-        self.host = registry.get_or_none(str(facts.get("host", "")))
+        self.host = registry.get_or_nothing(str(facts.get("host", "")))
         self.pane = facts.get("pane") if notify._is_pane(facts.get("pane")) else None
         sock = facts.get("tmux_socket")
         self.socket = sock if notify._is_socket(sock) else None

@@ -25,8 +25,9 @@ def test_every_host_is_listed_once_by_name_and_by_runtime_and_names_a_valid_runt
     assert tuple(names) == registry.NAMES
     for host in registry.all_hosts():
         assert isinstance(host, base.Host) and host.runtime in validate.RUNTIMES and host.title
-        assert registry.of_pin(f"{host.runtime}:s1") is host and registry.get(host.name) is host
-    assert registry.get("aider") is None and registry.of_pin("nope:x") is None
+        assert registry.of_runtime(host.runtime) is host and registry.get(host.name) is host
+    assert registry.get("aider") is None and registry.of_runtime("nope") is None
+    assert registry.get_or_nothing("aider") is registry.get("human")
 
 
 def test_the_hooks_serve_exactly_the_hosts_hooks_run_names() -> None:
@@ -38,8 +39,9 @@ def test_shell_variables_are_each_hosts_own_in_identitys_order() -> None:
     assert registry.shell_vars() == (("CLAUDE_CODE_SESSION_ID", "claude-code"), ("CODEX_THREAD_ID", "codex"),
                                    ("COPILOT_AGENT_SESSION_ID", "copilot"), ("GEMINI_SESSION_ID", "gemini"),
                                    ("OPENCODE_SESSION_ID", "opencode"))
-    assert claude.HOST.shell_pin({"CLAUDE_CODE_SESSION_ID": "abc"}) == "claude-code:abc"
-    assert codex.HOST.shell_pin({}) is None
+    from agentmsg.hosts import identity
+
+    assert str(identity.resolve(None, {"CLAUDE_CODE_SESSION_ID": "abc"})) == "claude-code:abc"
 
 
 @pytest.mark.parametrize(("name", "expected"), [
