@@ -695,7 +695,7 @@ class Rendered:
 
     def renderer(self) -> int | None:
         try:
-            pid = int((Path(self.root) / "idle" / self.ahead.PID).read_text())
+            pid = int((Path(self.root) / "idle" / self.ahead.PID).read_text().split()[0])
             os.kill(pid, 0)
         except (OSError, ValueError):
             return None

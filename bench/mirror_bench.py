@@ -100,8 +100,11 @@ def hook_ratio(repeats: int, warmup: int, store: str, tmp: Path) -> dict:
     replica = tmp / "replica-root"
     shutil.copytree(plain, replica, symlinks=True)
     (replica / layout.REPLICA).write_text(f'{{"store": "{store}"}}\n')
-    lock = fsio.locked(replica / layout.MIRROR_LOCK, 0)  # a running mirror: the hook only probes the lock
+    # A running mirror (the root's helper, with the mirror duty): the hook only probes the lock.
+    (replica / layout.IDLE).mkdir(mode=0o700, exist_ok=True)
+    lock = fsio.locked(replica / layout.IDLE / layout.HELPER_LOCK, 0)
     lock.__enter__()
+    (replica / layout.IDLE / layout.HELPER_PID).write_text(f"{os.getpid()}\nmirror retry\n")
     scen = {
         "ordinary root": {"env": claude_env(plain, data, project), "base": base},
         "replica root, AGENTMSG_STORE set": {"env": dict(claude_env(replica, data, project), AGENTMSG_STORE=store),

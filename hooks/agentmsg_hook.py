@@ -26,10 +26,10 @@ def _main():
             sys.pycache_prefix = os.path.join(data, "pycache")
         if len(sys.argv) > 2 and sys.argv[2] == "wait":  # Claude Code's asyncRewake waiter (agentmsg/runtime/waiter.py)
             from agentmsg.runtime.waiter import main
-        elif len(sys.argv) > 2 and sys.argv[2] == "ahead":  # the renderer of deliveries (agentmsg/runtime/renderer.py)
-            from agentmsg.runtime.renderer import main as ahead
+        elif len(sys.argv) > 2 and sys.argv[2] == "helper":  # the resident helper (agentmsg/runtime/helper.py)
+            from agentmsg.runtime.helper import main as helper
 
-            return ahead(sys.argv[3:])
+            return helper(sys.argv[3:])
         else:
             from agentmsg.hooks.entry import main
     except BaseException as exc:  # fail open, before agentmsg.hooks.entry can

@@ -180,15 +180,10 @@ def _status(p: Payload) -> None:
         m = p["mirror"]
         print(f"replica of: {m['replica_of']}  (mirror {'running' if m['running'] else 'not running'}; "
               f"outbox: {m['outbox']})")
-    procs = {proc["process"]: proc for proc in p.get("processes") or []}
-    if p.get("renderer"):
-        r = p["renderer"]
-        line = (procs["renderer"]["line"] if "renderer" in procs
-                else f"renderer: {'running' if r['running'] else 'not running'}")
-        print(f"{line} (deliveries rendered ahead: {r['ready']}; claims not yet folded: {r['claims']})")
-    for name, proc in procs.items():  # the others that run in the background, what they do, since when
-        if name not in ("renderer", "mirror"):
-            print(proc["line"])
+    for proc in p.get("processes") or []:  # what runs in the background, what it does, since when
+        r = p.get("renderer") if proc["process"] == "helper" else None
+        extra = f" (deliveries rendered ahead: {r['ready']}; claims not yet folded: {r['claims']})" if r else ""
+        print(f"{proc['line']}{extra}")
     print(f"self: {p.get('self') or '(no session identity)'}")
     if p.get("collab") is None:
         for b in p.get("bindings", []):

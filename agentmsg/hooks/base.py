@@ -15,7 +15,7 @@ from agentmsg.domain import envelope, kinds, rules
 from agentmsg.hosts import base as hostcmd
 from agentmsg.hosts import registry
 from agentmsg.paths import resolve_root_str
-from agentmsg.runtime import mirrorstart
+from agentmsg.runtime import doorbell
 from agentmsg.service import attempts as written
 from agentmsg.text import boundary
 
@@ -147,7 +147,7 @@ class HookBase:
         self.pin = f"{self.spec.runtime}:{session}"
         if self.root is None or not os.path.isdir(self.root):
             return self.unbound(event), _nothing  # no state root: this machine never used agentmsg
-        if mirrorstart.wanted(self.root, self.env):  # a replica root: its mirror keeps it current
+        if doorbell.mirror_wanted(self.root, self.env):  # a replica root: its mirror keeps it current
             self._start_mirror()
         # The fast path's generation, read before any state (docs/DELIVERY.md, "Fast path").
         keyed = self._launcher_keyed(str(session))
@@ -187,12 +187,12 @@ class HookBase:
         return self.spec.name == self.host and self.spec.runs_hooks
 
     def _start_mirror(self) -> None:
-        """Spawn ``agentmsg sync`` if none runs (mirrorstart: a flock probe, then a detached process)."""
+        """Spawn ``agentmsg sync`` unless a helper mirrors this root (a flock probe, then a detached process)."""
         explicit = self.env.get("AGENTMSG_CLI")
         found = None if explicit else hostcmd.launcher(os.path.abspath(PACKAGE_DIR))
         command = [explicit] if explicit else ["/bin/sh", found] if found else None
         if command is not None and self.root is not None:
-            mirrorstart.ensure(self.root, self.env, command)
+            doorbell.ensure_mirror(self.root, self.env, command)
 
     def _wake_step(self, step: Callable[..., Any], *args: Any) -> Any:
         """A wake-up bookkeeping step (issue 11): its failure is logged and never costs the delivery."""
@@ -413,9 +413,7 @@ class _LockedTxn(FileTxn):
 
 
 def _nudge(root: str, pins: list[str]) -> None:
-    """The store's ``on_wake``: ring the renderer for woken pins (the runtime is imported only then)."""
-    from agentmsg.runtime import doorbell
-
+    """The store's ``on_wake``: ring the helper for woken pins."""
     doorbell.nudge(root, pins)
 
 

@@ -15,8 +15,8 @@ from agentmsg.hooks import prompt
 from agentmsg.hooks import wake as wakehook
 from agentmsg.hooks.base import HookError, LockTimeout, _mark_shown
 from agentmsg.hosts import base as hostcmd
+from agentmsg.runtime import doorbell
 from agentmsg.runtime import doorbell as aheadstart
-from agentmsg.runtime import mirrorstart
 from agentmsg.text import boundary
 
 TYPE_CHECKING = False
@@ -50,7 +50,7 @@ def keep_ahead(hook: HookBase, bound: bool) -> None:
         facts = {"v": 1, "pin": hook.pin, "host": hook.host, "cap": hook.cap, "cli": hook.cli,
                  "key": ahead.launcher_key(hook.env), "python": sys.executable,
                  "hook": hostcmd.hook_script(package), "version": __version__,
-                 "mirror": mirrorstart.wanted(root, hook.env)}
+                 "mirror": doorbell.mirror_wanted(root, hook.env)}
         ahead.remember(root, hook.pin, facts)
         if bound:
             if hook.event == "SessionStart":  # the prompt comes next, maybe before any renderer could look
@@ -166,7 +166,7 @@ def _render_ahead(hook: HookBase, root: str, pin: str) -> str:
     # The generation first, before the bindings and the state (as every hook reads it): a join, takeover
     # or send after this read deletes it, and what is written below is then for a generation that is gone.
     token = hook._idle_token()
-    mirrored = hook.mirrored if hook.mirrored is not None else mirrorstart.wanted(root, hook.env)
+    mirrored = hook.mirrored if hook.mirrored is not None else doorbell.mirror_wanted(root, hook.env)
     if mirrored or hook.store.replica_of is not None:
         ahead.drop(root, pin)  # a mirrored root: each full hook makes sure its mirror runs
         return "full"

@@ -1,13 +1,13 @@
-"""Ring the resident renderer of deliveries ahead (``agentmsg/runtime/renderer.py``), starting it when none runs.
+"""Ring the resident helper (``agentmsg/runtime/helper.py``), starting it when none runs; and what it runs now.
 
 Every writer that woke a pin (``backends/file/idle.wake``, the store's ``on_wake``) and every full hook run calls
 :func:`nudge`.  Only pins whose session recorded facts (``idle/<runtime>/<session>.env``: a hook ran
-for it with rendering ahead on) count; for them one line naming the pin goes to ``idle/ahead.fifo``.
+for it with rendering ahead on) count; for them one line naming the pin goes to ``idle/helper.fifo``.
 Opening a FIFO for writing without blocking fails (``ENXIO``) when no process holds it open for
-reading, which is exactly "no renderer runs": then one is started from the session's own facts (the
-interpreter and the hook script its hook ran, so the renderer is the hook's own code), detached, with
-an empty environment, output discarded.  Two writers racing both start one; the second finds the
-renderer's lock taken, settles what it can and exits.
+reading, which is exactly "no helper runs": then one is started from the session's own facts (the
+interpreter and the hook script its hook ran, so the helper renders with the hook's own code), detached,
+with an empty environment, output discarded.  Two writers racing both start one; the second finds the
+helper's lock taken, hands it the pins and exits.  Never on a replica root: its helper is its mirror.
 
 Lean: the writers and the hooks import it (``os``; nothing is spawned unless needed).
 """
@@ -20,12 +20,21 @@ from agentmsg.backends.file import ahead, layout
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Mapping, Sequence
     from typing import Any
 
 
+RENDER, RETRY, MIRROR = "render", "retry", "mirror"  # the helper's duties
+RING_RETRY, LEAVE = "+", "-"  # doorbell lines besides pins: a deferred ring waits; leave (agentmsg sync takes over)
+WHY = {RENDER: "renders each session's next prompt delivery ahead",
+       RETRY: "rings deferred wake-ups again (each at most 5 min)",
+       MIRROR: "keeps this replica root current and pushes the hooks' outbox"}
+
+
 def nudge(root: str, pins: Iterable[str]) -> bool:
-    """Tell the renderer these pins may need a new delivery; start it if none runs.  True if started."""
+    """Tell the helper these pins may need a new delivery; start it if none runs.  True if started."""
+    if os.path.isfile(os.path.join(root, layout.REPLICA)):
+        return False  # nothing is rendered ahead on a mirrored root
     named = []
     for pin in pins:
         at = ahead.base(root, pin) if isinstance(pin, str) else None
@@ -41,7 +50,7 @@ def nudge(root: str, pins: Iterable[str]) -> bool:
 
 
 def command(root: str, pin: str, facts: dict[str, Any]) -> list[str] | None:
-    """The renderer's command line from a session's facts, or None when they do not name a usable one."""
+    """The helper's command line from a session's facts, or None when they do not name a usable one."""
     python, hook, host = facts.get("python"), facts.get("hook"), facts.get("host")
     if not (isinstance(python, str) and python.startswith("/") and os.access(python, os.X_OK)):
         return None
@@ -50,11 +59,11 @@ def command(root: str, pin: str, facts: dict[str, Any]) -> list[str] | None:
         return None
     if not isinstance(host, str) or not host.isalpha():
         return None
-    return [python, "-I", "-S", hook, host, "ahead", root, pin]
+    return [python, "-I", "-S", hook, host, "helper", root, pin]
 
 
 def spawn(root: str, pin: str, facts: dict[str, Any]) -> bool:
-    """Start the renderer detached (:func:`agentmsg.runtime.spawn.spawn_detached`), no environment but ``PATH``."""
+    """Start the helper detached (:func:`agentmsg.runtime.spawn.spawn_detached`), no environment but ``PATH``."""
     argv = command(root, pin, facts)
     from agentmsg.runtime.spawn import spawn_detached  # only when one is started: not on every hook run
 
@@ -62,16 +71,131 @@ def spawn(root: str, pin: str, facts: dict[str, Any]) -> bool:
 
 
 def state(root: str) -> dict[str, object] | None:
-    """For ``status``: whether this root's renderer runs, and how many sessions have a delivery rendered ahead
+    """For ``status``: whether this root's helper renders, and how many sessions have a delivery rendered ahead
     or a claim not yet folded; None when no session here ever recorded facts for it."""
     idle = os.path.join(root, layout.IDLE)
     if not os.path.isdir(idle) or os.path.islink(idle):
         return None
     pins = list(ahead.sessions(root))
-    from agentmsg.runtime.spawn import running as spawn_running
-
-    running = spawn_running(ahead.root_file(root, ahead.LOCK))
+    running = RENDER in (duties(root) or ())
     if not running and not pins and next(ahead.sessions(root, (ahead.FACTS,)), None) is None:
         return None
     return {"running": running, "ready": sum(1 for p in pins if ahead.current(root, p)),
             "claims": sum(1 for p in pins if ahead.claim(root, p) is not None)}
+
+
+# ---- what runs, and starting it for a ring or a mirror ------------------------------------------------
+
+
+def is_replica(root: str) -> bool:
+    return os.path.isfile(os.path.join(root, layout.REPLICA))
+
+
+def running(root: str) -> bool:
+    from agentmsg.runtime import spawn as process
+
+    return process.running(ahead.root_file(root, ahead.LOCK))
+
+
+def duties(root: str) -> set[str] | None:
+    """The running helper's duties (its pid file's second line), or None when none runs."""
+    if not running(root):
+        return None
+    from agentmsg import fsio
+
+    raw = fsio.read_bytes(ahead.root_file(root, ahead.PID)) if os.path.isfile(ahead.root_file(root, ahead.PID)) \
+        else None
+    lines = (raw or b"").decode("ascii", "replace").splitlines()
+    return set(lines[1].split()) if len(lines) > 1 else set()
+
+
+def mirror_wanted(root: str, env: Mapping[str, str]) -> bool:
+    """Whether this root should be mirrored: a store URL is configured, or the root is marked a replica.
+    ``AGENTMSG_NO_MIRROR=1`` says no (tests that drive ``agentmsg sync`` themselves)."""
+    if env.get("AGENTMSG_NO_MIRROR"):
+        return False
+    return bool(env.get("AGENTMSG_STORE")) or is_replica(root)
+
+
+def mirroring(root: str) -> bool:
+    """Whether a helper that mirrors runs for ``root``."""
+    return MIRROR in (duties(root) or ())
+
+
+def ensure_mirror(root: str, env: Mapping[str, str], command: Sequence[str]) -> bool:
+    """Start ``command sync --root ROOT`` (with ``env``: the store's URL) unless a helper that mirrors runs; a
+    helper without that duty leaves when it starts.  True if one was started."""
+    if not mirror_wanted(root, env) or mirroring(root):
+        return False
+    from agentmsg.runtime import spawn as process
+
+    return process.spawn_detached([*command, "sync", "--root", root], env=env) is not None
+
+
+def ensure_for_retries(root: str, env: Mapping[str, str], command: Sequence[str]) -> bool:
+    """Wake the helper for a waiting ring, or start one: the mirror on a mirrored root, else from a session's
+    facts (the hooks' own code), else ``PYTHON -m agentmsg.runtime.helper ROOT``.  True if one was started."""
+    if ahead.ring(root, [RING_RETRY]) != "absent":
+        return False
+    if mirror_wanted(root, env):
+        return ensure_mirror(root, env, command)
+    from agentmsg.runtime import spawn as process
+
+    for pin in ahead.sessions(root, (ahead.FACTS,)):
+        found = ahead.facts(root, pin)
+        if found is not None and spawn(root, pin, found):
+            return True
+    import sys
+
+    return process.spawn_detached([sys.executable, "-m", "agentmsg.runtime.helper", root], env=env) is not None
+
+
+def mirror_state(root: str) -> dict[str, object] | None:
+    """For ``status``: whether this root mirrors a store, whether its helper mirrors it, the outbox's length."""
+    from agentmsg.backends.file import outbox, replica
+
+    marked = replica.replica_of(root) if os.path.isdir(root) else None
+    if marked is None:
+        return None
+    return {"replica_of": marked, "running": mirroring(root), "outbox": len(outbox.pending(root))}
+
+
+def status(root: str) -> dict[str, object]:
+    """The helper's status line: what runs, since when, and why; and how many deferred rings wait for it."""
+    from agentmsg.runtime import retries
+    from agentmsg.runtime import spawn as process
+
+    now = duties(root)
+    waiting = retries.count(root)
+    rings = f" ({waiting} deferred ring(s) waiting)" if waiting else ""
+    if now is None:
+        return {"process": "helper", "running": False, "duties": [], "waiting": waiting,
+                "line": f"helper: not running{rings}"}
+    why = "; ".join(WHY[d] for d in (RENDER, MIRROR, RETRY) if d in now) + "; exits when idle"
+    lock, pid = ahead.root_file(root, ahead.LOCK), ahead.root_file(root, ahead.PID)
+    return {"process": "helper", "running": True, "duties": sorted(now), "waiting": waiting,
+            "line": process.describe("helper", lock, pid, why) + rings}
+
+
+def processes(root: str) -> list[dict[str, object]]:
+    """What agentmsg runs in the background for ``root`` now, for ``status``: the resident helper where this root
+    has used one (it runs; a session recorded facts for it; a ring waits for it; a replica), and Claude Code's
+    wake-up waiters where it has any, each with its status line."""
+    from agentmsg.runtime.spawn import running as held
+
+    helper = status(root)
+    used = (helper["running"] or helper["waiting"] or is_replica(root)
+            or next(ahead.sessions(root, (ahead.FACTS,)), None) is not None)
+    out: list[dict[str, object]] = [helper] if used else []
+    wake = os.path.join(root, layout.WAKE)
+    try:
+        names = sorted(os.listdir(wake)) if not os.path.islink(wake) else []
+    except OSError:
+        names = []
+    waiters = [os.path.join(wake, n) for n in names if n.endswith("." + layout.WAITER_LOCK)]
+    if waiters:
+        count = sum(1 for p in waiters if held(p))
+        why = "Claude Code's asyncRewake hook, waiting for a ring (started by Claude Code)"
+        out.append({"process": "wake-up waiter", "running": count > 0, "count": count,
+                    "line": f"wake-up waiter: {count} running: {why}" if count else "wake-up waiter: not running"})
+    return out

@@ -1,6 +1,7 @@
 """``agentmsg sync``: keep a local state root in step with a remote store, so the hooks read local files.
 
-One mirror per root (``ROOT/mirror.lock``).  Each round it:
+The mirror duty of the resident helper (``runtime/helper.py``): ``agentmsg sync`` is the helper of a replica
+root, under the root's one helper lock, and rings deferred wake-ups between its rounds.  Each round it:
 
 1. **pulls**: for every collaboration the remote lets it read, compares the
    remote's last sequence per stream (``Replica.streams``) with the local
@@ -64,6 +65,8 @@ class Mirror:
         self.watched: set[str] = set()  # collaborations waited on at least once
         self.pushed: set[str] = set()
         self.rejected: dict[str, Record] = {}  # entries the store refused (a role not let in, say)
+        #: The helper's other duties, between rounds; True while they have work waiting (the mirror stays).
+        self.between: Callable[[], bool] = lambda: False
 
     # ---- pull ---------------------------------------------------------------------------------------
 
@@ -249,7 +252,8 @@ class Mirror:
                 if errors:
                     self.say(f"agentmsg sync: reconnected to {replica.redact(self.url)}")
                 errors = 0
-                if c or s or left:
+                waiting = self.between()
+                if c or s or left or waiting:
                     last_work = time.monotonic()
                 if once:
                     return {"copied": copied, "pushed": sent, "outbox": left}
@@ -257,7 +261,7 @@ class Mirror:
                 if idle >= idle_exit:
                     _wake_all(self.local.root)
                     return {"copied": copied, "pushed": sent, "outbox": left, "exit": "idle"}
-                timeout = SLICE if left else min(SLICE * 10, idle_exit - idle)
+                timeout = SLICE if left or waiting else min(SLICE * 10, idle_exit - idle)
                 watched = self.remote.collabs()
                 woke = self.source.wait_any(watched, max(0.01, timeout))
                 # A collaboration waited on for the first time may have records from before its LISTEN:
@@ -306,25 +310,28 @@ def _wake_all(root: str) -> None:
 
 
 def sync(root: str, url: str, *, once: bool = False, idle_exit: float = IDLE_EXIT) -> dict[str, Any]:
-    """``agentmsg sync``: run the mirror under the root's lock; a second one returns at once."""
+    """``agentmsg sync``: run the mirror as the root's helper; while another helper mirrors it, return at once
+    (one that does not mirror is asked to leave)."""
     from agentmsg.backends import url as storeurl
+    from agentmsg.runtime import helper
 
     fsio.ensure_dir(root)
     local = FileStore(root, on_wake=doorbell.nudge)
     _refuse_foreign(local, url)
+    resident = helper.Helper(local.root, (doorbell.MIRROR, doorbell.RETRY), local)
     try:
-        lock = fsio.locked(os.path.join(local.root, layout.MIRROR_LOCK), 0)
-        lock.__enter__()
-    except StoreFailed:
+        lock = resident.take(leave=True)
+    except OSError as exc:
+        raise StoreFailed(f"cannot take {local.root}'s helper lock: {exc.strerror or exc}") from exc
+    if lock is None:
         return {"root": local.root, "store": replica.redact(url), "running": "already",
                 "detail": f"a mirror already runs for {local.root}"}
-    try:
-        remote = storeurl.open_store(url, on_wake=doorbell.nudge)
-        mirror = Mirror(local, remote, url, say=lambda line: print(line, file=sys.stderr))
-        done = mirror.run(once=once, idle_exit=idle_exit)
-    finally:
-        lock.__exit__(None, None, None)
-    return {"root": local.root, "store": replica.redact(url), "running": "done", **done}
+    remote = storeurl.open_store(url, on_wake=doorbell.nudge)
+    mirror = Mirror(local, remote, url, say=lambda line: print(line, file=sys.stderr))
+    resident.ring_store = remote  # a deferred ring is decided where the CLI decides it: on the remote store
+    mirror.between = resident.between
+    done = resident.hold(lock, lambda: mirror.run(once=once, idle_exit=idle_exit), bell=False)
+    return {"root": local.root, "store": replica.redact(url), "running": "done", **done}  # type: ignore[dict-item]
 
 
 def _refuse_foreign(local: FileStore, url: str) -> None:

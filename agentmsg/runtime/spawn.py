@@ -3,13 +3,11 @@
 What agentmsg may run in the background on this machine, each under one lock file it holds while it runs
 (``flock``; never deleted), each exiting once its work is done:
 
-* **the renderer** of deliveries rendered ahead (:mod:`agentmsg.runtime.renderer`), one per state root:
-  ``PYTHON -I -S hooks/agentmsg_hook.py HOST ahead ROOT PIN``, started by :mod:`agentmsg.runtime.doorbell`
-  when a writer finds no renderer; lock ``ROOT/idle/ahead.lock``, pid in ``ROOT/idle/ahead.pid``.
-* **the mirror** (:mod:`agentmsg.runtime.mirror`), one per replica root: ``agentmsg sync --root ROOT``,
-  started by :mod:`agentmsg.runtime.mirrorstart`; lock ``ROOT/mirror.lock``.
-* **the notify retrier** (:func:`agentmsg.runtime.wakeup.retry_later`), one per binding with a deferred ring:
-  ``PYTHON -m agentmsg.runtime.retrier ROOT COLLAB ALIAS``; lock ``ROOT/wake/retry-<key>.lock``.
+* **the resident helper** (:mod:`agentmsg.runtime.helper`), one per state root, which renders deliveries
+  ahead, rings deferred wake-ups again and, on a replica root, mirrors the remote store; lock
+  ``ROOT/idle/helper.lock``, pid and duties in ``ROOT/idle/helper.pid``.  Started from a session's facts
+  (``PYTHON -I -S hooks/agentmsg_hook.py HOST helper ROOT PIN``, by :mod:`agentmsg.runtime.doorbell`), for a
+  deferred ring (``PYTHON -m agentmsg.runtime.helper ROOT``), or as the mirror (``agentmsg sync --root ROOT``).
 * **the CLI's environment build** (:func:`agentmsg.hosts.base.prepare_cli`), once per machine:
   ``/bin/sh bin/agentmsg --prepare-env`` (``bin/agentmsg`` keeps its own ``venv.lock``).
 * **Claude Code's wake-up waiter** (:mod:`agentmsg.runtime.waiter`): Claude Code itself starts it (an
@@ -20,10 +18,10 @@ What agentmsg may run in the background on this machine, each under one lock fil
 :func:`lock` the only way one takes its lock; :func:`describe` says it in one line.
 
 **The one exception**: the shell launcher ``hooks/run`` cannot import Python.  After printing a delivery
-rendered ahead it starts the renderer itself when none runs, with the same argv (``"$py" -I -S
-"$here/agentmsg_hook.py" HOST ahead ROOT PIN``, output discarded, in the background; the renderer calls
-``setsid`` itself), and its own probe reads the same files: ``idle/ahead.pid``, the pid's ``/proc`` command
-line, ``kill -0`` and the doorbell FIFO ``idle/ahead.fifo`` (a shell cannot ``flock``).
+rendered ahead it starts the helper itself when none runs, with the same argv (``"$py" -I -S
+"$here/agentmsg_hook.py" HOST helper ROOT PIN``, output discarded, in the background; the helper calls
+``setsid`` itself), and its own probe reads the same files: ``idle/helper.pid``, the pid's ``/proc`` command
+line and ``kill -0`` (a shell cannot ``flock``).
 
 Lean: the hooks import it (``os`` only at import; ``fcntl`` to probe or lock, nothing else to spawn).
 """
@@ -132,7 +130,7 @@ def _inheritable_fds() -> list[int]:
 
 
 def detach() -> None:
-    """A process the shell launcher started in the background (the renderer) leaves the hook's process group
+    """A process the shell launcher started in the background (the helper) leaves the hook's process group
     and session, which the host may end at once: the same detachment :func:`spawn_detached` gives."""
     try:
         os.setsid()
@@ -182,7 +180,7 @@ def lock(lock_path: str, *, wait: float = 0.0, poll: float = 0.02,
 
 
 def describe(what: str, lock_path: str, pid_path: str | None = None, why: str = "") -> str:
-    """One status line: ``renderer: running since 2026-01-02T03:04:05Z (pid 123): <why>`` or ``...: not
+    """One status line: ``helper: running since 2026-01-02T03:04:05Z (pid 123): <why>`` or ``...: not
     running``.  Since when and the pid come from ``pid_path`` (its mtime: written when the process started)."""
     if not running(lock_path):
         return f"{what}: not running"
@@ -191,7 +189,7 @@ def describe(what: str, lock_path: str, pid_path: str | None = None, why: str = 
         try:
             st = os.stat(pid_path)
             with open(pid_path, "rb") as fh:
-                pid = fh.read(32).strip().decode("ascii", "replace")
+                pid = fh.read(32).split(b"\n", 1)[0].strip().decode("ascii", "replace")
         except OSError:
             pass
         else:
@@ -201,41 +199,3 @@ def describe(what: str, lock_path: str, pid_path: str | None = None, why: str = 
             if pid.isdigit():
                 line += f" (pid {pid})"
     return f"{line}: {why}" if why else line
-
-
-def processes(root: str) -> list[dict[str, object]]:
-    """What agentmsg runs in the background for ``root`` now, for ``status``: each kind that runs or that
-    this root has used, with its status line (:func:`describe`)."""
-    from agentmsg.backends.file import layout
-
-    out: list[dict[str, object]] = []
-
-    def add(what: str, lock_path: str, pid_path: str | None, why: str, count: int | None = None) -> None:
-        running_now = running(lock_path) if count is None else count > 0
-        line = describe(what, lock_path, pid_path, why) if count is None else (
-            f"{what}: {count} running: {why}" if count else f"{what}: not running")
-        out.append({"process": what, "running": running_now, "line": line,
-                    **({"count": count} if count is not None else {})})
-
-    idle = os.path.join(root, layout.IDLE)
-    if os.path.isdir(idle) and not os.path.islink(idle):
-        add("renderer", os.path.join(idle, layout.AHEAD_LOCK), os.path.join(idle, layout.AHEAD_PID),
-            "renders each session's next prompt delivery ahead; exits when idle")
-    if os.path.isfile(os.path.join(root, layout.REPLICA)):
-        add("mirror", os.path.join(root, layout.MIRROR_LOCK), None,
-            "keeps this replica root current and pushes the hooks' outbox; exits when idle")
-    wake = os.path.join(root, layout.WAKE)
-    try:
-        names = sorted(os.listdir(wake)) if not os.path.islink(wake) else []
-    except OSError:
-        names = []
-    locks = [os.path.join(wake, n) for n in names if n.endswith(".lock")]
-    retriers = [p for p in locks if os.path.basename(p).startswith("retry-")]
-    waiters = [p for p in locks if p not in retriers]
-    if retriers:
-        add("ring retrier", "", None, "rings a deferred wake-up again until it rings (at most 5 min)",
-            count=sum(1 for p in retriers if running(p)))
-    if waiters:
-        add("wake-up waiter", "", None, "Claude Code's asyncRewake hook, waiting for a ring (started by Claude Code)",
-            count=sum(1 for p in waiters if running(p)))
-    return out

@@ -13,7 +13,7 @@ fixed by agentmsg (``tmux``, the host's own CLI), run with a scrubbed environmen
 The **tmux guard** (:func:`guard`): the pane runs the recorded host process,
 is not in copy mode, no client typed there in the last ``QUIET`` seconds, its
 prompt line is empty and no permission dialog shows.  Otherwise the ring is
-deferred and retried (:func:`retry_later`); a draft is never touched.
+deferred and rung again by the resident helper (:func:`retry_later`); a draft is never touched.
 """
 
 from __future__ import annotations
@@ -25,12 +25,10 @@ from typing import Any
 from agentmsg.hosts import registry
 from agentmsg.hosts.base import scrubbed
 from agentmsg.runtime import facts as sessionfacts
-from agentmsg.runtime import notify, spawn
+from agentmsg.runtime import notify
 
 QUIET = 5.0  # seconds without client input before tmux may type
 ENTER_AFTER = 0.2  # a TUI may swallow an Enter sent in the same burst (>= 150 ms; docs/HOSTS-NOTES.md)
-RETRY_FOR = 300.0
-RETRY_EVERY = 1.0
 #: Text that shows a host is asking the user something: an Enter would answer it.
 DIALOG = ("Do you want to", "Would you like to", "Enter to confirm", "Esc to cancel", "Allow command",
           "Approve", "Press enter to", "(y/n)", "[y/N]", "Yes, and don't ask again")
@@ -53,7 +51,7 @@ class Mechanism:
         return self.host.queues
 
     def retries_itself(self, mechanism: str | None) -> bool:
-        """Whether a deferred ring through ``mechanism`` is delivered later without a retrier."""
+        """Whether a deferred ring through ``mechanism`` is delivered later without the helper ringing again."""
         return mechanism in self.host.self_retrying
 
     def ring(self, line: str, ring: dict[str, Any], *, busy: bool) -> tuple[str, str | None]:
@@ -147,8 +145,15 @@ def tmux_ring(socket: str, pane: str, line: str) -> None:
     _tmux(socket, "send-keys", "-t", pane, "Enter")
 
 
-def retry_later(root: str, collab: str, alias: str) -> None:
-    """A detached retrier for a deferred ring (one per binding, under a lock); never fails the send."""
+def retry_later(root: str, collab: str, alias: str, env: Mapping[str, str]) -> None:
+    """Leave the deferred ring for the resident helper, which rings it again (one per binding), and make sure
+    a helper runs; never fails the send."""
     import sys
 
-    spawn.spawn_detached([sys.executable, "-m", "agentmsg.runtime.retrier", root, collab, alias])
+    from agentmsg.runtime import doorbell, retries
+
+    try:
+        retries.request(root, collab, alias, env.get("PATH", ""))
+        doorbell.ensure_for_retries(root, env, [sys.executable, "-m", "agentmsg"])
+    except OSError:
+        pass  # a later send asks again

@@ -120,7 +120,7 @@ def _wake(ctx: Ctx, cid: str, sent: list[Sent], results: list[Payload]) -> None:
     """After storing: ring each recipient whose wake consent allows it (issue 11); never fails the send."""
     from agentmsg.service import wake
 
-    rung = wake.after_send(ctx.store, str(ctx.root), cid, [s.message.to for s in sent if not s.already])
+    rung = wake.after_send(ctx.store, str(ctx.root), cid, [s.message.to for s in sent if not s.already], ctx.env)
     for result in results:
         result["wake"] = rung.get(result["to"], {"outcome": "not rung (already stored)", "mechanism": None})
 
@@ -233,13 +233,12 @@ def status(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
         who = None
     store = ctx.store
     bindings = store.bindings(str(who)) if who else []
-    from agentmsg.runtime import doorbell as aheadstart
-    from agentmsg.runtime import mirrorstart, spawn
+    from agentmsg.runtime import doorbell
 
     base: Payload = {"root": str(ctx.root), "root_source": ctx.root_source, "store": store.describe(),
-                     "mirror": mirrorstart.state(str(ctx.root)),  # agentmsg sync: docs/MIRROR.md
-                     "renderer": aheadstart.state(str(ctx.root)),  # docs/DELIVERY.md, "Rendered ahead"
-                     "processes": spawn.processes(str(ctx.root))}  # what runs in the background, and why
+                     "mirror": doorbell.mirror_state(str(ctx.root)),  # agentmsg sync: docs/MIRROR.md
+                     "renderer": doorbell.state(str(ctx.root)),  # docs/DELIVERY.md, "Rendered ahead"
+                     "processes": doorbell.processes(str(ctx.root))}  # what runs in the background, and why
     if not collab and not ctx.env.get("AGENTMSG_COLLAB") and len(bindings) != 1:
         return {**base, "self": str(who) if who else None,
                 "bindings": [{"collab": c, "alias": a} for c, a in bindings], "collab": None,

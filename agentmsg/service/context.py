@@ -53,14 +53,14 @@ class Ctx:
         return self._store
 
     def _start_mirror(self) -> None:
-        """The local root follows the remote store: hooks read it (agentmsg/runtime/mirrorstart.py)."""
+        """The local root follows the remote store: hooks read it (agentmsg/runtime/helper.py mirrors it)."""
         import sys
 
-        from agentmsg.runtime import mirrorstart
+        from agentmsg.runtime import doorbell
 
         try:
             env = dict(self.env, AGENTMSG_STORE=self.store_url or "")
-            mirrorstart.ensure(str(self.root), env, [sys.executable, "-m", "agentmsg"])
+            doorbell.ensure_mirror(str(self.root), env, [sys.executable, "-m", "agentmsg"])
         except OSError:
             pass  # best effort: the next command or hook starts it
 

@@ -9,6 +9,7 @@ Store first, then ring: a ring that fails or is refused never fails a send.
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections.abc import Mapping
@@ -109,11 +110,13 @@ def status(store: Store, collab: str, who: Pin) -> dict[str, Any]:
 
 
 def ring(store: Store, root: str, collab: str, alias: str, *, now: float | None = None,
-         retry: bool = False) -> dict[str, Any]:
+         retry: bool = False, env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Ring ``alias``'s session if its consent and the bounds allow; ``{"outcome", "mechanism"}``.
 
     Decided and recorded under the collaboration's lock, so two sends merge
-    into one ring.  The doorbell names the unacknowledged messages by id.
+    into one ring.  The doorbell names the unacknowledged messages by id.  A
+    deferred ring is left for the resident helper (``env``: the sender's, for
+    the programs a ring runs and the store it mirrors).
     """
     from agentmsg.runtime import wakeup
 
@@ -145,16 +148,17 @@ def ring(store: Store, root: str, collab: str, alias: str, *, now: float | None 
             tx.append_delivery({"type": kinds.WAKE_RING, "consent": consent.id, "alias": alias, "pin": pin,
                                 "at": t, "outcome": outcome, "mechanism": used, "messages": ids[-20:]})
     if outcome.startswith(("deferred", "recipient busy")) and not mech.retries_itself(used) and not retry:
-        wakeup.retry_later(root, collab, alias)
+        wakeup.retry_later(root, collab, alias, os.environ if env is None else env)
     return {"outcome": outcome, "mechanism": used}
 
 
-def after_send(store: Store, root: str, collab: str, aliases: list[str]) -> dict[str, dict[str, Any]]:
+def after_send(store: Store, root: str, collab: str, aliases: list[str],
+               env: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
     """One ring per recipient of a send; a failure is reported, never raised (the message is stored)."""
     out = {}
     for alias in dict.fromkeys(aliases):
         try:
-            out[alias] = ring(store, root, collab, alias)
+            out[alias] = ring(store, root, collab, alias, env=env)
         except Exception as exc:  # store first, then notify: the send stands
             out[alias] = {"outcome": f"not rung ({type(exc).__name__}: {str(exc)[:160]})", "mechanism": None}
     return out

@@ -61,12 +61,12 @@ def test_claude_on_a_and_codex_on_b_exchange_a_request_and_a_reply(tmp_path: Pat
     env_a, env_b = {"AGENTMSG_STORE": url_a}, {"AGENTMSG_STORE": url_b}
     mirrors = [_mirror(root_a, url_a), _mirror(root_b, url_b)]
     try:
-        from agentmsg.runtime import mirrorstart
+        from agentmsg.runtime import doorbell
 
         deadline = time.monotonic() + 30  # each machine's mirror holds its lock: nothing else starts one
-        while not all(mirrorstart.running(str(r)) for r in (root_a, root_b)) and time.monotonic() < deadline:
+        while not all(doorbell.mirroring(str(r)) for r in (root_a, root_b)) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert all(mirrorstart.running(str(r)) for r in (root_a, root_b))
+        assert all(doorbell.mirroring(str(r)) for r in (root_a, root_b))
         with claude.stub() as cstub, codex.stub() as ostub:
             cs = claude.begin(cstub, root=root_a)
             ostub.push(stubs.text("session started"))

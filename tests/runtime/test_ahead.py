@@ -3,8 +3,8 @@
 Every hook here runs through ``hooks/run`` as the host starts it, with rendering ahead on
 (``AGENTMSG_NO_AHEAD=""``; the other hook tests keep it off) and ``AGENTMSG_PYTHON`` pointing at a
 shim that counts interpreter starts, so "served" means "no Python process started for that prompt".
-The renderer is the real one (``agentmsg/runtime/renderer.py``), started the way users get it: by a hook run or
-by a writer's doorbell.
+The renderer is the real one (the resident helper, ``agentmsg/runtime/helper.py``), started the way users
+get it: by a hook run or by a writer's doorbell.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ class Session:
     def renderer_pid(self) -> int | None:
         path = Path(self.root) / layout.IDLE / ahead.PID
         try:
-            pid = int(path.read_text())
+            pid = int(path.read_text().split()[0])
             os.kill(pid, 0)
         except (OSError, ValueError):
             return None
@@ -141,9 +141,10 @@ def processes(root: str, home: str | Path) -> dict[int, list[bytes]]:
 
 
 def renderers(root: str, home: str | Path) -> list[int]:
-    """The renderers of this root: "ahead" and the root on their command line."""
+    """The helpers of this root: "helper" and the root on their command line."""
     names = {root.encode(), str(home).encode()}
-    return [pid for pid, argv in processes(root, home).items() if b"ahead" in argv and names & set(argv)]
+    entries = {b"helper", b"agentmsg.runtime.helper"}  # the hooks' entry, or the one a deferred ring starts
+    return [pid for pid, argv in processes(root, home).items() if entries & set(argv) and names & set(argv)]
 
 
 def stop_renderers(root: str, home: str | Path) -> None:
@@ -635,7 +636,7 @@ def test_an_idle_renderer_exits_and_the_next_writer_starts_another(session):
     session.stop_renderer()
     env = {"PATH": os.defpath, "AGENTMSG_AHEAD_IDLE": "0.5"}
     proc = subprocess.Popen([str(session.shim), "-I", "-S",
-                             str(REPO / "hooks" / "agentmsg_hook.py"), "claude", "ahead", session.root], env=env)
+                             str(REPO / "hooks" / "agentmsg_hook.py"), "claude", "helper", session.root], env=env)
     assert proc.wait(timeout=20) == 0  # nothing to do: gone after the idle time, its pid file with it
     assert session.renderer_pid() is None
     assert not (Path(session.root) / layout.IDLE / ahead.PID).exists()

@@ -241,13 +241,13 @@ def test_the_cli_starts_the_mirror_and_it_exits_when_idle(pair: Pair) -> None:
                                 "--subject", "auto", "--body", "b", "--kind", "request", root=pair.local, env=env)
     assert code == 0, err
     pair.wait_same()
-    from agentmsg.runtime import mirrorstart
+    from agentmsg.runtime import doorbell
 
-    assert mirrorstart.running(str(pair.local))
+    assert doorbell.mirroring(str(pair.local))
     deadline = time.monotonic() + 30
-    while mirrorstart.running(str(pair.local)) and time.monotonic() < deadline:
+    while doorbell.mirroring(str(pair.local)) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not mirrorstart.running(str(pair.local)), "the mirror did not exit when idle"
+    assert not doorbell.mirroring(str(pair.local)), "the mirror did not exit when idle"
 
 
 @pytest.mark.parametrize("how", ["launcher", "AGENTMSG_CLI"])
@@ -266,12 +266,12 @@ def test_session_start_hook_starts_the_mirror(pair: Pair, tmp_path: Path, how: s
     out = run_hook("claude", "SessionStart", pair.tmp, pair.local, REVIEWER_SESSION, extra_env=extra)
     assert out.returncode == 0
     pair.wait_same()
-    from agentmsg.runtime import mirrorstart
+    from agentmsg.runtime import doorbell
 
     deadline = time.monotonic() + 30
-    while mirrorstart.running(str(pair.local)) and time.monotonic() < deadline:
+    while doorbell.mirroring(str(pair.local)) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not mirrorstart.running(str(pair.local)), "the hook-started mirror did not exit when idle"
+    assert not doorbell.mirroring(str(pair.local)), "the hook-started mirror did not exit when idle"
 
 
 def test_watch_with_a_remote_store_wakes_on_the_remote(pair: Pair) -> None:

@@ -171,49 +171,52 @@ def test_the_probe_never_follows_a_link(tmp_path: Path) -> None:
         spawn.lock(str(tmp_path / "x.lock"))
 
 
-def test_the_launcher_starts_the_renderer_with_the_same_argv_and_files(tmp_path: Path) -> None:
+def test_the_launcher_starts_the_helper_with_the_same_argv_and_files(tmp_path: Path) -> None:
     """hooks/run, the one exception (it cannot import Python), starts what :func:`doorbell.command` starts and
-    reads the files the renderer writes."""
+    reads the files the helper writes."""
     script = (REPO / "hooks" / "run").read_text()
-    assert re.search(r'"\$py" -I -S "\$here/agentmsg_hook\.py" "\$1" ahead "\$root" "\$2:\$3"', script)
+    assert re.search(r'"\$py" -I -S "\$here/agentmsg_hook\.py" "\$1" helper "\$root" "\$2:\$3"', script)
     hook = REPO / "hooks" / "agentmsg_hook.py"
     argv = doorbell.command(str(tmp_path), "claude-code:s", {"python": sys.executable, "hook": str(hook),
                                                              "host": "claude"})
-    assert argv == [sys.executable, "-I", "-S", str(hook), "claude", "ahead", str(tmp_path), "claude-code:s"]
+    assert argv == [sys.executable, "-I", "-S", str(hook), "claude", "helper", str(tmp_path), "claude-code:s"]
     from agentmsg.backends.file import layout
 
-    # The renderer's pid file, by the names layout.py gives the launcher (scripts/gen_layout.py).
-    assert '"$root/$L_IDLE/$L_AHEAD_PID"' in script
-    assert f"\nL_IDLE={layout.IDLE}\n" in script and f"\nL_AHEAD_PID={ahead.PID}\n" in script
+    # The helper's pid file, by the names layout.py gives the launcher (scripts/gen_layout.py).
+    assert '"$root/$L_IDLE/$L_HELPER_PID"' in script
+    assert f"\nL_IDLE={layout.IDLE}\n" in script and f"\nL_HELPER_PID={ahead.PID}\n" in script
 
 
 def test_status_says_what_runs_in_the_background_since_when_and_why(tmp_path: Path) -> None:
-    """``agentmsg status`` names each background process of the root: running or not, since when, its pid, why."""
+    """``agentmsg status`` names the resident helper: running or not, since when, its pid, and its duties."""
     from tests.support.cli_helpers import run, run_json
 
     root = tmp_path / "state"
     (root / "idle").mkdir(parents=True, mode=0o700)
     root.chmod(0o700)
     (root / "wake").mkdir(mode=0o700)
-    (root / "wake" / "retry-abc.lock").touch()
     code, doc, _err = run_json("status", root=root)
     assert code == 0
-    procs = {p["process"]: p for p in doc["result"]["processes"]}
-    assert procs["renderer"]["running"] is False and procs["renderer"]["line"] == "renderer: not running"
-    assert procs["ring retrier"] == {"process": "ring retrier", "running": False, "line": "ring retrier: not running",
-                                     "count": 0}
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(root / "idle" / "ahead.lock")], stdin=subprocess.PIPE,
+    assert doc["result"]["processes"] == []  # nothing ever ran here
+    from agentmsg.runtime import retries
+
+    retries.request(str(root), "c1", "bob", "")
+    code, doc, _err = run_json("status", root=root)
+    assert doc["result"]["processes"] == [{"process": "helper", "running": False, "duties": [], "waiting": 1,
+                                           "line": "helper: not running (1 deferred ring(s) waiting)"}]
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(root / "idle" / "helper.lock")], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        (root / "idle" / "ahead.pid").write_text(f"{holder.pid}\n")
+        (root / "idle" / "helper.pid").write_text(f"{holder.pid}\nrender retry\n")
         code, doc, _err = run_json("status", root=root)
-        renderer = next(p for p in doc["result"]["processes"] if p["process"] == "renderer")
-        assert renderer["running"] is True
-        assert re.fullmatch(rf"renderer: running since \S+Z \(pid {holder.pid}\): renders each session's next "
-                            r"prompt delivery ahead; exits when idle", renderer["line"])
+        helper = next(p for p in doc["result"]["processes"] if p["process"] == "helper")
+        assert helper["running"] is True and helper["duties"] == ["render", "retry"]
+        assert re.fullmatch(rf"helper: running since \S+Z \(pid {holder.pid}\): renders each session's next "
+                            r"prompt delivery ahead; rings deferred wake-ups again \(each at most 5 min\); "
+                            r"exits when idle \(1 deferred ring\(s\) waiting\)", helper["line"])
         code, out, _err = run("status", root=root)
-        assert code == 0 and f"(pid {holder.pid}): renders" in out and "ring retrier: not running" in out
+        assert code == 0 and f"(pid {holder.pid}): renders" in out
     finally:
         assert holder.stdin is not None
         holder.stdin.close()

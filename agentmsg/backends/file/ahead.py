@@ -15,8 +15,8 @@ Per session, beside the fast path's markers (``idle/<runtime>/<session>``):
   renderer's own: ``w <pid>`` while it writes ``.fold`` and ``.ready``.  So the ``.ready`` a launcher
   prints and the ``.fold`` folded for it are always one pair.
 
-Per root: ``idle/ahead.lock`` (one renderer per root), ``idle/ahead.pid``, ``idle/ahead.fifo`` (its
-doorbell: lines naming the pins to look at).
+Per root, the resident helper's (``runtime/helper.py``), which renders: ``idle/helper.lock``,
+``idle/helper.pid`` and ``idle/helper.fifo`` (its doorbell: lines naming the pins to look at).
 
 Everything here is derived or transient: a lost ``.took`` makes its messages come due again (never
 acknowledged, never lost), a lost ``.ready`` costs one full hook run.  Lean: the hooks import it.
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 FACTS, READY, FOLD, TOOK = layout.FACTS, layout.READY, layout.FOLD, layout.TOOK  # names: layout.py
-LOCK, PID, FIFO = layout.AHEAD_LOCK, layout.AHEAD_PID, layout.AHEAD_FIFO
+LOCK, PID, FIFO = layout.HELPER_LOCK, layout.HELPER_PID, layout.HELPER_FIFO
 #: A launcher claim with no end line after this long: the launcher died while printing.
 CLAIM_STALE = 2.0
 #: A renderer's own claim older than this: that renderer died while writing.

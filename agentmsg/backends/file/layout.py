@@ -25,8 +25,9 @@ GEN, IDLE_MARK, MID, STOP = ".gen", ".idle", ".mid", ".stop"
 FACTS, READY, FOLD, TOOK = ".env", ".ready", ".fold", ".took"
 #: Every marker a writer or the mirror's exit voids so that the next hook runs in full.
 VOIDED_MARKS = (IDLE_MARK, MID, STOP, READY)
-#: The renderer's own files, one per root under ``idle/``: its lock, its pid, its doorbell.
-AHEAD_LOCK, AHEAD_PID, AHEAD_FIFO = "ahead.lock", "ahead.pid", "ahead.fifo"
+#: The resident helper's own files (``runtime/helper.py``), one per root under ``idle/``: its lock, its pid and
+#: duties, its doorbell.
+HELPER_LOCK, HELPER_PID, HELPER_FIFO = "helper.lock", "helper.pid", "helper.fifo"
 #: The pin index's lock, under ``pins/`` (never a pin's file: those are hashes).
 PINS_LOCK = ".lock"
 #: The hooks' per-binding state under ``state/``: ``<alias>.hook.json``.
@@ -50,7 +51,6 @@ REPLICA = "replica.json"
 OUTBOX = "outbox.jsonl"
 OUTBOX_LOCK = "outbox.lock"
 OUTBOX_REJECTED = "outbox.rejected.jsonl"
-MIRROR_LOCK = "mirror.lock"
 #: Wake-ups: per session, under ``wake/``.
 WAKE = "wake"
 #: Per session under ``wake/<pin key>.*``: the facts its hooks recorded, its waiter's lock and token, and a ring
@@ -81,21 +81,20 @@ FILES: tuple[tuple[str, str, str, str, str], ...] = (
      "what a served delivery records when folded"),
     (f"{IDLE}/<runtime>/<session>{TOOK}", "transient", "hooks/run, renderer", "renderer, hooks",
      "the launcher's claim on a delivery until it is folded"),
-    (f"{IDLE}/{AHEAD_LOCK}", "lock", "renderer", "runtime, hooks", "one renderer per root"),
-    (f"{IDLE}/{AHEAD_PID}", "local", "renderer", "hooks/run", "the renderer's pid"),
-    (f"{IDLE}/{AHEAD_FIFO}", "transient", "hooks/run, runtime", "renderer", "the renderer's doorbell"),
+    (f"{IDLE}/{HELPER_LOCK}", "lock", "helper", "runtime, hooks", "one resident helper per root"),
+    (f"{IDLE}/{HELPER_PID}", "local", "helper", "hooks/run, status", "the helper's pid and duties"),
+    (f"{IDLE}/{HELPER_FIFO}", "transient", "hooks/run, runtime", "helper", "the helper's doorbell"),
     (f"{WAKE}/<pin key>.{SESSION_FACTS}", "local", "hooks", "service, runtime",
      "a session's facts for wake-ups (host pid, tmux pane, ...)"),
     (f"{WAKE}/<pin key>.{WAITER_LOCK}", "lock", "waiter", "hosts, runtime", "the session's wake-up waiter"),
     (f"{WAKE}/<pin key>.{WAITER_TOKEN}", "local", "waiter", "waiter", "the newest waiter of the session"),
     (f"{WAKE}/<pin key>.{WAITER_RING}", "transient", "hosts", "waiter", "a ring left for the waiter"),
-    (f"{WAKE}/retry-<key>.lock", "lock", "retrier", "retrier", "one ring retrier per binding"),
+    (f"{WAKE}/retry-<key>.json", "local", "service", "helper", "a deferred ring the helper rings again"),
     (SEARCH, "derived", "store", "store", "full-text index (SQLite FTS5) of every collaboration"),
     (REPLICA, "local", "mirror", "store, hooks, mirror", "a replica root: the store it mirrors"),
     (OUTBOX, "truth", "hooks", "mirror", "the hooks' receipts on their way to the mirrored store"),
     (OUTBOX_LOCK, "lock", "hooks, mirror", "hooks, mirror", "the outbox's writers"),
     (OUTBOX_REJECTED, "log", "mirror", "people, verify", "outbox entries the server refused"),
-    (MIRROR_LOCK, "lock", "mirror", "runtime", "one mirror per root"),
     (f"{COLLABS}/<uuid>/{EVENTS}", "truth", "store", "store", "membership and lifecycle events"),
     (f"{COLLABS}/<uuid>/inbox/<alias>.jsonl", "truth", "store", "store", "messages addressed to alias"),
     (f"{COLLABS}/<uuid>/receipts/<alias>.jsonl", "truth", "store", "store",
@@ -253,9 +252,13 @@ def session_file(root: str, pin: str, suffix: str) -> str:
     return os.path.join(root, WAKE, f"{pin_key(pin)}.{suffix}")
 
 
-def retry_lock(root: str, collab: str, alias: str) -> str:
-    """The lock of the one ring retrier a binding may have (``runtime.retrier``)."""
-    return os.path.join(root, WAKE, f"retry-{pin_key(collab + '/' + alias)}.lock")
+#: A deferred ring waiting for the helper, one per binding: ``wake/retry-<key>.json``.
+RETRY_PREFIX, RETRY_SUFFIX = "retry-", ".json"
+
+
+def retry_file(root: str, collab: str, alias: str) -> str:
+    """The one deferred ring a binding may have waiting (``runtime.retries``)."""
+    return os.path.join(root, WAKE, f"{RETRY_PREFIX}{pin_key(collab + '/' + alias)}{RETRY_SUFFIX}")
 
 
 # ---- finding a collaboration's directory: no symlink, and (by default) an opening record ----------------
