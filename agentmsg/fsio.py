@@ -630,6 +630,27 @@ class locked:  # lower case: used like the function it replaced, ``with fsio.loc
         return fh.fd
 
 
+def held(lock_path: StrPath) -> bool:
+    """Whether a process holds ``lock_path`` (a non-blocking ``flock`` probe: a free lock is taken and released
+    at once): the one "is it running?" probe of agentmsg's processes (``runtime.spawn.running``).  A lock file
+    that does not exist is held by nobody; a lock that cannot be probed counts as held, so nobody starts a second
+    process on a guess."""
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        import fcntl
+
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        return False
+    finally:
+        os.close(fd)  # closing releases a lock taken just now
+
+
 def _is_contention(exc: BaseException) -> bool:
     if isinstance(exc, BlockingIOError):
         return True

@@ -24,10 +24,10 @@ def _main():
             # A read-only checkout: keep compiled modules in the plugin's data folder instead.
             data = os.environ.get("CLAUDE_PLUGIN_DATA") or os.environ.get("PLUGIN_DATA")
             sys.pycache_prefix = os.path.join(data, "pycache")
-        if len(sys.argv) > 2 and sys.argv[2] == "wait":  # Claude Code's asyncRewake waiter (agentmsg/runtime/waiter.py)
-            from agentmsg.runtime.waiter import main
-        elif len(sys.argv) > 2 and sys.argv[2] == "helper":  # the resident helper (agentmsg/runtime/helper.py)
-            from agentmsg.runtime.helper import main as helper
+        if len(sys.argv) > 2 and sys.argv[2] == "wait":  # Claude Code's asyncRewake waiter (agentmsg/hooks/waiter.py)
+            from agentmsg.hooks.waiter import main
+        elif len(sys.argv) > 2 and sys.argv[2] == "helper":  # the resident helper (agentmsg/resident/helper.py)
+            from agentmsg.resident.helper import main as helper
 
             return helper(sys.argv[3:])
         else:

@@ -463,7 +463,9 @@ def sync(
     json_: Json = False,
 ) -> int:
     """Mirror --store/AGENTMSG_STORE into this root so hooks read local files (one per root; started automatically)."""
-    return _done("sync", _actions().sync(_ctx(root), once=once, idle_exit=idle_exit), json_)
+    from agentmsg.resident import mirror  # the resident helper of a replica root, run in the foreground
+
+    return _done("sync", mirror.command(_ctx(root), once=once, idle_exit=idle_exit), json_)
 
 
 def db_move(

@@ -141,7 +141,9 @@ class HookBase:
         if self.spec.defers_to_plugin(self.env):
             return b"", _nothing  # a user-level copy while the host's plugin is enabled: the plugin's hook runs
         if event == "SessionStart":
-            hostcmd.prepare_cli(self.env)  # the CLI's first call must not wait for pip (detached, fail-open)
+            from agentmsg.runtime import spawn  # SessionStart only
+
+            spawn.prepare_cli(self.env)  # the CLI's first call must not wait for pip (detached, fail-open)
         if not is_session(session):
             raise HookError(f"invalid session_id {str(session)[:40]!r}")
         self.pin = f"{self.spec.runtime}:{session}"

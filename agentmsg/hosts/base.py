@@ -216,21 +216,3 @@ def cli_command(host: Host, env: Mapping[str, str], package_dir: str | None = No
         return "agentmsg"
     found = launcher(package_dir or os.path.abspath(PACKAGE_DIR))
     return sh_quote(found) if found else "agentmsg"
-
-
-def prepare_cli(env: Mapping[str, str], package_dir: str | None = None) -> bool:
-    """At SessionStart: if this machine has no launcher folder yet (``${XDG_DATA_HOME:-~/.local/share}/agentmsg``),
-    start ``bin/agentmsg --prepare-env`` detached, in the background, output discarded.  It builds the CLI's
-    private environment when python3 lacks the CLI's dependencies (about 15 s of pip), so the model's first
-    ``agentmsg`` command does not wait for it.  Never blocks and never fails the hook; True if started."""
-    if env.get("AGENTMSG_NO_PREPARE"):
-        return False
-    base = env.get("XDG_DATA_HOME") or os.path.join(env.get("HOME") or "/nonexistent", ".local", "share")
-    if os.path.exists(os.path.join(base, "agentmsg")):
-        return False
-    found = launcher(package_dir or os.path.abspath(PACKAGE_DIR))
-    if found is None:
-        return False
-    from agentmsg.runtime.spawn import spawn_detached
-
-    return spawn_detached(["/bin/sh", found, "--prepare-env"], env=env) is not None

@@ -112,11 +112,11 @@ def _leave_ring(root: str, pin: str, ring: dict[str, Any], *, queued: bool) -> N
 
 
 def waiter_armed(root: str, pin: str) -> bool:
-    """Whether a waiter holds the session's lock (the runtime's probe: :func:`agentmsg.runtime.spawn.running`)."""
+    """Whether a waiter holds the session's lock (the one probe: :func:`agentmsg.fsio.held`)."""
     from agentmsg.backends.file import layout
-    from agentmsg.runtime import spawn
+    from agentmsg.fsio import held
 
-    return spawn.running(layout.session_file(root, pin, layout.WAITER_LOCK))
+    return held(layout.session_file(root, pin, layout.WAITER_LOCK))
 
 
 def peer_socket(path: str, line: str) -> None:

@@ -1,4 +1,4 @@
-"""Ring the resident helper (``agentmsg/runtime/helper.py``), starting it when none runs; and what it runs now.
+"""Ring the resident helper (``agentmsg/resident/helper.py``), starting it when none runs; and what it runs now.
 
 Every writer that woke a pin (``backends/file/idle.wake``, the store's ``on_wake``) and every full hook run calls
 :func:`nudge`.  Only pins whose session recorded facts (``idle/<runtime>/<session>.env``: a hook ran
@@ -134,7 +134,7 @@ def ensure_mirror(root: str, env: Mapping[str, str], command: Sequence[str]) -> 
 
 def ensure_for_retries(root: str, env: Mapping[str, str], command: Sequence[str]) -> bool:
     """Wake the helper for a waiting ring, or start one: the mirror on a mirrored root, else from a session's
-    facts (the hooks' own code), else ``PYTHON -m agentmsg.runtime.helper ROOT``.  True if one was started."""
+    facts (the hooks' own code), else ``PYTHON -m agentmsg.resident.helper ROOT``.  True if one was started."""
     if ahead.ring(root, [RING_RETRY]) != "absent":
         return False
     if mirror_wanted(root, env):
@@ -147,7 +147,7 @@ def ensure_for_retries(root: str, env: Mapping[str, str], command: Sequence[str]
             return True
     import sys
 
-    return process.spawn_detached([sys.executable, "-m", "agentmsg.runtime.helper", root], env=env) is not None
+    return process.spawn_detached([sys.executable, "-m", "agentmsg.resident.helper", root], env=env) is not None
 
 
 def mirror_state(root: str) -> dict[str, object] | None:

@@ -1,7 +1,7 @@
 """Deferred rings, waiting for the resident helper to ring them again (``wake/retry-<key>.json``).
 
 A send whose wake-up was deferred (a draft on the recipient's prompt line, a busy turn) leaves one request per
-binding here and makes sure the helper runs (:func:`agentmsg.runtime.helper.ensure_for_retries`).  The helper
+binding here and makes sure the helper runs (:func:`agentmsg.resident.helper.ensure_for_retries`).  The helper
 rings every request again each ``RETRY_EVERY`` seconds through the service (its consent and bounds decide, as
 for the first ring) until it rings, may no longer ring, or ``RETRY_FOR`` seconds have passed since the send
 that asked.  A second deferred send for the same binding replaces the request: its rings merge.

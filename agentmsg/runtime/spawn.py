@@ -3,14 +3,14 @@
 What agentmsg may run in the background on this machine, each under one lock file it holds while it runs
 (``flock``; never deleted), each exiting once its work is done:
 
-* **the resident helper** (:mod:`agentmsg.runtime.helper`), one per state root, which renders deliveries
+* **the resident helper** (:mod:`agentmsg.resident.helper`), one per state root, which renders deliveries
   ahead, rings deferred wake-ups again and, on a replica root, mirrors the remote store; lock
   ``ROOT/idle/helper.lock``, pid and duties in ``ROOT/idle/helper.pid``.  Started from a session's facts
   (``PYTHON -I -S hooks/agentmsg_hook.py HOST helper ROOT PIN``, by :mod:`agentmsg.runtime.doorbell`), for a
-  deferred ring (``PYTHON -m agentmsg.runtime.helper ROOT``), or as the mirror (``agentmsg sync --root ROOT``).
-* **the CLI's environment build** (:func:`agentmsg.hosts.base.prepare_cli`), once per machine:
+  deferred ring (``PYTHON -m agentmsg.resident.helper ROOT``), or as the mirror (``agentmsg sync --root ROOT``).
+* **the CLI's environment build** (:func:`prepare_cli`), once per machine:
   ``/bin/sh bin/agentmsg --prepare-env`` (``bin/agentmsg`` keeps its own ``venv.lock``).
-* **Claude Code's wake-up waiter** (:mod:`agentmsg.runtime.waiter`): Claude Code itself starts it (an
+* **Claude Code's wake-up waiter** (:mod:`agentmsg.hooks.waiter`): Claude Code itself starts it (an
   ``asyncRewake`` hook), not this module; it takes its lock (``ROOT/wake/<session>.lock``) with
   :func:`lock` and senders probe it with :func:`running`, like the others.
 
@@ -29,6 +29,8 @@ Lean: the hooks import it (``os`` only at import; ``fcntl`` to probe or lock, no
 from __future__ import annotations
 
 import os
+
+from agentmsg.fsio import held
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -138,24 +140,9 @@ def detach() -> None:
         pass
 
 
-def running(lock_path: str) -> bool:
-    """Whether a process holds ``lock_path`` (a non-blocking ``flock`` probe: a free lock is taken and released
-    at once).  A lock file that does not exist is held by nobody; a lock that cannot be probed counts as held,
-    so nobody starts a second process on a guess."""
-    try:
-        fd = os.open(lock_path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        import fcntl
-
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return True
-        return False
-    finally:
-        os.close(fd)  # closing releases a lock taken just now
+#: Whether a process holds a lock file: the one probe, kept in :mod:`agentmsg.fsio` so that a host's ring (below
+#: this layer) probes its waiter the same way.
+running = held
 
 
 def lock(lock_path: str, *, wait: float = 0.0, poll: float = 0.02,
@@ -199,3 +186,22 @@ def describe(what: str, lock_path: str, pid_path: str | None = None, why: str = 
             if pid.isdigit():
                 line += f" (pid {pid})"
     return f"{line}: {why}" if why else line
+
+
+def prepare_cli(env: Mapping[str, str], package_dir: str | None = None) -> bool:
+    """At SessionStart: if this machine has no launcher folder yet (``${XDG_DATA_HOME:-~/.local/share}/agentmsg``),
+    start ``bin/agentmsg --prepare-env`` detached, in the background, output discarded.  It builds the CLI's
+    private environment when python3 lacks the CLI's dependencies (about 15 s of pip), so the model's first
+    ``agentmsg`` command does not wait for it.  Never blocks and never fails the hook; True if started."""
+    if env.get("AGENTMSG_NO_PREPARE"):
+        return False
+    base = env.get("XDG_DATA_HOME") or os.path.join(env.get("HOME") or "/nonexistent", ".local", "share")
+    if os.path.exists(os.path.join(base, "agentmsg")):
+        return False
+    from agentmsg import PACKAGE_DIR
+    from agentmsg.hosts.base import launcher
+
+    found = launcher(package_dir or os.path.abspath(PACKAGE_DIR))
+    if found is None:
+        return False
+    return spawn_detached(["/bin/sh", found, "--prepare-env"], env=env) is not None

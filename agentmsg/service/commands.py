@@ -423,20 +423,3 @@ def repair(ctx: Ctx, *, collab: str | None) -> Payload:
     return {"root": str(ctx.root), "rebuilt": rebuilt, "temp_files_removed": store.clean_temp(0.0)}
 
 
-# ---- the mirror -----------------------------------------------------------------------------------
-
-
-def sync(ctx: Ctx, *, once: bool, idle_exit: str | None) -> Payload:
-    """Run the per-machine mirror (agentmsg/runtime/mirror.py) for this root, under its lock."""
-    from agentmsg.backends.file.replica import replica_of
-    from agentmsg.runtime import mirror
-
-    url = ctx.store_url
-    if url is None:
-        marked = replica_of(str(ctx.root)) if ctx.root.is_dir() else None
-        url = marked if marked not in (None, "?") else None
-    if url is None:
-        raise UsageError("no store to mirror: pass --store URL or set AGENTMSG_STORE")
-    idle_exit = idle_exit or ctx.env.get("AGENTMSG_SYNC_IDLE_EXIT")
-    seconds = validate.duration(idle_exit, "--idle-exit", maximum=7 * 86400) if idle_exit else mirror.IDLE_EXIT
-    return mirror.sync(str(ctx.root), url, once=once, idle_exit=seconds)

@@ -53,7 +53,7 @@ class Ctx:
         return self._store
 
     def _start_mirror(self) -> None:
-        """The local root follows the remote store: hooks read it (agentmsg/runtime/helper.py mirrors it)."""
+        """The local root follows the remote store: hooks read it (agentmsg/resident/helper.py mirrors it)."""
         import sys
 
         from agentmsg.runtime import doorbell

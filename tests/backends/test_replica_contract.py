@@ -17,7 +17,7 @@ from agentmsg import records
 from agentmsg.backends.file.store import FileStore
 from agentmsg.domain.validate import pin
 from agentmsg.domain.values import Draft
-from agentmsg.runtime.mirror import Mirror
+from agentmsg.resident.mirror import Mirror
 from agentmsg.service.messaging import Mailbox
 
 LEAD, REV = pin("codex:r-lead"), pin("claude-code:r-rev")

@@ -15,7 +15,20 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "agentmsg"
 #: The layers, lowest first: a module may import its own layer and those below it (docs/ARCHITECTURE.md).
 LOWER = ("domain", "backends")
-UPPER = ("service", "runtime", "hosts", "hooks", "cli", "mcp")
+UPPER = ("service", "runtime", "hosts", "hooks", "cli", "mcp", "resident")
+#: Every part of the package, top floor first: a module imports only its own floor and the floors below it
+#: (docs/ARCHITECTURE.md's picture).  The core modules sit at the bottom.
+FLOORS: tuple[tuple[str, ...], ...] = (
+    ("__main__", "cli", "mcp"),
+    ("resident",),
+    ("hooks",),
+    ("service",),
+    ("runtime",),
+    ("hosts",),
+    ("backends",),
+    ("ports", "text", "domain"),
+    ("paths", "fsio", "records", "errors", ""),
+)
 
 
 def _modules() -> dict[str, Path]:
@@ -100,6 +113,22 @@ def test_the_lower_layers_import_nothing_above_them(layer: str) -> None:
     upward = {(m, t) for m, targets in GRAPH.items() if m.startswith(f"agentmsg.{layer}")
               for t in targets if any(t.startswith(f"agentmsg.{up}") for up in UPPER)}
     assert upward == set()
+
+
+def _floor(module: str) -> int:
+    part = module.split(".")[1] if "." in module else ""
+    return next(i for i, floor in enumerate(FLOORS) if part in floor)
+
+
+def test_no_import_runs_back_up() -> None:
+    """No upward arrows: every import goes to the module's own floor or below it."""
+    upward = sorted((m, t) for m, targets in GRAPH.items() for t in targets if _floor(t) < _floor(m))
+    assert upward == []
+
+
+def test_every_part_of_the_package_has_a_floor() -> None:
+    parts = {m.split(".")[1] if "." in m else "" for m in MODULES}
+    assert parts <= {p for floor in FLOORS for p in floor}, parts - {p for floor in FLOORS for p in floor}
 
 
 def test_the_domain_imports_only_the_core() -> None:

@@ -14,6 +14,7 @@ from agentmsg import paths
 from agentmsg.hosts import base as hostcmd
 from agentmsg.hosts import install as installer
 from agentmsg.hosts import registry
+from agentmsg.runtime import spawn
 from agentmsg.text import boundary
 from agentmsg.text import transcript as render
 from tests.support.cli_helpers import REPO_ROOT, run, run_json
@@ -189,7 +190,7 @@ def test_a_launcher_waits_for_a_build_in_progress_then_answers(tmp_path: Path) -
 
 def test_session_start_starts_the_build_detached_once(tmp_path: Path) -> None:
     share = tmp_path / "share"
-    started = hostcmd.prepare_cli({"HOME": str(tmp_path), "XDG_DATA_HOME": str(share),
+    started = spawn.prepare_cli({"HOME": str(tmp_path), "XDG_DATA_HOME": str(share),
                                    "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"})
     assert started
     for _ in range(100):
@@ -197,4 +198,4 @@ def test_session_start_starts_the_build_detached_once(tmp_path: Path) -> None:
             break
         time.sleep(0.1)
     assert (share / "agentmsg" / "python3-has-deps").exists()  # this python3 has the deps: nothing to build
-    assert not hostcmd.prepare_cli({"HOME": str(tmp_path), "XDG_DATA_HOME": str(share)})  # once per machine
+    assert not spawn.prepare_cli({"HOME": str(tmp_path), "XDG_DATA_HOME": str(share)})  # once per machine

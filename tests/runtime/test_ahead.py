@@ -3,7 +3,7 @@
 Every hook here runs through ``hooks/run`` as the host starts it, with rendering ahead on
 (``AGENTMSG_NO_AHEAD=""``; the other hook tests keep it off) and ``AGENTMSG_PYTHON`` pointing at a
 shim that counts interpreter starts, so "served" means "no Python process started for that prompt".
-The renderer is the real one (the resident helper, ``agentmsg/runtime/helper.py``), started the way users
+The renderer is the real one (the resident helper, ``agentmsg/resident/helper.py``), started the way users
 get it: by a hook run or by a writer's doorbell.
 """
 
@@ -143,7 +143,7 @@ def processes(root: str, home: str | Path) -> dict[int, list[bytes]]:
 def renderers(root: str, home: str | Path) -> list[int]:
     """The helpers of this root: "helper" and the root on their command line."""
     names = {root.encode(), str(home).encode()}
-    entries = {b"helper", b"agentmsg.runtime.helper"}  # the hooks' entry, or the one a deferred ring starts
+    entries = {b"helper", b"agentmsg.resident.helper"}  # the hooks' entry, or the one a deferred ring starts
     return [pid for pid, argv in processes(root, home).items() if entries & set(argv) and names & set(argv)]
 
 
@@ -766,7 +766,7 @@ def test_a_full_doorbell_never_holds_the_launcher(session):
 
 
 def test_a_mirrored_root_is_left_to_the_full_hook(session, tmp_path):
-    from agentmsg.runtime import mirror
+    from agentmsg.resident import mirror
 
     cli = tmp_path / "fake-cli"
     cli.write_text("#!/bin/sh\nexit 0\n")

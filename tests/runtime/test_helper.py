@@ -1,7 +1,7 @@
 """The resident helper: one process per state root that renders ahead, rings deferred wake-ups again and mirrors.
 
 Correctness never depends on it: these tests kill it at random moments, or never start it, and compare what the
-model sees with a root that never had one.  Processes are real (``hooks/run``, ``python -m agentmsg.runtime.helper``,
+model sees with a root that never had one.  Processes are real (``hooks/run``, ``python -m agentmsg.resident.helper``,
 ``agentmsg sync``); the deferred-ring bookkeeping is checked in process against a ring that only records.
 """
 
@@ -104,7 +104,7 @@ def test_damaged_or_misfiled_requests_are_never_rung(tmp_path: Path) -> None:
 
 def _helper(root: str, idle: str = "30") -> subprocess.Popen[bytes]:
     env = {"PATH": os.defpath, "AGENTMSG_AHEAD_IDLE": idle}
-    return subprocess.Popen([sys.executable, "-m", "agentmsg.runtime.helper", root], env=env,
+    return subprocess.Popen([sys.executable, "-m", "agentmsg.resident.helper", root], env=env,
                             cwd=str(Path(__file__).resolve().parents[2]))
 
 

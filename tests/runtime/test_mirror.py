@@ -24,7 +24,7 @@ import pytest
 from agentmsg.backends.file import outbox
 from agentmsg.backends.file.store import FileStore
 from agentmsg.domain.values import Draft, Pin
-from agentmsg.runtime.mirror import Mirror
+from agentmsg.resident.mirror import Mirror
 from agentmsg.service.messaging import Mailbox
 from tests.support.cli_helpers import clean_env, run, run_json
 from tests.support.helpers_hooks import REVIEWER_SESSION, run_hook

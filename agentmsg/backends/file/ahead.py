@@ -15,7 +15,7 @@ Per session, beside the fast path's markers (``idle/<runtime>/<session>``):
   renderer's own: ``w <pid>`` while it writes ``.fold`` and ``.ready``.  So the ``.ready`` a launcher
   prints and the ``.fold`` folded for it are always one pair.
 
-Per root, the resident helper's (``runtime/helper.py``), which renders: ``idle/helper.lock``,
+Per root, the resident helper's (``resident/helper.py``), which renders: ``idle/helper.lock``,
 ``idle/helper.pid`` and ``idle/helper.fifo`` (its doorbell: lines naming the pins to look at).
 
 Everything here is derived or transient: a lost ``.took`` makes its messages come due again (never

@@ -25,7 +25,7 @@ GEN, IDLE_MARK, MID, STOP = ".gen", ".idle", ".mid", ".stop"
 FACTS, READY, FOLD, TOOK = ".env", ".ready", ".fold", ".took"
 #: Every marker a writer or the mirror's exit voids so that the next hook runs in full.
 VOIDED_MARKS = (IDLE_MARK, MID, STOP, READY)
-#: The resident helper's own files (``runtime/helper.py``), one per root under ``idle/``: its lock, its pid and
+#: The resident helper's own files (``resident/helper.py``), one per root under ``idle/``: its lock, its pid and
 #: duties, its doorbell.
 HELPER_LOCK, HELPER_PID, HELPER_FIFO = "helper.lock", "helper.pid", "helper.fifo"
 #: The pin index's lock, under ``pins/`` (never a pin's file: those are hashes).

@@ -3,10 +3,10 @@
 One helper per root, under ``idle/helper.lock``; ``idle/helper.pid`` names its pid (first line) and its duties
 (second line); ``idle/helper.fifo`` is its doorbell.  Its duties:
 
-* ``render``: each session's next prompt delivery, rendered ahead (:mod:`agentmsg.runtime.renderer`), on a
+* ``render``: each session's next prompt delivery, rendered ahead (:mod:`agentmsg.resident.renderer`), on a
   root that is not a replica (a mirrored root runs every hook in full).
 * ``retry``: deferred wake-up rings (:mod:`agentmsg.runtime.retries`), rung again each second until they ring.
-* ``mirror``: on a replica root, keeping it in step with the remote store (:mod:`agentmsg.runtime.mirror`).
+* ``mirror``: on a replica root, keeping it in step with the remote store (:mod:`agentmsg.resident.mirror`).
 
 Doorbell lines: a pin (render it), ``+`` (a deferred ring is waiting), ``-`` (leave: ``agentmsg sync`` takes the
 root over; a helper that mirrors ignores it).  The shell launcher, which cannot write to a FIFO without
@@ -21,7 +21,7 @@ How it starts (:mod:`agentmsg.runtime.doorbell` rings it or starts it), always t
 
 * from a session's recorded facts (:mod:`agentmsg.runtime.doorbell`): ``PYTHON -I -S hooks/agentmsg_hook.py
   HOST helper ROOT PIN``, the hook's own interpreter and code, standard library only;
-* for a deferred ring with no facts to start from: ``PYTHON -m agentmsg.runtime.helper ROOT``;
+* for a deferred ring with no facts to start from: ``PYTHON -m agentmsg.resident.helper ROOT``;
 * on a replica root: ``agentmsg sync --root ROOT`` (it needs the store's URL and driver), by
   :func:`agentmsg.runtime.doorbell.ensure_mirror`.
 """
@@ -37,7 +37,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from agentmsg.runtime.renderer import Renderer
+    from agentmsg.resident.renderer import Renderer
 
 IDLE_EXIT = 120.0  # seconds without a doorbell or any work: exit (the next writer starts one again)
 SWEEP = 30.0  # seconds between looks at every session
@@ -45,7 +45,7 @@ TAKEOVER = 2.0  # seconds a new helper waits for the lock of one that is exiting
 
 
 def main(argv: Sequence[str]) -> int:
-    """``hooks/agentmsg_hook.py HOST helper ROOT [PIN...]`` and ``python -m agentmsg.runtime.helper ROOT``: run
+    """``hooks/agentmsg_hook.py HOST helper ROOT [PIN...]`` and ``python -m agentmsg.resident.helper ROOT``: run
     the helper for ROOT (looking first at the pins after it) with the render and retry duties; always 0."""
     hook = None
     try:
@@ -64,8 +64,8 @@ def main(argv: Sequence[str]) -> int:
         from agentmsg.backends.file.store import FileStore
         from agentmsg.hooks.core import Hook
         from agentmsg.hosts import registry
+        from agentmsg.resident.renderer import Renderer
         from agentmsg.runtime import doorbell
-        from agentmsg.runtime.renderer import Renderer
 
         hook = Hook(registry.NAMES[0], {})  # for logging only
         hook.root, hook.event = root, "helper"

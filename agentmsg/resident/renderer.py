@@ -1,7 +1,7 @@
 """The render duty of the resident helper: each session's next prompt delivery, rendered ahead so the launcher
 prints it without Python.
 
-The helper (:mod:`agentmsg.runtime.helper`: one per state root, its lock, doorbell and loop) runs it on every root
+The helper (:mod:`agentmsg.resident.helper`: one per state root, its lock, doorbell and loop) runs it on every root
 that is not a replica.
 
 For every session with facts (``idle/<runtime>/<session>.env``, recorded by its own full hook runs) it
@@ -40,7 +40,7 @@ RETRY = 0.05  # seconds before looking again at a claim the launcher is still pr
 
 
 class Renderer:
-    """The helper's render duty (:mod:`agentmsg.runtime.helper` holds the root, its doorbell and its loop)."""
+    """The helper's render duty (:mod:`agentmsg.resident.helper` holds the root, its doorbell and its loop)."""
 
     def __init__(self, root: str, store: FileStore, hook_class: type[Hook]) -> None:
         self.root, self.store, self.hook_class = root, store, hook_class

@@ -1,6 +1,6 @@
 """``agentmsg sync``: keep a local state root in step with a remote store, so the hooks read local files.
 
-The mirror duty of the resident helper (``runtime/helper.py``): ``agentmsg sync`` is the helper of a replica
+The mirror duty of the resident helper (``resident/helper.py``): ``agentmsg sync`` is the helper of a replica
 root, under the root's one helper lock, and rings deferred wake-ups between its rounds.  Each round it:
 
 1. **pulls**: for every collaboration the remote lets it read, compares the
@@ -39,6 +39,10 @@ from agentmsg.backends.file.store import FileStore
 from agentmsg.errors import AgentmsgError, IdentityError, NotFound, StoreFailed, TamperDetected, UsageError
 from agentmsg.ports import Record, Replica, Store
 from agentmsg.runtime import doorbell
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from agentmsg.service.context import Ctx
 
 #: Default seconds without remote changes or outbox entries before the mirror exits.
 IDLE_EXIT = 900.0
@@ -309,11 +313,27 @@ def _wake_all(root: str) -> None:
                         pass
 
 
+def command(ctx: Ctx, *, once: bool, idle_exit: str | None) -> dict[str, Any]:
+    """``agentmsg sync``: the store to mirror (``--store``/``AGENTMSG_STORE``, else the one this replica root is
+    marked with) and the idle time (``--idle-exit``/``AGENTMSG_SYNC_IDLE_EXIT``), then :func:`sync`."""
+    from agentmsg.domain import validate
+
+    url = ctx.store_url
+    if url is None:
+        marked = replica.replica_of(str(ctx.root)) if ctx.root.is_dir() else None
+        url = marked if marked not in (None, "?") else None
+    if url is None:
+        raise UsageError("no store to mirror: pass --store URL or set AGENTMSG_STORE")
+    idle_exit = idle_exit or ctx.env.get("AGENTMSG_SYNC_IDLE_EXIT")
+    seconds = validate.duration(idle_exit, "--idle-exit", maximum=7 * 86400) if idle_exit else IDLE_EXIT
+    return sync(str(ctx.root), url, once=once, idle_exit=seconds)
+
+
 def sync(root: str, url: str, *, once: bool = False, idle_exit: float = IDLE_EXIT) -> dict[str, Any]:
     """``agentmsg sync``: run the mirror as the root's helper; while another helper mirrors it, return at once
     (one that does not mirror is asked to leave)."""
     from agentmsg.backends import url as storeurl
-    from agentmsg.runtime import helper
+    from agentmsg.resident import helper
 
     fsio.ensure_dir(root)
     local = FileStore(root, on_wake=doorbell.nudge)
