@@ -861,7 +861,7 @@ def check_outside(base: StrPath, rel: str) -> str:
     return shown
 
 
-def write_outside(base: StrPath, rel: str, data: bytes, *, create_base: bool = True) -> str:
+def write_outside(base: StrPath, rel: str, data: bytes, *, create_base: bool = True, mode: int = 0o600) -> str:
     """Replace ``base/rel`` (a ``/``-separated relative path) with ``data``: the one way agentmsg writes a
     file outside the state root.  Returns the path written.
 
@@ -870,7 +870,8 @@ def write_outside(base: StrPath, rel: str, data: bytes, *, create_base: bool = T
     directory (missing ones are made), and the file must be absent or a regular file with one name: a
     symlink, a FIFO or a hard link there is refused (UnsafePath), and nothing is written.  The bytes go to a
     new temporary file with a random name (``O_CREAT|O_EXCL|O_NOFOLLOW``: never one planted there) in the
-    same folder, are fsynced, and are renamed over the file, which keeps its permission bits.
+    same folder, are fsynced, and are renamed over the file, which keeps its permission bits (a new file
+    gets ``mode``: private by default, as the state root's files are; an HTML log holds every message).
     ``create_base=False``: a missing ``base`` is an error (FileNotFoundError), not made.
     """
     fd, name, shown = _outside_walk(base, rel, create=True, create_base=create_base)
@@ -879,7 +880,7 @@ def write_outside(base: StrPath, rel: str, data: bytes, *, create_base: bool = T
     try:
         st = _outside_target(shown, name, fd)
         tmp = f".{name}.{os.getpid()}.{os.urandom(8).hex()}.tmp"
-        out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=fd)
+        out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=fd)
         try:
             try:
                 if st is not None:

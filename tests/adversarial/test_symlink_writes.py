@@ -286,6 +286,57 @@ def test_hook_interpreter_cache_never_writes_through_its_temporary_name(tmp_path
     assert victim.read_bytes() == VICTIM
 
 
+# ---- bin/agentmsg: the launcher's private folder ---------------------------------------------------------------
+
+
+def _launcher(tmp: Path, args: list[str], plant: str, *, python: Path | None = None,
+              env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``bin/agentmsg ARGS`` with ``XDG_DATA_HOME=tmp/data``; ``plant`` runs first in the process that becomes
+    the launcher (``exec`` keeps its pid, so ``$$`` names the launcher's temporary names)."""
+    bindir = python.parent if python else Path(sys.executable).parent
+    full = {"HOME": str(tmp / "home"), "XDG_DATA_HOME": str(tmp / "data"), "PATH": f"{bindir}:/usr/bin:/bin",
+            **(env or {})}
+    (tmp / "data" / "agentmsg").mkdir(parents=True, exist_ok=True)
+    script = f'D="$1/agentmsg"; V="$2"; L="$3"; shift 3; {plant}; exec /bin/sh "$L" "$@"'
+    return subprocess.run(["/bin/sh", "-c", script, "sh", str(tmp / "data"), str(_victim(tmp)),
+                           str(REPO_ROOT / "bin" / "agentmsg"), *args], capture_output=True, text=True,
+                          env=full, timeout=300, stdin=subprocess.DEVNULL, check=False)
+
+
+def test_launcher_marker_never_truncates_a_linked_file(tmp_path: Path) -> None:
+    """``--prepare-env`` with a python3 that has the dependencies leaves a marker file: not through a link."""
+    done = _launcher(tmp_path, ["--prepare-env"], 'ln -s "$V" "$D/python3-has-deps"')
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "outside" / "victim.json").read_bytes() == VICTIM
+
+
+def test_launcher_build_never_writes_through_its_log_or_temporary_venv(tmp_path: Path) -> None:
+    """A first run without the dependencies, offline: the log and ``venv.tmp.$$`` were links when it started."""
+    fake = tmp_path / "bin" / "python3"
+    fake.parent.mkdir()
+    fake.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S "$@"\n')  # no site-packages: no typer
+    fake.chmod(0o755)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    plant = f'ln -s "$V" "$D/venv-install.log"; ln -s "{elsewhere}" "$D/venv.tmp.$$"'
+    done = _launcher(tmp_path, ["status"], plant, python=fake,
+                     env={"PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_RETRIES": "0", "PIP_TIMEOUT": "1",
+                          "PIP_NO_CACHE_DIR": "1"})
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].startswith("agentmsg: could not install typer")
+    assert (tmp_path / "outside" / "victim.json").read_bytes() == VICTIM
+    assert list(elsewhere.iterdir()) == []  # no venv built in the linked folder
+
+
+def test_launcher_mcp_step_never_appends_through_a_linked_log(tmp_path: Path) -> None:
+    venv = tmp_path / "data" / "agentmsg" / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    (venv / ".agentmsg-ready").touch()
+    done = _launcher(tmp_path, ["mcp"], 'ln -s "$V" "$D/venv-install.log"', env={"PIP_NO_INDEX": "1"})
+    assert done.returncode == 2 and "could not install mcp" in done.stderr
+    assert (tmp_path / "outside" / "victim.json").read_bytes() == VICTIM
+
+
 # ---- the wheel's plugin copy ---------------------------------------------------------------------------------
 
 
@@ -315,9 +366,10 @@ def test_write_outside_never_opens_a_link_at_its_temporary_name(tmp_path: Path,
     assert victim.read_bytes() == VICTIM and not (tmp_path / "f.json").exists()
 
 
-def test_write_outside_keeps_the_mode_and_refuses_dotted_paths(tmp_path: Path) -> None:
+def test_write_outside_is_private_keeps_a_mode_and_refuses_dotted_paths(tmp_path: Path) -> None:
     target = tmp_path / "a" / "b.json"
     assert fsio.write_outside(tmp_path, "a/b.json", b"1") == str(target)
+    assert target.stat().st_mode & 0o777 == 0o600  # private unless the file was there with its own mode
     target.chmod(0o640)
     fsio.write_outside(tmp_path, "a/b.json", b"2")
     assert target.read_bytes() == b"2" and target.stat().st_mode & 0o777 == 0o640
