@@ -783,7 +783,7 @@ def cut_partial_line(path: StrPath) -> int:
 
 _LINK_OUTSIDE = ("is a symlink; refusing to write through it "
                  "(remove it or put a regular file there, then run this again)")
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # a FIFO never blocks
 
 
 def _outside_dir(shown: str, name: str, parent: int, *, create: bool) -> int | None:
@@ -832,7 +832,7 @@ def _outside_walk(base: StrPath, rel: str, *, create: bool,
     if create and create_base:
         os.makedirs(base, exist_ok=True)  # the base is named by the user or the host: trusted, links and all
     try:
-        fd: int | None = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        fd: int | None = os.open(base, _DIR_FLAGS & ~os.O_NOFOLLOW)
     except FileNotFoundError:
         return None, name, shown
     for i, part in enumerate(folders):

@@ -82,6 +82,19 @@ def test_cursor_refuses_a_linked_cursor_folder(tmp_path: Path) -> None:
     assert snapshot(victim.parent) == before
 
 
+@pytest.mark.parametrize("kind", ["fifo", "file"])
+def test_cursor_refuses_a_cursor_folder_that_is_not_a_directory(tmp_path: Path, kind: str) -> None:
+    """A FIFO there is refused without blocking; a file there is named, not a traceback."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    if kind == "fifo":
+        os.mkfifo(project / ".cursor")
+    else:
+        (project / ".cursor").write_bytes(VICTIM)
+    code, _out, err = _cursor(project)
+    _refused(code, err, project / ".cursor", "is not a directory")
+
+
 @pytest.mark.parametrize("name", ["hooks.json", "mcp.json"])
 def test_cursor_never_writes_through_a_link_at_the_old_temporary_name(tmp_path: Path, name: str) -> None:
     """The temporary file was ``mcp.json.tmp``, opened for writing with links followed."""
