@@ -27,10 +27,26 @@ class BuildWithPlugin(build_py):
             src = os.path.join(HERE, rel)
             if not os.path.isfile(src):
                 continue  # building from an sdist that already holds agentmsg/_plugin
-            dst = os.path.join(self.build_lib, "agentmsg", "_plugin", rel)
-            os.makedirs(os.path.dirname(dst), exist_ok=True)
-            shutil.copy2(src, dst)
-            os.chmod(dst, 0o755 if rel in ("hooks/run", "bin/agentmsg") else 0o644)
+            dst = _fresh_file(os.path.join(self.build_lib, "agentmsg"), "_plugin/" + rel)
+            with open(src, "rb") as fin, os.fdopen(dst, "wb") as fout:
+                shutil.copyfileobj(fin, fout)
+                os.fchmod(fout.fileno(), 0o755 if rel in ("hooks/run", "bin/agentmsg") else 0o644)
+
+
+def _fresh_file(base, rel):
+    """A new file ``base/rel`` opened for writing: no folder below ``base`` may be a symlink, and whatever
+    was at the file (a link planted in the build folder, an earlier build's copy) is removed, never followed."""
+    *folders, name = rel.split("/")
+    path = base
+    for part in folders:
+        path = os.path.join(path, part)
+        if os.path.islink(path):
+            raise SystemExit(f"{path} is a symlink; refusing to copy the plugin files through it")
+        os.makedirs(path, exist_ok=True)
+    path = os.path.join(path, name)
+    if os.path.lexists(path):
+        os.unlink(path)
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
 
 
 setup(cmdclass={"build_py": BuildWithPlugin})

@@ -148,7 +148,8 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     (TooLarge.code, "subject or body over the documented limit"),
     (SecretRefused.code, "REFUSED(secret): a credential was found"),
     (UnsafePath.code, "unsafe path: a symlink, a FIFO or other non-regular file, a hard link, a "
-                      "non-directory or a permission-denied path inside the state root"),
+                      "non-directory or a permission-denied path inside the state root, or at a file agentmsg "
+                      "writes outside it (a host's configuration, a project's files)"),
     (TamperDetected.code, "verify found edited, removed or reordered records"),
     (WatchTimeout.code, "watch timed out with no matching event"),
     (DeliveryInactive.code, "delivery envelope missing, expired or spent"),

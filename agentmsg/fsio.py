@@ -794,3 +794,130 @@ def cut_partial_line(path: StrPath) -> int:
         return size - end
     finally:
         os.close(fd)
+
+
+# ---- files outside the state root ----------------------------------------------------------------------------
+#
+# A host's configuration and a project's files (``.cursor/*.json``, OpenCode's plugin, Codex's hooks.json and
+# skill, ``log render --out``) are written only by `write_outside`: the state root's rules, applied to a path
+# agentmsg does not own.  A project is often a clone of someone else's repository, and git stores symlinks.
+
+_LINK_OUTSIDE = ("is a symlink; refusing to write through it "
+                 "(remove it or put a regular file there, then run this again)")
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # a FIFO never blocks
+
+
+def _outside_dir(shown: str, name: str, parent: int, *, create: bool) -> int | None:
+    """``name`` in the directory ``parent`` (a descriptor), opened without following a link; None when absent.
+
+    Each component is opened relative to the one before it, so a link swapped in after a check is never
+    walked through either.  ``create``: a missing directory is made (mode 0777 less the umask, as ``mkdir -p``).
+    """
+    for _ in range(2):
+        try:
+            return os.open(name, _DIR_FLAGS, dir_fd=parent)
+        except FileNotFoundError:
+            if not create:
+                return None
+            try:
+                os.mkdir(name, 0o777, dir_fd=parent)
+            except FileExistsError:
+                pass
+        except OSError as exc:
+            if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                raise
+            st = os.stat(name, dir_fd=parent, follow_symlinks=False)
+            raise _unsafe(shown, _LINK_OUTSIDE if stat.S_ISLNK(st.st_mode) else "is not a directory") from None
+    raise FileNotFoundError(errno.ENOENT, "vanished after mkdir", shown)
+
+
+def _outside_target(shown: str, name: str, folder: int) -> os.stat_result | None:
+    """The ``lstat`` of the file to be replaced, refused as the state root refuses it; None when absent."""
+    try:
+        st = os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        raise _unsafe(shown, _LINK_OUTSIDE)
+    _check_regular(shown, st, write=True)
+    return st
+
+
+def _outside_walk(base: StrPath, rel: str, *, create: bool,
+                  create_base: bool = True) -> tuple[int | None, str, str]:
+    """``(descriptor on rel's folder or None when a component is missing, file name, path as shown)``."""
+    *folders, name = rel.split("/")
+    if not name or name in (".", "..") or any(p in ("", ".", "..") for p in folders):
+        raise ValueError(f"not a plain relative path: {rel!r}")
+    shown = os.path.join(os.fspath(base), *folders, name)
+    if create and create_base:
+        os.makedirs(base, exist_ok=True)  # the base is named by the user or the host: trusted, links and all
+    try:
+        fd: int | None = os.open(base, _DIR_FLAGS & ~os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return None, name, shown
+    for i, part in enumerate(folders):
+        assert fd is not None
+        try:
+            nxt = _outside_dir(os.path.join(os.fspath(base), *folders[: i + 1]), part, fd, create=create)
+        finally:
+            os.close(fd)
+        if nxt is None:
+            return None, name, shown
+        fd = nxt
+    return fd, name, shown
+
+
+def check_outside(base: StrPath, rel: str) -> str:
+    """Raise (UnsafePath) if `write_outside` would refuse ``base/rel``; the path.  Creates nothing.
+
+    An installer writing several files checks them all first, so that a refusal leaves every one unwritten.
+    """
+    fd, name, shown = _outside_walk(base, rel, create=False)
+    if fd is not None:
+        try:
+            _outside_target(shown, name, fd)
+        finally:
+            os.close(fd)
+    return shown
+
+
+def write_outside(base: StrPath, rel: str, data: bytes, *, create_base: bool = True, mode: int = 0o600) -> str:
+    """Replace ``base/rel`` (a ``/``-separated relative path) with ``data``: the one way agentmsg writes a
+    file outside the state root.  Returns the path written.
+
+    ``base`` is the folder the user or the host names (a project, ``$CODEX_HOME``, OpenCode's configuration
+    folder) and is taken as it is.  Below it nothing is followed: every folder of ``rel`` must be a real
+    directory (missing ones are made), and the file must be absent or a regular file with one name: a
+    symlink, a FIFO or a hard link there is refused (UnsafePath), and nothing is written.  The bytes go to a
+    new temporary file with a random name (``O_CREAT|O_EXCL|O_NOFOLLOW``: never one planted there) in the
+    same folder, are fsynced, and are renamed over the file, which keeps its permission bits (a new file
+    gets ``mode``: private by default, as the state root's files are; an HTML log holds every message).
+    ``create_base=False``: a missing ``base`` is an error (FileNotFoundError), not made.
+    """
+    fd, name, shown = _outside_walk(base, rel, create=True, create_base=create_base)
+    if fd is None:
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory", os.fspath(base))
+    try:
+        st = _outside_target(shown, name, fd)
+        tmp = f".{name}.{os.getpid()}.{os.urandom(8).hex()}.tmp"
+        out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=fd)
+        try:
+            try:
+                if st is not None:
+                    os.fchmod(out, stat.S_IMODE(st.st_mode))
+                _write_all(out, data)
+                os.fsync(out)
+            finally:
+                os.close(out)
+            os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)  # a link swapped in meanwhile is replaced
+        except BaseException:
+            try:
+                os.unlink(tmp, dir_fd=fd)
+            except OSError:
+                pass
+            raise
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return shown

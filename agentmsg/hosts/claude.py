@@ -50,14 +50,16 @@ class Claude(Host):
 
         quoted = "'" + root.replace("'", "'\"'\"'") + "'"  # always quoted: the line is compared as written
         wanted = [f"export AGENTMSG_HOME={quoted}"]
-        have = set((fsio.read_bytes(path) or b"").decode("utf-8", "replace").splitlines())
-        missing = [line for line in wanted if line not in have]
-        if missing:
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            try:
-                os.write(fd, ("\n" + "\n".join(missing) + "\n").encode())
-            finally:
-                os.close(fd)
+        try:
+            have = set((fsio.read_bytes(path) or b"").decode("utf-8", "replace").splitlines())
+            missing = [line for line in wanted if line not in have]
+            if missing:  # never through a link, a FIFO or a hard link planted at the host's file
+                fsio.append_entries(path, ("\n" + "\n".join(missing) + "\n").encode())
+        except Exception as exc:  # UnsafePath: nothing written there, and the rest of SessionStart still runs
+            from agentmsg.errors import UnsafePath
+
+            if not isinstance(exc, UnsafePath):
+                raise
 
     def facts(self, env: Mapping[str, str], pid: int | None, session: str) -> dict[str, Any]:
         facts: dict[str, Any] = {}

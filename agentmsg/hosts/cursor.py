@@ -66,19 +66,28 @@ def configs(pin: str, *, python: str | None = None, slots: int = envelope.DEFAUL
 
 def install(project: str, pin: str, *, slots: int = envelope.DEFAULT_SLOTS, python: str | None = None,
             agentmsg: str = "agentmsg") -> list[str]:
-    """Write (merge) the two files under ``project/.cursor``; other hooks and servers are kept."""
+    """Write (merge) the two files under ``project/.cursor``; other hooks and servers are kept.
+
+    Both go through ``fsio.write_outside`` (a project may be someone else's clone: a link planted at
+    ``.cursor`` or at either file is refused, not followed), and both are checked before either is written.
+    """
     import json
 
-    folder = os.path.join(project, ".cursor")
-    os.makedirs(folder, exist_ok=True)
-    written = []
-    for name, doc in configs(pin, python=python, slots=slots, agentmsg=agentmsg).items():
-        path = os.path.join(folder, name)
+    from agentmsg import fsio
+    from agentmsg.errors import UsageError
+
+    docs = configs(pin, python=python, slots=slots, agentmsg=agentmsg)
+    for name in docs:
+        fsio.check_outside(project, f".cursor/{name}")
+    merged = []
+    for name, doc in docs.items():
+        path = os.path.join(project, ".cursor", name)
         try:
-            with open(path, encoding="utf-8") as fh:
-                old = json.load(fh)
-        except FileNotFoundError:
-            old = {}
+            old = json.loads(fsio.read_bytes(path) or b"{}")
+        except ValueError as exc:
+            raise UsageError(f"{path} is not valid JSON ({exc}); fix or move it, then run this again") from None
+        if not isinstance(old, dict):
+            raise UsageError(f"{path} does not hold a JSON object; fix or move it, then run this again")
         if name == "hooks.json":
             old.setdefault("version", 1)
             hooks = old.setdefault("hooks", {})
@@ -87,12 +96,8 @@ def install(project: str, pin: str, *, slots: int = envelope.DEFAULT_SLOTS, pyth
                 hooks[event] = kept + entries
         else:
             old.setdefault("mcpServers", {}).update(doc["mcpServers"])
-        with open(path + ".tmp", "w", encoding="utf-8") as fh:
-            json.dump(old, fh, indent=2)
-            fh.write("\n")
-        os.replace(path + ".tmp", path)
-        written.append(path)
-    return written
+        merged.append((name, (json.dumps(old, indent=2) + "\n").encode()))
+    return [fsio.write_outside(project, f".cursor/{name}", data) for name, data in merged]
 
 
 def main(argv: list[str]) -> int:
@@ -107,7 +112,17 @@ def main(argv: list[str]) -> int:
                    help="Cursor's loop_limit; enable delivery with --max-continuations equal to it")
     i.add_argument("--agentmsg", default="agentmsg", help="the agentmsg command Cursor starts the server with")
     args = ap.parse_args(argv)
-    for path in install(args.project, args.pin, slots=args.slots, agentmsg=args.agentmsg):
+    from agentmsg.errors import AgentmsgError, UsageError
+
+    try:
+        try:
+            written = install(args.project, args.pin, slots=args.slots, agentmsg=args.agentmsg)
+        except ValueError as exc:  # a bad pin or slot count
+            raise UsageError(str(exc)) from None
+    except AgentmsgError as exc:  # one line and the error's exit code, as the CLI reports it
+        sys.stderr.write(exc.line() + "\n")
+        return exc.code
+    for path in written:
         print(path)
     return 0
 

@@ -147,9 +147,12 @@ def _strip_ours(doc: dict[str, Any]) -> int:
     return removed
 
 
-def _write_json(path: Path, doc: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fsio.atomic_write(path, (json.dumps(doc, indent=2) + "\n").encode())
+HOOKS_JSON = "hooks.json"  # in the Codex home
+SKILL_REL = ".agents/skills/agentmsg/SKILL.md"  # in the home folder
+
+
+def _json_bytes(doc: dict[str, Any]) -> bytes:
+    return (json.dumps(doc, indent=2) + "\n").encode()
 
 
 def install_codex(codex_home: str | os.PathLike[str], plugin_root: str | os.PathLike[str], *,
@@ -174,7 +177,7 @@ def install_codex(codex_home: str | os.PathLike[str], plugin_root: str | os.Path
         raise Conflict(f"agentmsg is already installed as the Codex plugin {plugins[0]} "
                        f"({Path(codex_home) / 'config.toml'}); a second copy would run every hook twice. "
                        f"Keep the plugin (nothing to do), or remove it first: codex plugin remove {plugins[0]}")
-    hooks_file = Path(codex_home) / "hooks.json"
+    hooks_file = Path(codex_home) / HOOKS_JSON
     doc = _read_hooks(hooks_file)
     before = json.dumps(doc, sort_keys=True)
     _strip_ours(doc)
@@ -182,20 +185,19 @@ def install_codex(codex_home: str | os.PathLike[str], plugin_root: str | os.Path
     for event, timeout in EVENTS.items():
         groups = doc["hooks"].setdefault(event, [])
         groups.append({"hooks": [{"type": "command", "command": command, "timeout": timeout}]})
-    if json.dumps(doc, sort_keys=True) != before:
-        _write_json(hooks_file, doc)
-    skill_file = _home(home) / ".agents" / "skills" / "agentmsg" / "SKILL.md"
+    skill_file = _home(home) / SKILL_REL
     text = (root / "skills" / "agentmsg" / "SKILL.md").read_text(encoding="utf-8").rstrip("\n")
     text += f"\n\n{SKILL_MARK}\n"
     have = _read(skill_file) if skill_file.exists() else None
-    if have is not None and SKILL_MARK.encode() not in have:
-        skill = "left alone (not ours)"
-    elif have == text.encode():
-        skill = "unchanged"
-    else:
-        skill_file.parent.mkdir(parents=True, exist_ok=True)
-        fsio.atomic_write(skill_file, text.encode())
-        skill = "written"
+    skill = ("left alone (not ours)" if have is not None and SKILL_MARK.encode() not in have
+             else "unchanged" if have == text.encode() else "written")
+    writes = [(Path(codex_home), HOOKS_JSON, _json_bytes(doc))] if json.dumps(doc, sort_keys=True) != before else []
+    if skill == "written":
+        writes.append((_home(home), SKILL_REL, text.encode()))
+    for base, rel, _data in writes:  # every target checked before any is written: a refusal writes nothing
+        fsio.check_outside(base, rel)
+    for base, rel, data in writes:
+        fsio.write_outside(base, rel, data)
     return {"hooks_file": str(hooks_file), "hooks": list(EVENTS), "command": command,
             "skill_file": str(skill_file), "skill": skill,
             "note": "Codex runs these hooks once they are trusted in its /hooks screen"}
@@ -209,7 +211,7 @@ def uninstall_codex(codex_home: str | os.PathLike[str], *,
     "removed"|"absent"|"left alone (not ours)"}``.  A hooks file left with no
     hooks at all is deleted.
     """
-    hooks_file = Path(codex_home) / "hooks.json"
+    hooks_file = Path(codex_home) / HOOKS_JSON
     removed = 0
     if hooks_file.exists():
         doc = _read_hooks(hooks_file)
@@ -217,8 +219,8 @@ def uninstall_codex(codex_home: str | os.PathLike[str], *,
         if removed and doc == {"hooks": {}}:
             hooks_file.unlink()
         elif removed:
-            _write_json(hooks_file, doc)
-    skill_file = _home(home) / ".agents" / "skills" / "agentmsg" / "SKILL.md"
+            fsio.write_outside(codex_home, HOOKS_JSON, _json_bytes(doc))
+    skill_file = _home(home) / SKILL_REL
     if not skill_file.exists():
         skill = "absent"
     elif SKILL_MARK.encode() in _read(skill_file):

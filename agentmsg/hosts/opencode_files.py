@@ -44,14 +44,20 @@ def config_dir(env: Mapping[str, str]) -> Path:
     return Path(base) / "opencode"
 
 
-def targets(env: Mapping[str, str], project: str | os.PathLike[str] | None = None) -> tuple[Path, Path]:
-    """``(plugin file, skill file)`` for the user's configuration, or for ``project``."""
+def _places(env: Mapping[str, str], project: str | os.PathLike[str] | None) -> tuple[tuple[Path, str], ...]:
+    """``((base, plugin path below it), (base, skill path below it))``: ``fsio.write_outside`` follows no
+    link below the base (a project, or OpenCode's configuration folder)."""
     if project is not None:
         base = Path(project).resolve()
-        return (base / ".opencode" / "plugins" / "agentmsg.js",
-                base / ".agents" / "skills" / "agentmsg" / "SKILL.md")
+        return (base, ".opencode/plugins/agentmsg.js"), (base, ".agents/skills/agentmsg/SKILL.md")
     conf = config_dir(env)
-    return conf / "plugins" / "agentmsg.js", conf / "skills" / "agentmsg" / "SKILL.md"
+    return (conf, "plugins/agentmsg.js"), (conf, "skills/agentmsg/SKILL.md")
+
+
+def targets(env: Mapping[str, str], project: str | os.PathLike[str] | None = None) -> tuple[Path, Path]:
+    """``(plugin file, skill file)`` for the user's configuration, or for ``project``."""
+    (pbase, prel), (sbase, srel) = _places(env, project)
+    return pbase / prel, sbase / srel
 
 
 def render(root: Path, cli: str | None = None) -> str:
@@ -63,18 +69,14 @@ def render(root: Path, cli: str | None = None) -> str:
     return text.replace(_CLI_LINE, f"const CLI = {json.dumps(cli or str(root / 'bin' / 'agentmsg'))};", 1)
 
 
-def _write_marked(path: Path, text: str, mark: str) -> str:
-    """``written``, ``unchanged``, or ``left alone (not ours)`` for a file without ``mark``."""
+def _marked_state(path: Path, text: str, mark: str) -> str:
+    """``written`` (to be), ``unchanged``, or ``left alone (not ours)`` for a file without ``mark``."""
     have = path.read_bytes() if path.is_file() else None
     if have is None and (path.exists() or path.is_symlink()):
         return "left alone (not ours)"
     if have is not None and mark.encode() not in have:
         return "left alone (not ours)"
-    if have == text.encode():
-        return "unchanged"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fsio.atomic_write(path, text.encode())
-    return "written"
+    return "unchanged" if have == text.encode() else "written"
 
 
 def install(env: Mapping[str, str], plugin_root: str | os.PathLike[str], *, cli: str | None = None,
@@ -88,9 +90,16 @@ def install(env: Mapping[str, str], plugin_root: str | os.PathLike[str], *, cli:
     if not (root / "hooks" / "run").is_file() or not (root / TEMPLATE).is_file():
         raise UsageError(f"{root} has no OpenCode plugin (hooks/run and {TEMPLATE})")
     plugin_file, skill_file = targets(env, project)
-    plugin = _write_marked(plugin_file, render(root, cli), MARK)
     skill_text = (root / "skills" / "agentmsg" / "SKILL.md").read_text(encoding="utf-8").rstrip("\n")
-    skill = _write_marked(skill_file, f"{skill_text}\n\n{SKILL_MARK}\n", SKILL_MARK)
+    texts = (render(root, cli), f"{skill_text}\n\n{SKILL_MARK}\n")
+    plugin, skill = states = tuple(_marked_state(path, text, mark) for path, text, mark
+                                   in zip((plugin_file, skill_file), texts, (MARK, SKILL_MARK), strict=True))
+    writes = [(base, rel, text.encode()) for (base, rel), text, state in zip(_places(env, project), texts, states,
+                                                                              strict=True) if state == "written"]
+    for base, rel, _data in writes:  # both checked before either is written: a refusal writes nothing
+        fsio.check_outside(base, rel)
+    for base, rel, data in writes:
+        fsio.write_outside(base, rel, data)
     return {"plugin_file": str(plugin_file), "plugin": plugin, "skill_file": str(skill_file), "skill": skill,
             "hook": hook_command(root),
             "note": "OpenCode loads the plugin at its next start; a state root outside the project needs "

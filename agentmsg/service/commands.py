@@ -315,10 +315,10 @@ def _render_html(ctx: Ctx, cid: str, out: str | None) -> Payload:
     page = html.collaboration_html(*ctx.mailbox.everything(cid)).encode("utf-8")
     if out:
         path = os.path.abspath(os.path.expanduser(out))
-        try:
-            fsio.atomic_write(path, page, durable=False)
-        except OSError as exc:  # a path the user gave: bad input, not an internal error
-            raise UsageError(f"cannot write --out {path}: {exc.strerror or exc}") from None
+        try:  # the folder is the user's to name; a link planted at the file is refused, never written through
+            fsio.write_outside(os.path.dirname(path), os.path.basename(path), page, create_base=False)
+        except (OSError, ValueError) as exc:  # a path the user gave: bad input, not an internal error
+            raise UsageError(f"cannot write --out {path}: {getattr(exc, 'strerror', None) or exc}") from None
         return {"collab": cid, "written": [path]}
     store = ctx.store
     if store.kind != "file":
