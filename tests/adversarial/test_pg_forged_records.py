@@ -48,10 +48,14 @@ class World:
 
 @pytest.fixture(scope="module")
 def world(pg_cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    yield build_world(pg_cluster, tmp_path_factory.mktemp("forge"))
+
+
+def build_world(pg_cluster: Any, base: Path) -> World:
+    """A fresh database: alice opened, bob and carol joined, three real messages and a note."""
     db = pg_cluster.new_db()
     tag = uuid.uuid4().hex[:8]
     roles = {n: pg_cluster.add_role(f"{n}_{tag}") for n in ("alice", "bob", "carol")}
-    base = tmp_path_factory.mktemp("forge")
     w = World({n: pg_cluster.url(db, r) for n, r in roles.items()}, {n: base / n for n in roles}, db)
     code, doc, _ = w.cli_json("alice", "open", "--alias", "driver", "--label", "l", "--task", "t", "--self", A_PIN)
     assert code == 0
@@ -65,7 +69,7 @@ def world(pg_cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Worl
         assert w.cli(who, "send", "--collab", w.cid, "--to", to, "--subject", f"real {name}", "--body", "b",
                      "--id", w.ids[name], "--self", pin).code == 0
     assert w.cli("alice", "log", "append", "--collab", w.cid, "--self", A_PIN, "--text", "a real note").code == 0
-    yield w
+    return w
 
 
 def _tail(conn: psycopg.Connection[Any], cid: str, stream: str) -> dict[str, Any] | None:
@@ -292,24 +296,26 @@ def test_the_cli_shows_nothing_forged(world: World) -> None:
         assert w.cli(who, "verify", "--collab", w.cid).code == 0
 
 
-def test_a_row_stored_before_the_check_is_caught_by_the_readers(pg_cluster, world: World) -> None:
-    """A forged row from before schema 3 (simulated: the owner turns the check off for one insert) is never
-    shown: the readers compare the record with its row and stop with exit 13; ``verify`` names it."""
-    w = world
-    mid = str(uuid.uuid4())
-    assert w.cli("bob", "send", "--collab", w.cid, "--to", "driver", "--subject", "to ack", "--body", "b",
-                 "--id", mid, "--self", B_PIN).code == 0
+def test_a_row_stored_before_the_check_is_caught_by_the_readers(pg_cluster, tmp_path: Path) -> None:
+    """Forged rows from before schema 3 (simulated: the owner turns the check off for their inserts) are
+    never shown: the readers compare each record with its row and stop with exit 13; ``verify`` names them."""
+    w = build_world(pg_cluster, tmp_path)
+    r2d = w.ids["r2d"]
     pg_cluster.sql("ALTER TABLE agentmsg_records DISABLE TRIGGER agentmsg_records_check", db=w.db)
     try:  # schema 2's policy let these through: its columns were all it checked
-        insert(w.urls["bob"], w.cid, "receipts/driver", {"type": kinds.ACK, "message": mid, "by": B_PIN},
+        insert(w.urls["bob"], w.cid, "receipts/driver", {"type": kinds.ACK, "message": r2d, "by": B_PIN},
                cols={"rtype": kinds.PRESENTED})
+        insert(w.urls["bob"], w.cid, "inbox/tester", message(w, to="tester", sender="driver", pin=A_PIN),
+               cols={"sender": "reviewer"})
     finally:
         pg_cluster.sql("ALTER TABLE agentmsg_records ENABLE TRIGGER agentmsg_records_check", db=w.db)
-    code, out, err = w.cli("alice", "show", mid, "--collab", w.cid)
+    code, out, err = w.cli("alice", "show", r2d, "--collab", w.cid)
     assert code == TamperDetected.code and out == "" and "disagrees with its row" in err
+    code, out, err = w.cli("carol", "inbox", "--collab", w.cid, "--self", C_PIN)
+    assert code == TamperDetected.code and "FORGED" not in out and "inbox/tester" in err
     code, doc, _ = w.cli_json("alice", "verify", "--collab", w.cid)
     assert code == TamperDetected.code
-    assert "row-disagrees" in str(doc)
+    assert doc["result"]["tampering"] == 2 and "row-disagrees" in str(doc["result"])
 
 
 def test_migrating_a_schema_2_database_puts_the_check_in_place(pg_cluster, tmp_path: Path) -> None:
