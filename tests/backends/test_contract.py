@@ -152,7 +152,8 @@ def test_log_notes_delivery_records_and_close(box: Mailbox, port: Store, cid: st
     note = box.log_append(cid, CAROL, "a note")
     assert [n["text"] for n in port.notes(cid)] == ["a note"] and note["author"] == "carol"
     with port.transaction(cid) as tx:
-        tx.append_delivery({"type": kinds.ENABLED, "envelope": "e1", "alias": "reviewer"})
+        tx.append_delivery({"type": kinds.ENABLED, "envelope": "e1", "alias": "reviewer", "pin": str(REVIEWER),
+                            "expires_at": 1, "slots": 1})
     assert [r["envelope"] for r in port.delivery_records(cid)] == ["e1"]
     pending = send(box, cid)
     with pytest.raises(IdentityError):

@@ -30,7 +30,7 @@ from agentmsg.backends.reads import TxnReads
 from agentmsg.domain import kinds, rules, search
 from agentmsg.domain.search import Found, Query
 from agentmsg.domain.values import Message, Page, Registry
-from agentmsg.errors import IdentityError, NotFound, StoreFailed, StoreUnreachable, UsageError
+from agentmsg.errors import IdentityError, NotFound, StoreFailed, StoreUnreachable, TamperDetected, UsageError
 
 Record = dict[str, Any]
 T = TypeVar("T")
@@ -93,6 +93,44 @@ def _columns(stream: str, rec: Record) -> tuple[Any, ...]:
         return (rec.get("type"), None, None, None, None, None, alias if isinstance(alias, str) else None)
     ref = rec.get("message") if stream.startswith("receipts/") else None
     return (rec.get("type"), None, ref if isinstance(ref, str) else None, None, None, None, None)
+
+
+#: What a reader selects: the row's own columns before the record, so it can check one against the other.
+_ROW = "stream, seq, rtype, mid, ref, kind, priority, bcast, sender, body"
+
+
+def row_problem(collab: str, row: tuple[Any, ...]) -> tuple[Record | None, str | None]:
+    """The record of a ``_ROW`` row, and what is wrong with it (None when the record agrees with its row).
+
+    The server (schema 3) refuses a row whose record disagrees with it; a
+    reader checks again, so a row stored before that, or by a server
+    without it, is never trusted on its columns alone.
+    """
+    stream, seq, *cols, body = row
+    try:
+        rec = records.loads(body)
+    except ValueError:
+        return None, "the record does not parse"
+    if not isinstance(rec, dict):
+        return None, "the record is not a JSON object"
+    if rec.get("seq") != seq:
+        return rec, f"the record's seq is {rec.get('seq')!r}"
+    if tuple(cols) != _columns(stream, rec):
+        return rec, "the record disagrees with its row's columns (type, id, sender, kind, priority or reference)"
+    if "collab" in rec and rec["collab"] != collab:
+        return rec, "the record names another collaboration"
+    if stream.startswith("inbox/") and (rec.get("to") != stream[len("inbox/"):] or rec.get("type") != kinds.MESSAGE):
+        return rec, "the record is not a message to this inbox"
+    return rec, None
+
+
+def trusted(collab: str, row: tuple[Any, ...]) -> Record:
+    """The record of a ``_ROW`` row, or TamperDetected (exit 13) when it disagrees with its row."""
+    rec, problem = row_problem(collab, row)
+    if problem is not None or rec is None:
+        raise TamperDetected(f"postgresql:{collab}/{row[0]} record {row[1]}: {problem}; it is not shown "
+                             "(`agentmsg verify` lists every such record)")
+    return rec
 
 
 _INSERT = ("INSERT INTO agentmsg_records (collab, stream, seq, body, rtype, mid, ref, kind, priority, bcast, sender) "
@@ -213,8 +251,9 @@ class PgStore(TxnReads):
             return tx.events()
 
     def find_message(self, message_id: str) -> Message | None:
-        rows = self.query("SELECT body FROM agentmsg_records WHERE mid = %s ORDER BY collab LIMIT 1", (message_id,))
-        return Message.from_record(records.loads(rows[0][0])) if rows else None
+        rows = self.query(f"SELECT collab::text, {_ROW} FROM agentmsg_records WHERE mid = %s ORDER BY collab LIMIT 1",
+                          (message_id,))
+        return Message.from_record(trusted(rows[0][0], rows[0][1:])) if rows else None
 
     def history(self, collab: str, alias: str) -> Iterator[Message]:
         with self.reading(collab) as tx:
@@ -286,7 +325,8 @@ class PgStore(TxnReads):
             with self.reading(cid) as tx:
                 for stream in tx.streams():
                     count += 1
-                    findings += chain_findings(f"postgresql:{cid}/{stream}", tx.stream(stream))
+                    recs, disagree = tx.checked_stream(stream)
+                    findings += disagree + chain_findings(f"postgresql:{cid}/{stream}", recs)
         return count, findings
 
     def clean_temp(self, older_than: float = 3600.0) -> int:
@@ -396,12 +436,31 @@ class PgTxn:
         with db_errors("read from the store"):
             return self.conn.execute(sql, params).fetchall()
 
+    def _records(self, sql: str, params: tuple[Any, ...]) -> list[Record]:
+        """The records of a ``SELECT {_ROW} ...``, each checked against its row (``trusted``)."""
+        return [trusted(self.collab, r) for r in self._rows(sql, params)]
+
     def stream(self, stream: str, *, after: int = 0, limit: int | None = None) -> list[Record]:
-        sql = "SELECT body FROM agentmsg_records WHERE collab = %s AND stream = %s AND seq > %s ORDER BY seq"
+        sql = f"SELECT {_ROW} FROM agentmsg_records WHERE collab = %s AND stream = %s AND seq > %s ORDER BY seq"
         params: tuple[Any, ...] = (self.collab, stream, after)
         if limit is not None:
             sql, params = sql + " LIMIT %s", (*params, limit)
-        return [records.loads(r[0]) for r in self._rows(sql, params)]
+        return self._records(sql, params)
+
+    def checked_stream(self, stream: str) -> tuple[list[Record], list[Record]]:
+        """Every record of ``stream`` (for the chain check), and a ``verify`` finding per record that
+        disagrees with its row."""
+        rows = self._rows(f"SELECT {_ROW} FROM agentmsg_records WHERE collab = %s AND stream = %s ORDER BY seq",
+                          (self.collab, stream))
+        recs: list[Record] = []
+        findings: list[Record] = []
+        for row in rows:
+            rec, problem = row_problem(self.collab, row)
+            recs.append(rec if rec is not None else {})
+            if problem is not None:
+                findings.append({"path": f"postgresql:{self.collab}/{stream}", "line": int(row[1]),
+                                 "kind": "row-disagrees", "detail": f"record {row[1]}: {problem}", "tampering": True})
+        return recs, findings
 
     def streams(self) -> dict[str, int]:
         rows = self._rows("SELECT stream, max(seq) FROM agentmsg_records WHERE collab = %s GROUP BY stream "
@@ -410,9 +469,9 @@ class PgTxn:
 
     def _tail(self, stream: str) -> Record | None:
         if stream not in self._tails:
-            rows = self._rows("SELECT body FROM agentmsg_records WHERE collab = %s AND stream = %s "
-                              "ORDER BY seq DESC LIMIT 1", (self.collab, stream))
-            self._tails[stream] = records.loads(rows[0][0]) if rows else None
+            found = self._records(f"SELECT {_ROW} FROM agentmsg_records WHERE collab = %s AND stream = %s "
+                                  "ORDER BY seq DESC LIMIT 1", (self.collab, stream))
+            self._tails[stream] = found[0] if found else None
         return self._tails[stream]
 
     def _insert(self, stream: str, rec: Record) -> None:
@@ -487,8 +546,9 @@ class PgTxn:
     # ---- messages -------------------------------------------------------------------------
 
     def message(self, message_id: str) -> Message | None:
-        rows = self._rows("SELECT body FROM agentmsg_records WHERE collab = %s AND mid = %s", (self.collab, message_id))
-        return Message.from_record(records.loads(rows[0][0])) if rows else None
+        found = self._records(f"SELECT {_ROW} FROM agentmsg_records WHERE collab = %s AND mid = %s",
+                              (self.collab, message_id))
+        return Message.from_record(found[0]) if found else None
 
     def broadcast(self, base_id: str) -> tuple[bool | None, list[str]]:
         """How an id was first used: (True, recipients) for a broadcast, (False, []) direct, (None, []) unused."""
@@ -520,8 +580,8 @@ class PgTxn:
             every = sorted(every, key=lambda r: (r[2] != kinds.HIGH, r[0]))
         pool = [r for r in every if not requests_only or r[1] == kinds.REQUEST]
         chosen = [r[0] for r in pool if r[0] not in skip][:limit]
-        bodies = {int(r[0]): records.loads(r[1]) for r in self._rows(
-            "SELECT seq, body FROM agentmsg_records WHERE collab = %s AND stream = %s AND seq = ANY(%s)",
+        bodies = {int(r["seq"]): r for r in self._records(
+            f"SELECT {_ROW} FROM agentmsg_records WHERE collab = %s AND stream = %s AND seq = ANY(%s)",
             (self.collab, inbox(alias), chosen))} if chosen else {}
         return Page([Message.from_record(bodies[s]) for s in chosen if s in bodies], len(pool),
                     requests=sum(r[1] == kinds.REQUEST for r in every),
@@ -566,15 +626,14 @@ class PgTxn:
         return [self._append(stream, fields, durable=durable) for fields in counted]
 
     def acked(self, alias: str, message: Message) -> Record | None:
-        rows = self._rows("SELECT body FROM agentmsg_records WHERE collab = %s AND stream = %s AND ref = %s "
-                          "AND rtype = 'ack' ORDER BY seq LIMIT 1", (self.collab, receipts_of(self.alias(alias)),
-                                                                    message.id))
-        return records.loads(rows[0][0]) if rows else None
+        found = self._records(f"SELECT {_ROW} FROM agentmsg_records WHERE collab = %s AND stream = %s AND ref = %s "
+                              "AND rtype = 'ack' ORDER BY seq LIMIT 1", (self.collab, receipts_of(self.alias(alias)),
+                                                                        message.id))
+        return found[0] if found else None
 
     def message_receipts(self, message: Message) -> list[Record]:
-        rows = self._rows("SELECT body FROM agentmsg_records WHERE collab = %s AND stream = %s AND ref = %s "
-                          "ORDER BY seq", (self.collab, receipts_of(self.alias(message.to)), message.id))
-        return [records.loads(r[0]) for r in rows]
+        return self._records(f"SELECT {_ROW} FROM agentmsg_records WHERE collab = %s AND stream = %s AND ref = %s "
+                             "ORDER BY seq", (self.collab, receipts_of(self.alias(message.to)), message.id))
 
     def receipts_since(self, alias: str, position: int) -> tuple[list[Record], int]:
         """Receipts after ``position`` (the last sequence number seen), and the new position."""
