@@ -331,7 +331,8 @@ def _render_html(ctx: Ctx, cid: str, out: str | None) -> Payload:
 
 
 def log_show(ctx: Ctx, *, collab: str | None) -> Payload:
-    """Notes and membership events (joins, takeovers, leaves, closure), in order."""
+    """Notes and membership events (joins, takeovers, leaves, closure), in order, and how many messages it
+    leaves out (every one: they are not log entries) and where they are shown."""
     from agentmsg.text import transcript as render
 
     cid = ctx.collab(collab)
@@ -339,7 +340,11 @@ def log_show(ctx: Ctx, *, collab: str | None) -> Payload:
     events = [{"kind": "event", "cseq": ev["cseq"], "ts": ev["ts"], "author": ev.get("alias") or ev.get("by"),
                "text": render.event_text(ev), "id": None, "corrects": None, "seq": ev["seq"]}
               for ev in ctx.store.events(cid)]
-    return {"collab": cid, "entries": sorted(notes + events, key=lambda e: e["cseq"])}
+    aliases = set(ctx.store.registry(cid).participants) | set(ctx.mailbox.inboxes(cid))
+    count = sum(ctx.store.last_seq(cid, a) for a in sorted(aliases))
+    return {"collab": cid, "entries": sorted(notes + events, key=lambda e: e["cseq"]),
+            "left_out": {"messages": count, "why": "the log holds notes and membership events; messages are "
+                         "in the inboxes", "see": f"agentmsg log render --html --collab {cid}"}}
 
 
 def search(ctx: Ctx, *, text: str, collab: str | None = None, sender: str | None = None, to: str | None = None,

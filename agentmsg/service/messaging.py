@@ -189,7 +189,7 @@ class Mailbox:
         """One collaboration whole, for an overseer's page: registry, events, every message, notes, and
         each message's states (the same rules as :meth:`state`, from one read of each receipts journal)."""
         reg = self.store.registry(collab)
-        aliases = sorted(reg.participants)
+        aliases = sorted(set(reg.participants) | set(self.inboxes(collab)))
         messages = [m for a in aliases for m in self.store.history(collab, a)]
         ids = {m.id for m in messages}
         states: dict[str, MessageState] = {}
@@ -211,6 +211,13 @@ class Mailbox:
         for m in messages:
             states.setdefault(m.id, MessageState(m.ts, [], None, [], None))
         return reg, self.store.events(collab), messages, self.store.notes(collab), states
+
+    def inboxes(self, collab: str) -> list[str]:
+        """Every alias with an inbox stream, a participant or not: an overseer's view shows each one's mail."""
+        streams = getattr(self.store, "streams", None)  # every backend has it (the mirror's Replica port)
+        if streams is None:
+            return []
+        return sorted(name[6:] for name in streams(collab) if name.startswith("inbox/"))
 
     def ack(self, collab: str, who: Pin, message_ids: list[str]) -> list[tuple[str, Record, bool]]:
         """Acknowledge messages as their exact recipient: ``(id, receipt, already)`` for each, in one write."""
