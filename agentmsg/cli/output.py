@@ -229,7 +229,8 @@ def _status(p: Payload) -> None:
     say(f"binding: {p['binding']['alias'] if p['binding'] else 'none'}")
     say(f"closed: {p['closed_at'] or 'no'}")
     keys = ("pending", "pending_requests", "enqueued", "presented", "replied", "acknowledged")
-    rows = [[x["alias"], x["pin"], "yes" if x["active"] else "left", x["notify"], *(str(x[k]) for k in keys)]
+    rows = [[x["alias"] + (f" ({x['problem']})" if x.get("problem") else ""), x["pin"],
+             "yes" if x["active"] else "left", x["notify"], *(str(x[k]) for k in keys)]
             for x in p["participants"]]
     _table(["alias", "pin", "active", "notify", "pending", "requests", "enqueued", "presented", "replied",
             "acked"], rows, title="participants (enqueued/presented/replied count pending mail)",
