@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentmsg import records
 from agentmsg.backends.file.store import FileStore as FilePort
@@ -158,3 +160,25 @@ def test_top_draws_every_line_through_the_one_escape() -> None:
     texts = [(ln, a) for n, ln, a in _calls(top) if n == "Text"]
     allowed = {"line(text)", "''", "'█'", "escape(m.body).replace('\\t', '    ')"}
     assert [t for t in texts if t[1] not in allowed] == []
+
+
+# ---- properties of the one function ---------------------------------------------------------------------
+
+NASTY = st.text(alphabet=st.sampled_from([*BIDI, *map(chr, range(0x20)), *map(chr, range(0x7F, 0xA0)), "\u2028",
+                                          "\ufeff", "\U000e0041", "a", "é", "日", "\\", '"', "'", " "]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(), NASTY))
+def test_line_hides_nothing_keeps_one_line_and_is_idempotent(text: str) -> None:
+    shown = visible.line(text)
+    assert not hidden(shown) and "\n" not in shown and "\t" not in shown
+    assert visible.line(shown) == shown and visible.escape(shown) == shown
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(), NASTY))
+def test_registry_yaml_round_trips_and_hides_nothing(text: str) -> None:
+    out = yaml_text({"label": text, text[:8] or "k": [text]})
+    assert not hidden(out)
+    assert yaml.safe_load(out) == {"label": text, text[:8] or "k": [text]}
