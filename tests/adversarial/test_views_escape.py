@@ -90,6 +90,13 @@ def test_every_terminal_view_escapes_every_field(world: tuple[Path, str, str, st
         assert "\\u202e" in out  # shown, not dropped
 
 
+def test_verify_reports_the_forged_participant_escaped(world: tuple[Path, str, str, str]) -> None:
+    root, _cid, _first, _forged = world
+    code, out, err = run("verify", root=root)
+    assert code == 13 and not hidden(out) and not hidden(err)
+    assert "the registry names a participant mallory\\u202a\\u202b" in out
+
+
 def test_the_registry_yaml_reads_back_exactly_and_shows_bidi_escaped(world: tuple[Path, str, str, str]) -> None:
     root, cid, _first, _forged = world
     code, out, _err = run("registry", "--collab", cid, root=root)
