@@ -6,9 +6,9 @@ is read through ``service.overview.Overview`` (the port, in pages); every
 line is drawn as ``rich.text.Text`` (never as markup) through :func:`_line`,
 which runs the one escape (``text/escape.line``) over the whole line, so no
 field, peer text or not, reaches the terminal with a hidden character.  What
-a section leaves out for room is counted on screen ("… N more").  Actions run through ``service.commands`` as the
-``--self`` pin, which must be a ``human:`` pin; without it the view is
-read-only.
+a section leaves out is counted on screen ("… N more"), with the command
+that shows it.  Actions run through ``service.commands`` as the ``--self``
+pin, which must be a ``human:`` pin; without it the view is read-only.
 """
 
 from __future__ import annotations
@@ -324,7 +324,7 @@ class Top:
                                f"{one(m.to)}  {one(m.subject) or '(no subject)'}  {m.id[:8]}"))
         if total_req > len(shown):
             lines.append(_line(f"  … {total_req - len(shown)} more not shown here (no room or beyond the oldest "
-                               f"{ov.sample} of an inbox): agentmsg inbox --all --collab ID --self PIN",
+                               f"{ov.sample} of an inbox): agentmsg log render --html",
                                style="dim"))
         stuck_budget = max(2, budget // 2)
         lines.append(_line(f"Stuck ({len(ov.stuck)} among the oldest {ov.sample} unacknowledged of each inbox)",
