@@ -253,9 +253,9 @@ def registry(collab: Collab = None, root: Root = None, json_: Json = False) -> i
     doc = _actions().registry(_ctx(root), collab=collab)
     if json_:
         return _done("registry", doc, True)
-    from agentmsg.cli.output import yaml_text
+    from agentmsg.cli.output import write, yaml_text
 
-    sys.stdout.write(yaml_text(doc))
+    write(yaml_text(doc))
     return 0
 
 
@@ -310,7 +310,10 @@ def watch(
     json_: Json = False,
 ) -> int:
     """Wait for a new request (or a reply), print one line per event, exit. Never re-arms."""
-    emit = (lambda line: None) if json_ else (lambda line: print(line, flush=True))
+    from agentmsg.cli.output import say
+    from agentmsg.text.escape import line as one_line
+
+    emit = (lambda line: None) if json_ else (lambda line: say(one_line(line), flush=True))
     payload = _actions().watch(_ctx(root), collab=collab, self_flag=self_, for_reply=for_reply, timeout=timeout,
                             emit=emit)
     return _done("watch", payload, json_) if json_ else 0

@@ -19,7 +19,8 @@ from typing import Any
 
 from agentmsg.domain.values import Message
 from agentmsg.errors import AgentmsgError
-from agentmsg.text.transcript import body_block, escape_hidden, message_section, one_line
+from agentmsg.text import escape as visible
+from agentmsg.text.transcript import body_block, message_section, one_line
 
 Payload = dict[str, Any]
 
@@ -55,8 +56,22 @@ def fail(command: str, err: AgentmsgError, as_json: bool) -> int:
         print(envelope(command, err.result, err))
     elif err.result is not None:
         HUMAN.get(command, _generic)(err.result)
-    sys.stderr.write(err.line().replace("\n", " ") + "\n")
+    sys.stderr.write(visible.line(err.line()) + "\n")
     return err.code
+
+
+def say(text: str = "", *, flush: bool = False) -> None:
+    """Print one piece of a human view.  Every byte a view prints passes here or through :func:`write`:
+    the one escape (``text/escape``) runs over the whole text, so a field a printer forgot to escape still
+    shows its hidden characters as escapes (escaping is idempotent; ``\\n`` and tabs stay)."""
+    sys.stdout.write(visible.escape(text) + "\n")
+    if flush:
+        sys.stdout.flush()
+
+
+def write(text: str) -> None:
+    """:func:`say` for text that brings its own line ends."""
+    sys.stdout.write(visible.escape(text))
 
 
 def is_tty() -> bool:
@@ -73,20 +88,34 @@ def to_message(p: Payload) -> Message:
 
 
 def yaml_text(doc: Any) -> str:
-    """YAML that reads back exactly: a string holding a control, NEL, LS, PS, BOM, a non-character or a
-    lone surrogate is written double-quoted, where PyYAML escapes them (plain or block styles would
-    print them raw, and a raw NEL reads back as a space)."""
+    """YAML that reads back exactly and hides nothing: a string holding a character the one escape
+    (``text/escape``) shows as an escape (a control, NEL, LS, PS, BOM, a bidi or other invisible character,
+    a lone surrogate), or a non-character, is written double-quoted with those escapes, which YAML reads
+    back as the characters (plain or block styles would print them raw, and a raw NEL reads back as a
+    space)."""
     import yaml
 
     class Dumper(yaml.SafeDumper):
-        pass
+        def write_double_quoted(self, text: str, split: bool = True) -> None:
+            self.write_indicator('"', True)
+            data = yaml_quoted(text)
+            self.column += len(data)
+            self.stream.write(data.encode(self.encoding) if self.encoding else data)
+            self.write_indicator('"', False)
 
     def text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-        style = '"' if _YAML_RAW.search(value) else None
+        style = '"' if visible.escape(value) != value or _YAML_RAW.search(value) else None
         return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
     Dumper.add_representer(str, text)
     return yaml.dump(doc, Dumper=Dumper, sort_keys=False, allow_unicode=True)
+
+
+def yaml_quoted(value: str) -> str:
+    """The inside of a YAML double-quoted scalar: ``text/escape``'s escapes are YAML's own (``\\xNN``,
+    ``\\uNNNN``, ``\\UNNNNNNNN``, ``\\n``, ``\\t``, ``\\r``), so the view shows what every other view shows."""
+    shown = visible.line(value.replace("\\", "\\\\").replace('"', '\\"'))
+    return shown.replace("\ufffe", "\\ufffe").replace("\uffff", "\\uffff")
 
 
 _YAML_RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]")
@@ -94,14 +123,14 @@ _YAML_RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uff
 
 def _generic(payload: Payload) -> None:
     for key, value in payload.items():
-        print(f"{key}: {value if not isinstance(value, (dict, list)) else json.dumps(value)}")
+        say(visible.line(f"{key}: {value if not isinstance(value, (dict, list)) else json.dumps(value)}"))
 
 
 def _open(p: Payload) -> None:
-    print(f"collaboration: {p['collab']}")
-    print(f"root: {p['root']}  (from {p['root_source']})")
-    print(f"you: {p['alias']} = {p['pin']}")
-    print(f"share with peers: agentmsg join --collab {p['collab']} --alias NAME --root {_sh(p['root'])}")
+    say(f"collaboration: {p['collab']}")
+    say(f"root: {p['root']}  (from {p['root_source']})")
+    say(f"you: {p['alias']} = {p['pin']}")
+    say(f"share with peers: agentmsg join --collab {p['collab']} --alias NAME --root {_sh(p['root'])}")
 
 
 def _sh(value: str) -> str:
@@ -112,20 +141,20 @@ def _sh(value: str) -> str:
 
 def _join(p: Payload) -> None:
     verb = f"took over from {p['succeeded']}" if p.get("succeeded") else "joined"
-    print(f"{p['alias']} ({p['pin']}) {verb} collaboration {p['collab']}")
-    print(f"root: {p['root']}")
-    print(f"participants: {', '.join(p['participants'])}")
+    say(f"{p['alias']} ({p['pin']}) {verb} collaboration {p['collab']}")
+    say(f"root: {p['root']}")
+    say(f"participants: {', '.join(visible.line(a) for a in p['participants'])}")
 
 
 def _send(p: Payload) -> None:
     for r in p["results"]:
         detail = f" ({r['detail']})" if r.get("detail") else ""
-        print(f"{r['state']}: {r['id']} -> {r['to']}{detail}")
+        say(f"{r['state']}: {r['id']} -> {visible.line(r['to'])}{visible.line(detail)}")
         if r.get("wake") and r["wake"]["outcome"] != "wake off":
             how = f" via {r['wake']['mechanism']}" if r["wake"].get("mechanism") else ""
-            print(f"  wake: {r['wake']['outcome']}{how}")
+            say(f"  wake: {r['wake']['outcome']}{how}")
     if p.get("redacted"):
-        print(f"redacted {p['redacted']} secret(s) before storing")
+        say(f"redacted {p['redacted']} secret(s) before storing")
 
 
 def _inbox(p: Payload) -> None:
@@ -135,204 +164,208 @@ def _inbox(p: Payload) -> None:
                [[str(m["seq"]), f"{m['from']} ({m['from_runtime']})", m["kind"], m["priority"],
                  one_line(m["subject"]), m["id"]] for m in msgs], title=f"inbox of {p['alias']}",
                essential=("seq", "from", "id"), drop=("priority", "kind"), shrink=("subject",))
-    print(f"{p['count']} unacknowledged message(s) for {p['alias']}; printing is not acknowledging")
+    say(f"{p['count']} unacknowledged message(s) for {p['alias']}; printing is not acknowledging")
     if p["more"]:
         what = "message(s) of the history" if "history" in p else "more unacknowledged message(s)"
-        print(f"showing {len(msgs)} from offset {p['offset']}; {p['more']} {what} not shown: "
+        say(f"showing {len(msgs)} from offset {p['offset']}; {p['more']} {what} not shown: "
               f"--offset {p['offset'] + len(msgs)} for the next page, --all for every one")
     for problem in p["problems"]:
-        print(f"warning: skipped {'torn' if problem['torn'] else 'damaged'} line at {problem['path']}:"
+        say(f"warning: skipped {'torn' if problem['torn'] else 'damaged'} line at {problem['path']}:"
               f"{problem['offset']} ({problem['reason']})")
     for m in msgs:
-        print()
-        sys.stdout.write(message_section(to_message(m)))
+        say()
+        write(message_section(to_message(m)))
 
 
 def _show(p: Payload) -> None:
-    sys.stdout.write(message_section(to_message(p["message"])))
+    write(message_section(to_message(p["message"])))
     s = p["states"]
-    print(f"state: {p['state']}")
-    print(f"  enqueued: {s['enqueued']}")
-    print(f"  presented: {len(s['presented'])} attempt(s)")
-    print(f"  acknowledged: {s['acknowledged'] or 'no'}")
-    print(f"  replied: {', '.join(s['replied']) or 'no'}")
+    say(f"state: {p['state']}")
+    say(f"  enqueued: {s['enqueued']}")
+    say(f"  presented: {len(s['presented'])} attempt(s)")
+    say(f"  acknowledged: {s['acknowledged'] or 'no'}")
+    say(f"  replied: {visible.line(', '.join(s['replied'])) or 'no'}")
     if s["notify"]:
-        print(f"  notify: {'ok' if s['notify']['ok'] else 'failed'} ({s['notify']['detail']})")
+        say(f"  notify: {'ok' if s['notify']['ok'] else 'failed'} ({visible.line(str(s['notify']['detail']))})")
 
 
 def _ack(p: Payload) -> None:
     from agentmsg.service.payloads import ack_lines
 
-    print("\n".join(ack_lines(p)))
+    say("\n".join(ack_lines(p)))
 
 
 def _store_line(store: Payload | None) -> None:
     """The store, when it is not the file store at the root the ``root:`` line names already."""
     if store and store.get("store") != "file":
         state = "reachable" if store.get("reachable") else f"NOT reachable ({store.get('problem', '')})"
-        print(f"store: {store['store']} {store['location']} ({state})")
+        say(f"store: {store['store']} {store['location']} ({state})")
 
 
 def _status(p: Payload) -> None:
-    print(f"root: {p['root']}  (from {p['root_source']})")
+    say(f"root: {p['root']}  (from {p['root_source']})")
     _store_line(p.get("store"))
     if p.get("mirror"):
         m = p["mirror"]
-        print(f"replica of: {m['replica_of']}  (mirror {'running' if m['running'] else 'not running'}; "
+        say(f"replica of: {m['replica_of']}  (mirror {'running' if m['running'] else 'not running'}; "
               f"outbox: {m['outbox']})")
     for proc in p.get("processes") or []:  # what runs in the background, what it does, since when
         r = p.get("renderer") if proc["process"] == "helper" else None
         extra = f" (deliveries rendered ahead: {r['ready']}; claims not yet folded: {r['claims']})" if r else ""
-        print(f"{proc['line']}{extra}")
-    print(f"self: {p.get('self') or '(no session identity)'}")
+        say(f"{proc['line']}{extra}")
+    say(f"self: {p.get('self') or '(no session identity)'}")
     if p.get("collab") is None:
         for b in p.get("bindings", []):
-            print(f"bound: {b['alias']} in {b['collab']}")
-        print(f"collaborations under root: {len(p.get('collabs', []))}")
+            say(f"bound: {b['alias']} in {b['collab']}")
+        say(f"collaborations under root: {len(p.get('collabs', []))}")
         return
-    print(f"collaboration: {p['collab']}  label: {one_line(p['label'])}")
-    print(f"task: {one_line(p['task'])}")
-    print(f"binding: {p['binding']['alias'] if p['binding'] else 'none'}")
-    print(f"closed: {p['closed_at'] or 'no'}")
+    say(f"collaboration: {p['collab']}  label: {one_line(p['label'])}")
+    say(f"task: {one_line(p['task'])}")
+    say(f"binding: {p['binding']['alias'] if p['binding'] else 'none'}")
+    say(f"closed: {p['closed_at'] or 'no'}")
     keys = ("pending", "pending_requests", "enqueued", "presented", "replied", "acknowledged")
-    rows = [[x["alias"], x["pin"], "yes" if x["active"] else "left", x["notify"], *(str(x[k]) for k in keys)]
+    rows = [[x["alias"] + (f" ({x['problem']})" if x.get("problem") else ""), x["pin"],
+             "yes" if x["active"] else "left", x["notify"], *(str(x[k]) for k in keys)]
             for x in p["participants"]]
     _table(["alias", "pin", "active", "notify", "pending", "requests", "enqueued", "presented", "replied",
             "acked"], rows, title="participants (enqueued/presented/replied count pending mail)",
            essential=("alias", "pin", "active", "pending"),
            drop=("enqueued", "presented", "replied", "notify", "acked", "requests"))
     woken = [f"{x['alias']}: {x['wake']}" for x in p["participants"] if x.get("wake", "off") != "off"]
-    print(f"wake: {', '.join(woken) or 'off for everyone'}")
-    print(f"awaiting notification: {', '.join(p['awaiting_notification']) or 'none'}")
+    say(f"wake: {', '.join(woken) or 'off for everyone'}")
+    say(f"awaiting notification: {', '.join(p['awaiting_notification']) or 'none'}")
 
 
 def _search(p: Payload) -> None:
     for i, h in enumerate(p["hits"], start=1):
-        who = f"{h['from']}→{h['to']}" if h["type"] == "message" else f"note by {h['from']}"
+        who = visible.line(f"{h['from']}→{h['to']}" if h["type"] == "message" else f"note by {h['from']}")
         subject = f" · {one_line(h['subject'])}" if h["subject"] else ""
-        print(f"{i}. [{who}] {h['ts'][:10]} {h['ts'][11:16]} UTC · {h['kind']} · score {h['score']:g}{subject}")
-        print(f"   {one_line(h['snippet'])}")
-        print(f"   {h['show']}")
+        say(f"{i}. [{who}] {h['ts'][:10]} {h['ts'][11:16]} UTC · {h['kind']} · score {h['score']:g}{subject}")
+        say(f"   {one_line(h['snippet'])}")
+        say(f"   {h['show']}")
     shown = "no match" if not p["hits"] else f"{p['count']} hit(s), best first"
-    print(f"{shown} for {one_line(p['query'])} ({p['index']['kind']})")
+    say(f"{shown} for {one_line(p['query'])} ({p['index']['kind']})")
 
 
 def _close(p: Payload) -> None:
-    print(f"closed {p['collab']} (by {p['closed_by']}); history kept")
-    print(f"unresolved (not acknowledged, left as is): {p['unresolved_count']}")
+    say(f"closed {p['collab']} (by {p['closed_by']}); history kept")
+    say(f"unresolved (not acknowledged, left as is): {p['unresolved_count']}")
     for alias, ids in sorted(p["unresolved"].items()):
-        print(f"  {alias}: {', '.join(ids)}")
+        say(visible.line(f"  {alias}: {', '.join(ids)}"))
 
 
 def _envelope(e: Payload) -> None:
-    print(f"envelope {e['envelope']} for {e['owner']['alias']} ({e['owner']['pin']}): {e['status']}")
-    print(f"  slots: {e['remaining']} of {e['slots']} left (never reused); expires {e['expires']}; "
+    say(f"envelope {e['envelope']} for {e['owner']['alias']} ({e['owner']['pin']}): {e['status']}")
+    say(f"  slots: {e['remaining']} of {e['slots']} left (never reused); expires {e['expires']}; "
           f"hard cap {e['hard_cap']}; wait {e['wait_seconds']:g}s")
 
 
 def _inspect(p: Payload) -> None:
-    print(f"binding: {p['alias']} = {p['pin']} in {p['collab']}")
+    say(f"binding: {p['alias']} = {p['pin']} in {p['collab']}")
     if p["envelope"]:
         _envelope(p["envelope"])
     else:
-        print("no delivery envelope: Stop is never held (inbox at turn start and end is the fallback)")
+        say("no delivery envelope: Stop is never held (inbox at turn start and end is the fallback)")
     if p.get("wake"):
         _wake(p["wake"])
     for a in p["interrupted"]:
-        print(f"interrupted attempt {a['attempt']} ({a['host']} {a['hook']}, {a['ts']}): "
+        say(f"interrupted attempt {a['attempt']} ({a['host']} {a['hook']}, {a['ts']}): "
               f"{', '.join(a['messages'])}; retry: agentmsg delivery retry --attempt {a['attempt']} --message ID")
     _midturn_line(p.get("midturn"))
     run = p["last_hook_run"]
-    print(f"last hook run: {run['host']} {run['event']} at {run['ts']}" if run else "last hook run: none seen")
+    say(f"last hook run: {run['host']} {run['event']} at {run['ts']}" if run else "last hook run: none seen")
     for host, info in p["adapters"].items():
-        print(f"{host} adapter: {'installed' if info['installed'] else 'not installed'}")
+        say(f"{host} adapter: {'installed' if info['installed'] else 'not installed'}")
 
 
 def _midturn_line(m: Payload | None) -> None:
     if not m or not m["on"]:
-        print("mid-turn delivery: off (messages wait for the next prompt)")
+        say("mid-turn delivery: off (messages wait for the next prompt)")
     else:
-        print(f"mid-turn delivery: on, priority {m['priority']}, at least {m['min_gap_seconds']:g}s apart")
+        say(f"mid-turn delivery: on, priority {m['priority']}, at least {m['min_gap_seconds']:g}s apart")
 
 
 def _midturn(p: Payload) -> None:
-    print(f"binding: {p['alias']} = {p['pin']} in {p['collab']}")
+    say(f"binding: {p['alias']} = {p['pin']} in {p['collab']}")
     _midturn_line(p)
 
 
 def _doctor(p: Payload) -> None:
     for c in p.get("copies", []):
         runs = "runs its hooks" if c["runs_hooks"] else "installed, not enabled"
-        print(f"{c['host']} {c['kind']} {c['id']}: {runs}; files {c['root'] or '(missing)'}")
+        say(f"{c['host']} {c['kind']} {c['id']}: {runs}; files {c['root'] or '(missing)'}")
     if not p.get("copies"):
-        print("no host runs agentmsg's hooks")
+        say("no host runs agentmsg's hooks")
     rows = [[x["name"], x["version"] or "-", x["python"] or "-", x["root"] or "-",
              "ok" if x["ok"] else f"FAILED: {x['error']}"] for x in p["probes"]]
     _table(["entry point", "version", "python", "state root", "status"], rows, title="agentmsg entry points")
     _store_line(p.get("store"))
     for note in p.get("notes", []):
-        print(f"note: {note}")
+        say(f"note: {note}")
     for warning in p["warnings"]:
-        print(f"ERROR: {warning}")
-    print(f"verdict: {p.get('verdict', 'error' if p['warnings'] else 'ok')}")
+        say(f"ERROR: {warning}")
+    say(f"verdict: {p.get('verdict', 'error' if p['warnings'] else 'ok')}")
 
 
 def _db_migrate(p: Payload) -> None:
     applied = ", ".join(p["applied"]) or "nothing to apply"
-    print(f"schema {p['from']} -> {p['to']} at {p['store']}: {applied}")
+    say(f"schema {p['from']} -> {p['to']} at {p['store']}: {applied}")
 
 
 def _db_grant(p: Payload) -> None:
-    print(f"{p['role']} {'was already' if p['already'] else 'is now'} in {p['collab']}")
+    say(f"{p['role']} {'was already' if p['already'] else 'is now'} in {p['collab']}")
 
 
 def _db_move(p: Payload) -> None:
-    print(f"moved {p['collab']}: {p['records']} records in {len(p['streams'])} streams, "
+    say(f"moved {p['collab']}: {p['records']} records in {len(p['streams'])} streams, "
           f"from {p['from']} to {p['to']}; verify clean on both")
 
 
 def _notify(p: Payload) -> None:
     for r in p["results"]:
-        print(f"{r['state']}: {r['id']} -> {r['to']}" + (f" ({r['detail']})" if r.get("detail") else ""))
+        say(visible.line(f"{r['state']}: {r['id']} -> {r['to']}" + (f" ({r['detail']})" if r.get("detail") else "")))
 
 
 def _log_append(p: Payload) -> None:
     e = p["entry"]
     fix = f", correcting {e['corrects']}" if e.get("corrects") else ""
-    print(f"logged {e['id']} by {e['author']} at {e['ts']}{fix}")
+    say(f"logged {e['id']} by {e['author']} at {e['ts']}{fix}")
 
 
 def _log_render(p: Payload) -> None:
     for path in p["written"]:
-        print(f"rendered {path}")
+        say(f"rendered {path}")
 
 
 def _leave(p: Payload) -> None:
-    print(f"{p['alias']} ({p['pin']}) left {p['collab']}; inbox and history kept")
+    say(f"{p['alias']} ({p['pin']}) left {p['collab']}; inbox and history kept")
 
 
 def _verify(p: Payload) -> None:
     for f in p["findings"]:
         label = "TAMPERED" if f["tampering"] else f["kind"]
-        print(f"{label}: {f['kind']} at {f['path']}:{f['line']}: {f['detail']}")
+        say(visible.line(f"{label}: {f['kind']} at {f['path']}:{f['line']}: {f['detail']}"))
     healed = f", {p['healed']} derived file(s) brought up to date" if p.get("healed") else ""
-    print(f"checked {p['files']} record file(s) under {p['root']}: "
+    say(f"checked {p['files']} record file(s) under {p['root']}: "
           f"{p['tampering']} tampering finding(s), {p['torn']} torn write(s){healed}")
 
 
 def _flat(text: str) -> str:
     """One line, whatever the text holds: a line break could fake another entry."""
-    return escape_hidden(text).replace("\n", "\\n")
+    return visible.line(text)
 
 
 def _log_show(p: Payload) -> None:
     for e in p["entries"]:
         if e["kind"] == "event":
-            print(f"{e['ts']} · {_flat(e['text'])}")
+            say(f"{_flat(e['ts'])} · {_flat(e['text'])}")
             continue
-        fix = f" (corrects {e['corrects']})" if e.get("corrects") else ""
-        print(f"{e['ts']} · note by {_flat(e['author'])} {e['id']}{fix}")
-        sys.stdout.write(body_block(e["text"], "note"))
+        fix = f" (corrects {_flat(e['corrects'])})" if e.get("corrects") else ""
+        say(f"{_flat(e['ts'])} · note by {_flat(e['author'])} {_flat(e['id'])}{fix}")
+        write(body_block(e["text"], "note"))
+    left = p.get("left_out")
+    if left and left["messages"]:
+        say(f"not listed here: {left['messages']} message(s) ({left['why']}); every one: {left['see']}")
 
 
 #: Below this many columns a table becomes one card per row (``field: value`` lines).
@@ -349,10 +382,12 @@ def _table(headers: list[str], rows: list[list[str]], title: str = "", *, essent
     text, and under :data:`CARDS_BELOW` columns (or when the essential
     columns alone do not fit) each row is printed as a card.
     """
+    rows = [[visible.line(cell) for cell in row] for row in rows]  # a tab or line break cannot add a cell or row
+    title = visible.line(title)
     if not is_tty():
-        print("\t".join(headers))
+        say("\t".join(headers))
         for row in rows:
-            print("\t".join(row))
+            say("\t".join(row))
         return
     from rich import box
     from rich.console import Console
@@ -386,50 +421,50 @@ def _table(headers: list[str], rows: list[list[str]], title: str = "", *, essent
         table.add_row(*(escape(row[i]) for i in keep))
     console.print(table)
     if dropped:
-        print(f"(hidden at {width} columns: {', '.join(dropped)})")
+        say(f"(hidden at {width} columns: {', '.join(dropped)})")
 
 
 def _cards(headers: list[str], rows: list[list[str]], title: str, essential: Sequence[str]) -> None:
     """One card per row: the first field heads it, essential fields get a line each, the rest share lines."""
     if title:
-        print(f"{title}:")
+        say(f"{title}:")
     for row in rows:
         cells = dict(zip(headers, row, strict=True))
-        print(f"- {headers[0]}: {row[0]}")
+        say(f"- {headers[0]}: {row[0]}")
         for name in headers[1:]:
             if name in essential:
-                print(f"  {name}: {cells[name]}")
+                say(f"  {name}: {cells[name]}")
         rest = [f"{name} {cells[name]}" for name in headers[1:] if name not in essential]
         line = "  "
         for part in rest:
             if len(line) > 2 and len(line) + len(part) + 3 > CARDS_BELOW - 20:
-                print(line)
+                say(line)
                 line = "  "
             line += (" · " if len(line) > 2 else "") + part
         if len(line) > 2:
-            print(line)
+            say(line)
 
 
 def _wake(w: Payload) -> None:
     if w.get("status") == "off" and "consent" not in w:
-        print("wake: off (agentmsg wake on lets senders ring this idle session)")
+        say("wake: off (agentmsg wake on lets senders ring this idle session)")
         return
     last = w["last_ring"]
     ring = f"{last['outcome']} at {last['ts']}" if last else "none"
-    print(f"wake: {w['status']} (consent {w['consent']}, expires {w['expires']}); "
+    say(f"wake: {w['status']} (consent {w['consent']}, expires {w['expires']}); "
           f"{w['consecutive']} of {w['consecutive_cap']} consecutive wakes, {w['rings_last_hour']} of "
           f"{w['hourly_cap']} this hour; last ring: {ring}")
     facts = w.get("facts") or {}
-    print("  session: " + ", ".join(f"{k} {facts[k]}" for k in ("host", "pid", "pane", "thread") if k in facts))
+    say("  session: " + ", ".join(f"{k} {facts[k]}" for k in ("host", "pid", "pane", "thread") if k in facts))
 
 
 def _wake_status(p: Payload) -> None:
-    print(f"binding: {p['alias']} = {p['pin']} in {p['collab']}")
+    say(f"binding: {p['alias']} = {p['pin']} in {p['collab']}")
     _wake(p["wake"])
 
 
 def _wake_change(p: Payload) -> None:
-    print(f"wake {p['status']} for {p['alias']} ({p['owner']['pin']}) until {p['expires']}")
+    say(f"wake {p['status']} for {p['alias']} ({p['owner']['pin']}) until {p['expires']}")
 
 
 HUMAN: dict[str, Callable[[Payload], None]] = {

@@ -3,10 +3,12 @@
 Imported only when ``top`` runs: rich, termios and the overview stay off
 every other command's start-up (tests/cli/test_startup.py).  Everything shown
 is read through ``service.overview.Overview`` (the port, in pages); every
-peer string is escaped (``text/escape``) and drawn as ``rich.text.Text``,
-never as markup.  Actions run through ``service.commands`` as the
-``--self`` pin, which must be a ``human:`` pin; without it the view is
-read-only.
+line is drawn as ``rich.text.Text`` (never as markup) through :func:`_line`,
+which runs the one escape (``text/escape.line``) over the whole line, so no
+field, peer text or not, reaches the terminal with a hidden character.  What
+a section leaves out is counted on screen ("… N more"), with the command
+that shows it.  Actions run through ``service.commands`` as the ``--self``
+pin, which must be a ``human:`` pin; without it the view is read-only.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from agentmsg.domain.values import Draft, Message, Pin
 from agentmsg.errors import AgentmsgError, UsageError
 from agentmsg.service.context import Ctx
 from agentmsg.service.overview import Overview
-from agentmsg.text.escape import escape
+from agentmsg.text.escape import escape, line
 
 POLL = 0.25  # seconds between new-message polls (last_seq per inbox)
 REFRESH = 2.0  # seconds between full refreshes (registries, unacked pages, receipts of the page, envelopes)
@@ -39,8 +41,13 @@ HELP_OPEN = "↑↓ scroll  esc/q back  r reply  a ack"
 
 
 def one(text: str) -> str:
-    """Peer text for one line: hidden characters escaped, line breaks shown as ``\\n``."""
-    return escape(text).replace("\n", "\\n").replace("\t", " ")
+    """Peer text for one line: hidden characters escaped, line breaks and tabs shown as ``\\n``, ``\\t``."""
+    return line(text)
+
+
+def _line(text: str, style: str = "") -> Text:
+    """One line of the view: the one escape over all of it (idempotent, so fields escaped already stay)."""
+    return Text(line(text), style=style)
 
 
 def age(ts: str, now: float) -> str:
@@ -269,90 +276,111 @@ class Top:
         if self.prompt is not None:
             if self.prompt["kind"] == "reply":
                 msg = self.prompt["target"]
-                out.append(Text(f"reply as {self.me} to {one(msg.sender)} re {msg.id[:8]}> ", style="bold")
-                           + Text(self.prompt["text"] + "█"))
+                out.append(_line(f"reply as {self.me} to {one(msg.sender)} re {msg.id[:8]}> ", style="bold")
+                           + _line(self.prompt["text"]) + Text("█"))
             else:
-                out.append(Text(f"close collaboration {self.prompt['target']} as {self.me}? [y/N] ", style="bold"))
+                out.append(_line(f"close collaboration {self.prompt['target']} as {self.me}? [y/N] ", style="bold"))
         else:
-            out.append(Text(self.status, style="yellow"))
-        out.append(Text(HELP_OPEN if self.opened is not None else HELP_LIST, style="dim"))
+            out.append(_line(self.status, style="yellow"))
+        out.append(_line(HELP_OPEN if self.opened is not None else HELP_LIST, style="dim"))
         return out
 
     def _collab(self, cid: str) -> str:
         label = one(self.ov.label(cid))[:14]
         return f"{label}/{cid[:8]}" if label else cid[:8]
 
+    def coverage(self, first: int, end: int) -> str:
+        """Which messages the list shows, of how many stored, and where the rest are."""
+        held, total = len(self.ov.messages), self.ov.total_messages()
+        out = f"{held} newest of {total}" if total > held else f"all {total}"
+        if (first, end) != (0, held):
+            out += f"; rows {first + 1}-{end} on screen, ↑↓ scroll"
+        if total > held:
+            out += f"; the {total - held} older: agentmsg log render --html"
+        return out
+
     def render_list(self, now: float, height: int) -> list[Text]:
         ov = self.ov
         who = f"as {self.me}" if self.me else "read-only"
         scope = self._collab(ov.only) if ov.only else f"{len(ov.registries)} collaborations"
-        lines = [Text(f"agentmsg top  {scope}  {who}  {time.strftime('%H:%M:%S', time.localtime(now))}",
+        lines = [_line(f"agentmsg top  {scope}  {who}  {time.strftime('%H:%M:%S', time.localtime(now))}",
                       style="bold reverse")]
         budget = max(3, (height - 8) // 4)
-        lines.append(Text(f"Participants ({len(ov.people)})", style="bold"))
+        lines.append(_line(f"Participants ({len(ov.people)})", style="bold"))
         for p in ov.people[:budget]:
             d = p.delivery
             env = (f"delivery {d['status']} {d['remaining']}/{d['slots']} wait {d['wait_seconds']:g}s "
                    f"exp {d['expires_in_seconds'] // 60}m") if d else "no envelope"
-            lines.append(Text(f"  {self._collab(p.collab):24} {one(p.alias):12} {one(p.pin):22} "
+            lines.append(_line(f"  {self._collab(p.collab):24} {one(p.alias):12} {one(p.pin):22} "
                               f"{'active' if p.active else 'left  '} unacked {p.pending:<4} req {p.requests:<4} "
                               f"notify {p.notify:11} {env}"))
         if len(ov.people) > budget:
-            lines.append(Text(f"  … {len(ov.people) - budget} more", style="dim"))
+            lines.append(_line(f"  … {len(ov.people) - budget} more", style="dim"))
         total_req = sum(p.requests for p in ov.people)
-        lines.append(Text(f"Unacknowledged requests ({total_req})", style="bold"))
-        for m in ov.requests[:budget]:
-            lines.append(Text(f"  {age(m.ts, now):>7} old  {self._collab(m.collab):24} {one(m.sender)} -> "
-                              f"{one(m.to)}  {one(m.subject) or '(no subject)'}  {m.id[:8]}"))
+        lines.append(_line(f"Unacknowledged requests ({total_req})", style="bold"))
+        shown = ov.requests[:budget]
+        for m in shown:
+            lines.append(_line(f"  {age(m.ts, now):>7} old  {self._collab(m.collab):24} {one(m.sender)} -> "
+                               f"{one(m.to)}  {one(m.subject) or '(no subject)'}  {m.id[:8]}"))
+        if total_req > len(shown):
+            lines.append(_line(f"  … {total_req - len(shown)} more not shown here (no room or beyond the oldest "
+                               f"{ov.sample} of an inbox): agentmsg log render --html",
+                               style="dim"))
         stuck_budget = max(2, budget // 2)
-        lines.append(Text(f"Stuck ({len(ov.stuck)})", style="bold red" if ov.stuck else "bold"))
+        lines.append(_line(f"Stuck ({len(ov.stuck)} among the oldest {ov.sample} unacknowledged of each inbox)",
+                           style="bold red" if ov.stuck else "bold"))
         for s in ov.stuck[:stuck_budget]:
-            lines.append(Text(f"  {s.message.id[:8]} {one(s.message.sender)} -> {one(s.message.to)}: "
-                              f"{one(s.reason)}", style="red"))
+            lines.append(_line(f"  {s.message.id[:8]} {one(s.message.sender)} -> {one(s.message.to)}: "
+                               f"{one(s.reason)}", style="red"))
+        if len(ov.stuck) > stuck_budget:
+            lines.append(_line(f"  … {len(ov.stuck) - stuck_budget} more stuck, not shown for room", style="dim"))
         for e in ov.errors[:2]:
-            lines.append(Text(f"  ! {one(e)}", style="red"))
-        lines.append(Text("Latest messages", style="bold"))
-        room = max(1, height - len(lines) - 2)
+            lines.append(_line(f"  ! {one(e)}", style="red"))
+        if len(ov.errors) > 2:
+            lines.append(_line(f"  ! … {len(ov.errors) - 2} more unreadable inbox(es) or collaboration(s)",
+                               style="red"))
         msgs = ov.messages
+        room = max(1, height - len(lines) - 3)
         sel = self.index()
         start = max(0, min(sel - room // 2, len(msgs) - room))
+        lines.append(_line(f"Latest messages ({self.coverage(start, min(len(msgs), start + room))})", style="bold"))
         for i, m in enumerate(msgs[start:start + room], start):
             flags = f" [{','.join(one(f) for f in m.flags)}]" if m.flags else ""
             mark = "!" if m.priority == "high" else " "
-            line = Text(f"{'>' if i == sel else ' '} {m.ts[11:19]} {self._collab(m.collab):24} "
+            row = _line(f"{'>' if i == sel else ' '} {m.ts[11:19]} {self._collab(m.collab):24} "
                         f"{one(m.sender)}({m.sender_runtime}) -> {one(m.to)} {m.kind:7}{mark}"
                         f"{one(m.subject) or '(no subject)'}  {m.id[:8]}")
             if flags:
-                line.append(flags, style="bold yellow")
+                row.append(flags, style="bold yellow")
             if i == sel:
-                line.stylize("reverse")
-            lines.append(line)
+                row.stylize("reverse")
+            lines.append(row)
         if not msgs:
-            lines.append(Text("  (no messages yet)", style="dim"))
+            lines.append(_line("  (no messages yet)", style="dim"))
         return lines
 
     def render_open(self, width: int, height: int) -> list[Text]:
         m = self.opened
         assert m is not None
         head = [
-            Text(f"Message {m.id}  ({self._collab(m.collab)})", style="bold reverse"),
-            Text(f"From:     {one(m.sender)} ({m.sender_runtime})"),
-            Text(f"To:       {one(m.to)}"),
-            Text(f"Kind:     {m.kind}, priority {m.priority}   sent {m.ts}"),
-            Text(f"Subject:  {one(m.subject)}"),
+            _line(f"Message {m.id}  ({self._collab(m.collab)})", style="bold reverse"),
+            _line(f"From:     {one(m.sender)} ({m.sender_runtime})"),
+            _line(f"To:       {one(m.to)}"),
+            _line(f"Kind:     {m.kind}, priority {m.priority}   sent {m.ts}"),
+            _line(f"Subject:  {one(m.subject)}"),
         ]
         if m.reply_to:
-            head.append(Text(f"Reply to: {one(m.reply_to)}"))
+            head.append(_line(f"Reply to: {one(m.reply_to)}"))
         if m.flags:
-            head.append(Text(f"Flags:    {', '.join(one(f) for f in m.flags)}", style="bold yellow"))
-        head.append(Text("─" * min(width, 80), style="dim"))
+            head.append(_line(f"Flags:    {', '.join(one(f) for f in m.flags)}", style="bold yellow"))
+        head.append(_line("─" * min(width, 80), style="dim"))
         body = Text(escape(m.body).replace("\t", "    "))
         wrapped = list(body.wrap(self.console, max(10, width - 1)))
         room = max(1, height - len(head) - 3)
         self.scroll = max(0, min(self.scroll, max(0, len(wrapped) - room)))
         shown = wrapped[self.scroll:self.scroll + room]
         end = self.scroll + len(shown)
-        tail = Text(f"── lines {self.scroll + 1}-{end} of {len(wrapped)}" if len(wrapped) > room
+        tail = _line(f"── lines {self.scroll + 1}-{end} of {len(wrapped)}" if len(wrapped) > room
                     else f"── end of message ({len(wrapped)} lines)", style="dim")
         return [*head, *shown, tail]
 

@@ -250,7 +250,11 @@ def status(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
     for alias, p in sorted(reg.participants.items()):
         row = {"alias": alias, "pin": p.pin, "runtime": p.runtime, "active": p.active,
                "notify": p.notify.get("adapter", "hook")}
-        row.update(_mail_states(ctx, cid, alias, awaiting))
+        if rules.is_alias(alias):
+            row.update(_mail_states(ctx, cid, alias, awaiting))
+        else:  # only a forged registry record names one: no inbox can exist for it; say so, show the rest
+            row.update(dict.fromkeys(("pending", "pending_requests", "enqueued", "presented", "replied",
+                                      "acknowledged"), 0), sampled=False, problem="not a valid alias: no inbox")
         row["wake"] = _wake_state(ctx, cid, alias, p.pin, reg)
         people.append(row)
     return {
@@ -330,7 +334,8 @@ def _render_html(ctx: Ctx, cid: str, out: str | None) -> Payload:
 
 
 def log_show(ctx: Ctx, *, collab: str | None) -> Payload:
-    """Notes and membership events (joins, takeovers, leaves, closure), in order."""
+    """Notes and membership events (joins, takeovers, leaves, closure), in order, and how many messages it
+    leaves out (every one: they are not log entries) and where they are shown."""
     from agentmsg.text import transcript as render
 
     cid = ctx.collab(collab)
@@ -338,7 +343,10 @@ def log_show(ctx: Ctx, *, collab: str | None) -> Payload:
     events = [{"kind": "event", "cseq": ev["cseq"], "ts": ev["ts"], "author": ev.get("alias") or ev.get("by"),
                "text": render.event_text(ev), "id": None, "corrects": None, "seq": ev["seq"]}
               for ev in ctx.store.events(cid)]
-    return {"collab": cid, "entries": sorted(notes + events, key=lambda e: e["cseq"])}
+    count = sum(ctx.store.last_seq(cid, a) for a in ctx.mailbox.inboxes(cid))
+    return {"collab": cid, "entries": sorted(notes + events, key=lambda e: e["cseq"]),
+            "left_out": {"messages": count, "why": "the log holds notes and membership events; messages are "
+                         "in the inboxes", "see": f"agentmsg log render --html --collab {cid}"}}
 
 
 def search(ctx: Ctx, *, text: str, collab: str | None = None, sender: str | None = None, to: str | None = None,

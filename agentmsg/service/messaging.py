@@ -189,7 +189,7 @@ class Mailbox:
         """One collaboration whole, for an overseer's page: registry, events, every message, notes, and
         each message's states (the same rules as :meth:`state`, from one read of each receipts journal)."""
         reg = self.store.registry(collab)
-        aliases = sorted(reg.participants)
+        aliases = self.inboxes(collab, reg)
         messages = [m for a in aliases for m in self.store.history(collab, a)]
         ids = {m.id for m in messages}
         states: dict[str, MessageState] = {}
@@ -211,6 +211,15 @@ class Mailbox:
         for m in messages:
             states.setdefault(m.id, MessageState(m.ts, [], None, [], None))
         return reg, self.store.events(collab), messages, self.store.notes(collab), states
+
+    def inboxes(self, collab: str, reg: Registry | None = None) -> list[str]:
+        """Every alias that can hold mail: each participant's, and any other inbox stream (an overseer's view
+        shows each one's mail).  A registry name that is no alias (only a forged record holds one) has no
+        inbox: views list that participant and read no mail for it, rather than fail."""
+        reg = self.store.registry(collab) if reg is None else reg
+        streams = getattr(self.store, "streams", None)  # every backend has it (the mirror's Replica port)
+        found = [name[6:] for name in streams(collab) if name.startswith("inbox/")] if streams else []
+        return sorted(a for a in set(reg.participants) | set(found) if rules.is_alias(a))
 
     def ack(self, collab: str, who: Pin, message_ids: list[str]) -> list[tuple[str, Record, bool]]:
         """Acknowledge messages as their exact recipient: ``(id, receipt, already)`` for each, in one write."""

@@ -66,6 +66,11 @@ class Overview:
     def collabs(self) -> list[str]:
         return [self.only] if self.only else self.store.collabs()
 
+    def total_messages(self) -> int:
+        """Every message stored in the inboxes read (each inbox's last sequence number): ``messages`` holds
+        only the newest ``recent``, and the view says how many it left out."""
+        return sum(max(0, seen) for seen in self.seen_upto.values())
+
     def label(self, collab: str) -> str:
         reg = self.registries.get(collab)
         return reg.label if reg is not None else ""

@@ -7,9 +7,15 @@ Hangul fillers; the combining grapheme joiner; the Mongolian free variation
 selectors; the rest of the default-ignorable tag/selector block) are what
 let peer text fake structure (a second header, a reordered line) or carry a
 hidden channel (instructions spelled in tag characters, bits in variation
-selectors).  Both renderers show them as backslash escapes, and
+selectors).  Every renderer shows them as backslash escapes, and
 ``flags`` names them ``hidden-text``.  Pure, and import-free: it runs on
 every prompt.
+
+:func:`escape` is the one function every human-facing view uses (the
+terminal output of every command, ``top``, transcripts, the HTML page, the
+registry's YAML, error lines): a view that prints peer text calls it, or
+:func:`line` (the same, for a one-line field), and nothing else.  It is
+idempotent, so a view may also pass a whole composed line through it.
 """
 
 from __future__ import annotations
@@ -66,3 +72,12 @@ def escape(text: str, tab: dict[int, str] | None = None) -> str:
         lo, hi = PLANE14_IGNORABLE
         out = "".join(code(ord(c)) if 0xD800 <= ord(c) <= 0xDFFF or lo <= ord(c) <= hi else c for c in out)
     return out
+
+
+def line(text: str) -> str:
+    """``text`` for one line of a view: :func:`escape`, and line breaks and tabs shown as ``\\n``, ``\\t``.
+
+    A field printed with it cannot start a line of its own (a forged header, a fake entry) or push the
+    columns around; like :func:`escape` it is idempotent.
+    """
+    return escape(text).replace("\n", "\\n").replace("\t", "\\t")

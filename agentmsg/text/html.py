@@ -79,10 +79,16 @@ def _state_html(state: MessageState | None) -> str:
     return " ".join(parts) + " · " + "; ".join(detail)
 
 
-def message_html(msg: Message, state: MessageState | None, replies: str = "") -> str:
+def message_html(msg: Message, state: MessageState | None) -> str:
+    """One message as an ``<article>`` of its own (a thread nests replies: :meth:`Threads.html`)."""
+    return _open_article(msg, state) + "</article>\n"
+
+
+def _open_article(msg: Message, state: MessageState | None, depth: int = 0, note: str = "") -> str:
+    """A message's ``<article>`` up to its replies (left open)."""
     classes = ["msg", "request" if msg.kind == "request" else "update"] + (["flagged"] if msg.flags else [])
     rows = [
-        ("id", f"<code>{text(msg.id)}</code> (inbox seq {int(msg.seq)})"),
+        ("id", f"<code>{text(msg.id)}</code> (inbox seq {text(msg.seq)})"),
         ("from", f"{text(msg.sender)} ({text(msg.sender_runtime)}) <code>{text(msg.sender_pin)}</code>"
          if msg.sender_pin else f"{text(msg.sender)} ({text(msg.sender_runtime)})"),
         ("to", text(msg.to)),
@@ -93,6 +99,8 @@ def message_html(msg: Message, state: MessageState | None, replies: str = "") ->
     if msg.reply_to:
         target = msg.reply_to.rpartition("/")[2]
         rows.append(("reply to", f'<a href="#m-{text(target)}"><code>{text(msg.reply_to)}</code></a>'))
+    if depth or note:
+        rows.append(("thread", text("; ".join(filter(None, [f"reply depth {depth}" if depth else "", note])))))
     if msg.broadcast:
         rows.append(("broadcast", f"<code>{text(msg.broadcast)}</code>"))
     flags = (f'<p class="flags">⚠ instruction-like text: {text(", ".join(msg.flags))}</p>'
@@ -100,8 +108,7 @@ def message_html(msg: Message, state: MessageState | None, replies: str = "") ->
     head = f"[{text(msg.sender)} → {text(msg.to)}] {text(when(msg.ts))}"
     return (f'<article class="{" ".join(classes)}" id="m-{text(msg.id)}">'
             f'<h2 class="msg-head">{head}</h2>{flags}{_dl(rows)}'
-            f'<pre class="body">{text(msg.body) if msg.body else "(empty)"}</pre>'
-            + (f'<div class="replies">{replies}</div>' if replies else "") + "</article>\n")
+            f'<pre class="body">{text(msg.body) if msg.body else "(empty)"}</pre>')
 
 
 def event_html(ev: Mapping[str, Any]) -> str:
@@ -129,26 +136,76 @@ def _people(reg: Registry) -> str:
             f"<th>notify</th></tr>{rows}</table>")
 
 
+#: Replies nest visually this deep; a deeper reply is drawn at this indentation, after the message it
+#: answers, with its real depth in its ``thread`` row.  Only the drawing stops nesting: every message is on the
+#: page (a browser's parser flattens elements nested hundreds deep on its own, and indentation runs off screen).
+NEST_MAX = 8
+
+
+class Threads:
+    """Messages in collaboration order, each placed exactly once: under the message it answers, or as a root.
+
+    A reply nests under the earliest message with the id it answers when that message comes before it; any
+    other message is a root, and ``why`` says why one with a ``reply_to`` is (a reply to an id not in this
+    collaboration, to itself, or to a later message, which only a forged record can be).  Parents always
+    come first, so a ``reply_to`` cycle can neither hide a message nor loop.
+    """
+
+    def __init__(self, messages: list[Message]) -> None:
+        self.ordered = sorted(messages, key=lambda m: m.cseq)
+        first: dict[str, int] = {}
+        for i, m in enumerate(self.ordered):
+            first.setdefault(m.id, i)
+        self.roots: list[int] = []
+        self.children: dict[int, list[int]] = {}
+        self.why: dict[int, str] = {}
+        for i, m in enumerate(self.ordered):
+            parent = m.reply_to.rpartition("/")[2] if m.reply_to else None
+            at = first.get(parent) if parent is not None else None
+            if at is not None and at < i:
+                self.children.setdefault(at, []).append(i)
+                continue
+            self.roots.append(i)
+            if parent is not None:
+                self.why[i] = ("it answers itself" if parent == m.id else
+                               "the message it answers comes later" if at is not None else
+                               "the message it answers is not in this collaboration")
+
+    def html(self, root: int, states: Mapping[str, MessageState]) -> str:
+        """One thread, drawn without recursion: a chain thousands deep is as safe as a single reply."""
+        out: list[str] = []
+        stack: list[tuple[int, int]] = [(root, 0)]  # (position, depth); position -1 closes a replies block
+        while stack:
+            i, depth = stack.pop()
+            if i < 0:
+                out.append("</div></article>\n")
+                continue
+            m, kids = self.ordered[i], self.children.get(i, [])
+            notes = [self.why[i]] if i in self.why else []
+            if depth > NEST_MAX:
+                notes.append(f"drawn at nesting level {NEST_MAX}, below the message it answers")
+            out.append(_open_article(m, states.get(m.id), depth, "; ".join(notes)))
+            if kids and depth < NEST_MAX:
+                out.append('<div class="replies">')
+                stack.append((-1, depth))
+            else:
+                out.append("</article>\n")
+            stack.extend((k, depth + 1) for k in reversed(kids))
+        return "".join(out)
+
+
 def collaboration_html(reg: Registry, events: list[dict[str, Any]], messages: list[Message],
                        notes: list[dict[str, Any]], states: Mapping[str, MessageState]) -> str:
-    """Every event, note and thread in collaboration order; a reply sits under the message it answers."""
-    by_id = {m.id: m for m in messages}
-    children: dict[str, list[Message]] = {}
-    roots = []
-    for m in sorted(messages, key=lambda m: m.cseq):
-        parent = m.reply_to.rpartition("/")[2] if m.reply_to else None
-        if parent in by_id and parent != m.id:
-            children.setdefault(parent, []).append(m)
-        else:
-            roots.append(m)
+    """Every event, note and message in collaboration order; a reply sits under the message it answers.
 
-    def thread(m: Message, depth: int = 0) -> str:
-        kids = children.get(m.id, []) if depth < 50 else []
-        return message_html(m, states.get(m.id), "".join(thread(k, depth + 1) for k in kids))
+    Nothing is left out: every message is drawn once (:class:`Threads`), however deep its thread or odd its
+    ``reply_to``.
+    """
+    threads = Threads(messages)
 
     items: list[tuple[int, str]] = [(int(e.get("cseq", 0)), event_html(e)) for e in events]
     items += [(int(n.get("cseq", 0)), note_html(n)) for n in notes]
-    items += [(m.cseq, thread(m)) for m in roots]
+    items += [(threads.ordered[i].cseq, threads.html(i, states)) for i in threads.roots]
     body = "".join(part for _c, part in sorted(items, key=lambda i: i[0]))
     closed = f"closed {text(when(reg.closed_at))}" if reg.closed_at else "open"
     head = _dl([("id", f"<code>{text(reg.collab)}</code>"), ("task", text(reg.task)),

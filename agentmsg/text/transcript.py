@@ -6,6 +6,9 @@ body line can be a header or close a fence), and one-line fields sit in code
 spans after a label.  Line breaks other than ``\\n``, control characters and
 invisible/bidi characters are shown as escapes, so no reader (a Markdown
 renderer, ``grep '^## \\['``, a terminal) sees structure that is not there.
+Every line a section writes outside its body block passes through
+``escape.line`` whole, so a field forged in a record (an alias, a runtime, a
+kind, an id) is escaped too, not only the free-text ones.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ def escape_hidden(text: str) -> str:
 
 def one_line(text: str) -> str:
     """A code span holding ``text`` on a single line, whatever it contains."""
-    shown = escape_hidden(text).replace("\n", "\\n").replace("\t", "\\t")
+    shown = visible.line(text)
     longest = max((len(run) for run in re.findall(r"`+", shown)), default=0) if "`" in shown else 0
     fence = "`" * (longest + 1)
     pad = " " if shown.startswith("`") or shown.endswith("`") or not shown else ""
@@ -42,6 +45,11 @@ def body_block(body: str, label: str = "body") -> str:
     if len(lines) > 1 and lines[-1] == "":
         lines.pop()  # a heredoc's final newline ends the last line; it is not an empty line of its own
     return f"{label}:\n\n" + "".join(f"    {escape_hidden(line)}\n" for line in lines)
+
+
+def _lines(lines: list[str]) -> str:
+    """Header lines, each one line whatever a record's fields hold (``escape.line`` is idempotent)."""
+    return "\n".join(visible.line(ln) for ln in lines)
 
 
 def when(ts: str) -> str:
@@ -63,7 +71,7 @@ def message_section(msg: Message) -> str:
         lines.append(f"- broadcast: `{msg.broadcast}`")
     if msg.flags:
         lines.append(f"- flags: instruction-like text ({', '.join(msg.flags)})")
-    return "\n".join(lines) + "\n\n" + body_block(msg.body) + "\n"
+    return _lines(lines) + "\n\n" + body_block(msg.body) + "\n"
 
 
 _EVENTS = {
@@ -93,7 +101,7 @@ def event_section(ev: dict[str, Any]) -> str:
     if ev.get("unresolved"):
         for alias, ids in sorted(ev["unresolved"].items()):
             out.append(f"- unresolved for {alias}: {len(ids)} message(s)")
-    return "\n".join(out) + "\n\n"
+    return _lines(out) + "\n\n"
 
 
 class _Fields(dict[str, object]):
@@ -106,11 +114,11 @@ def log_section(rec: dict[str, Any]) -> str:
     lines = [head]
     if rec.get("corrects"):
         lines.append(f"- corrects: `{rec['corrects']}`")
-    return "\n".join(lines) + "\n\n" + body_block(rec["text"], "note") + "\n"
+    return _lines(lines) + "\n\n" + body_block(rec["text"], "note") + "\n"
 
 
 def inbox_header(collab: str, alias: str) -> str:
-    return f"# Inbox of {alias}\n\n- collaboration: `{collab}`\n\n"
+    return _lines([f"# Inbox of {alias}", "", f"- collaboration: `{collab}`"]) + "\n\n"
 
 
 def inbox_md(reg: Registry, alias: str, msgs: Iterable[Message]) -> str:

@@ -164,6 +164,10 @@ def check_derived(tx: Txn, *, journals_clean: bool = True) -> list[Finding]:
                                  "a journal or its last records were deleted"))
     reg = rules.replay(tx.events())
     known = set(aliases) | (set(reg.participants) if reg else set())
+    for alias in sorted(a for a in known if not rules.is_alias(a)):  # only a forged event names one: no inbox
+        found.append(Finding(f"{base}/{layout.EVENTS}", 0, "edited",
+                             f"the registry names a participant {rules.printable(alias)} that is not an alias"))
+        known.discard(alias)
     found += _check_pins(tx, reg) if journals_clean else []
     entries = idindex.index_entries(tx)
     by_seq = {(rec["to"], rec["seq"]): rec for rec in messages.values()}

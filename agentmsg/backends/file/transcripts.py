@@ -130,8 +130,11 @@ def rendered_views(tx: Txn) -> list[tuple[str, bytes]]:
 
 
 def view_aliases(tx: Txn) -> list[str]:
-    """Every alias with a transcript: each participant, and each inbox (a departed one's too)."""
-    return sorted(set(tx.registry().participants) | set(tx.aliases_with_inbox()))
+    """Every alias with a transcript: each participant, and each inbox (a departed one's too); a registry
+    name that is no alias (only a forged record holds one) has no inbox, so no transcript of its own."""
+    from agentmsg.domain import rules
+
+    return sorted(a for a in set(tx.registry().participants) | set(tx.aliases_with_inbox()) if rules.is_alias(a))
 
 
 def render_all(tx: Txn) -> list[str]:
