@@ -229,6 +229,18 @@ def status(
     return _done("status", _actions().status(_ctx(root), collab=collab, self_flag=self_), json_)
 
 
+def roster(
+    collab: Collab = None,
+    self_: Self = None,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Who is in the collaboration and who is there: working, idle, listening, gone; unread and how far behind."""
+    from agentmsg.service import roster as service
+
+    return _done("roster", service.roster(_ctx(root), collab=collab, self_flag=self_), json_)
+
+
 def search(
     query: Annotated[str, typer.Argument(metavar="QUERY", help='Words that must all occur; "a phrase" in quotes '
                                                              "must occur as written (case and punctuation ignored).")],
@@ -483,8 +495,8 @@ def db_move(
 #: Top-level commands, in the order ``agentmsg --help`` lists them.
 COMMANDS: dict[str, Callable[..., int]] = {
     "open": open_, "join": join, "handover": handover, "send": send, "inbox": inbox, "show": show, "ack": ack,
-    "notify": notify, "status": status, "registry": registry, "leave": leave, "close": close, "watch": watch,
-    "search": search, "top": top, "verify": verify, "repair": repair, "mcp": mcp, "doctor": doctor,
+    "notify": notify, "status": status, "roster": roster, "registry": registry, "leave": leave, "close": close,
+    "watch": watch, "search": search, "top": top, "verify": verify, "repair": repair, "mcp": mcp, "doctor": doctor,
     "version": version, "sync": sync,
 }
 #: Groups and their commands, in that order (``agentmsg --help`` lists groups after commands).

@@ -150,6 +150,8 @@ def _send(p: Payload) -> None:
     for r in p["results"]:
         detail = f" ({r['detail']})" if r.get("detail") else ""
         say(f"{r['state']}: {r['id']} -> {visible.line(r['to'])}{visible.line(detail)}")
+        if r.get("next"):
+            say(f"  {visible.line(r['next'])}")
         if r.get("wake") and r["wake"]["outcome"] != "wake off":
             how = f" via {r['wake']['mechanism']}" if r["wake"].get("mechanism") else ""
             say(f"  wake: {r['wake']['outcome']}{how}")
@@ -467,7 +469,28 @@ def _wake_change(p: Payload) -> None:
     say(f"wake {p['status']} for {p['alias']} ({p['owner']['pin']}) until {p['expires']}")
 
 
+def _roster(p: Payload) -> None:
+    from agentmsg.domain.presence import age
+
+    say(f"collaboration: {p['collab']}  label: {one_line(p['label'])}")
+    for r in p["participants"]:
+        pres = r["presence"]
+        last = age(pres["last_activity_age"]) if pres["last_activity_age"] is not None else "-"
+        unread = f"{r['unread']} unread, {age(r['behind'] or 0)}" if r["unread"] else "no unread"
+        state = pres["state"] if r["active"] else "left"
+        say(f"{visible.line(r['alias']):<12} {state:<9}  last {last:<7}  {unread:<18}  "
+            f"wake {'on' if r['wake'] == 'active' else 'off':<3}  mid-turn {'on' if r['midturn'] else 'off'}")
+        pin = f"  {visible.line(r['pin'])} ({visible.line(r['host'])})"
+        why = f": {pres['why']}" if pres.get("why") else ""
+        if len(pin) + len(why) <= 80:
+            say(pin + why)
+        else:  # 80 columns: the reason on a line of its own
+            say(pin)
+            say(f"    {why[2:]}")
+
+
 HUMAN: dict[str, Callable[[Payload], None]] = {
+    "roster": _roster,
     "wake on": _wake_change, "wake off": _wake_change, "wake status": _wake_status,
     "open": _open, "join": _join, "send": _send, "inbox": _inbox, "show": _show, "ack": _ack,
     "status": _status, "search": _search, "close": _close, "leave": _leave, "log show": _log_show,

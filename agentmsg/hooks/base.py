@@ -149,6 +149,9 @@ class HookBase:
         self.pin = f"{self.spec.runtime}:{session}"
         if self.root is None or not os.path.isdir(self.root):
             return self.unbound(event), _nothing  # no state root: this machine never used agentmsg
+        # Presence (runtime/presence.py): a prompt or a tool call marks a turn, a Stop or a start its end.
+        quietly(idle.mark_presence, self.root, self.pin, layout.REST if event in ("Stop", "SessionStart")
+                else layout.TURN)
         if doorbell.mirror_wanted(self.root, self.env):  # a replica root: its mirror keeps it current
             self._start_mirror()
         # The fast path's generation, read before any state (docs/DELIVERY.md, "Fast path").

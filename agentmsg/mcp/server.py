@@ -211,6 +211,16 @@ class Tools:
 
         return self.call(run)
 
+    def roster(self, collab: str | None) -> CallToolResult:
+        def run() -> CallToolResult:
+            from agentmsg.service import roster
+
+            payload = roster.roster(self.ctx, collab=collab, self_flag=self.self_flag)
+            payload.pop("label", None)  # a peer's text: status quotes it inside the boundary
+            return _ok("agentmsg roster:\n" + _json(payload) + "\n", payload)
+
+        return self.call(run)
+
     def log_append(self, text: str, corrects: str | None, collab: str | None) -> CallToolResult:
         def run() -> CallToolResult:
             payload = commands.log_append(self.ctx, collab=collab, self_flag=self.self_flag, text=text,
@@ -358,6 +368,13 @@ def build(ctx: Ctx, who: Pin, env: Mapping[str, str] | None = None) -> MCPServer
         "a list to choose from), the participants, their pending and acknowledged counts, and closure."))
     def status(collab: CollabArg = None) -> CallToolResult:
         return tools.status(collab)
+
+    @server.tool(annotations=read, description=(
+        "Who is in the collaboration and who is there: each participant's alias, pin and host; its presence "
+        "(working, idle, listening, gone or unknown, and why) with the age of its last activity; its unread "
+        "count and the age of the oldest (behind); and whether wake-ups and mid-turn delivery are on."))
+    def roster(collab: CollabArg = None) -> CallToolResult:
+        return tools.roster(collab)
 
     @server.tool(annotations=write, description=(
         "Append an immutable note to the collaboration's shared log (decisions, progress, hand-off notes). "

@@ -107,6 +107,7 @@ def send(ctx: Ctx, *, collab: str | None, self_flag: str | None, draft: Draft, r
     reg = ctx.mailbox.registry(cid)
     results = [_notify(ctx, cid, s, reg.participants[s.message.to].notify) for s in sent]
     _wake(ctx, cid, sent, results)
+    _seen(ctx, cid, sent, results)
     payload: Payload = {"collab": cid, "redacted": redacted, "results": results}
     failed = [r for r in results if r["notify_error"]]
     if failed:
@@ -114,6 +115,18 @@ def send(ctx: Ctx, *, collab: str | None, self_flag: str | None, draft: Draft, r
         err.result = payload
         raise err
     return payload
+
+
+def _seen(ctx: Ctx, cid: str, sent: list[Sent], results: list[Payload]) -> None:
+    """After storing and ringing: each recipient's presence and when it will see the message (never fails the
+    send: it was stored)."""
+    from agentmsg.service import roster
+
+    for s, result in zip(sent, results, strict=True):
+        try:
+            result.update(roster.seen(ctx, cid, s.message, (result.get("wake") or {}).get("outcome")))
+        except Exception as exc:  # store first, then tell: the send stands
+            result.update(presence=None, next=f"{s.message.to}: presence unknown ({type(exc).__name__})")
 
 
 def _wake(ctx: Ctx, cid: str, sent: list[Sent], results: list[Payload]) -> None:
@@ -233,7 +246,7 @@ def status(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
         who = None
     store = ctx.store
     bindings = store.bindings(str(who)) if who else []
-    from agentmsg.runtime import doorbell
+    from agentmsg.runtime import doorbell, presence
 
     base: Payload = {"root": str(ctx.root), "root_source": ctx.root_source, "store": store.describe(),
                      "mirror": doorbell.mirror_state(str(ctx.root)),  # agentmsg sync: docs/MIRROR.md
@@ -256,6 +269,7 @@ def status(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
             row.update(dict.fromkeys(("pending", "pending_requests", "enqueued", "presented", "replied",
                                       "acknowledged"), 0), sampled=False, problem="not a valid alias: no inbox")
         row["wake"] = _wake_state(ctx, cid, alias, p.pin, reg)
+        row["presence"] = presence.payload(presence.of(str(ctx.root), p.pin, listening=row["wake"] == "active"))
         people.append(row)
     return {
         **base, "collab": cid, "label": reg.label, "task": reg.task, "self": str(who) if who else None,

@@ -6,6 +6,7 @@ Lean: the hooks import it on every prompt.
 from __future__ import annotations
 
 import os
+import stat
 
 from agentmsg import fsio
 from agentmsg.backends.file import layout
@@ -149,3 +150,31 @@ def clear_stop(root: str, pin: str) -> None:
 
 
 _HEX = frozenset("0123456789abcdef")
+
+
+# ---- presence: a session's last prompt or tool call (``.turn``) and its last Stop or start (``.rest``) ----------
+# Only their modification times count (runtime/presence.py reads them); ``hooks/run`` touches the same files
+# without Python, so a full run and a fast exit leave the same trace.
+
+
+def mark_presence(root: str, pin: str, suffix: str) -> None:
+    """Touch the session's ``.turn`` or ``.rest``: created ``0600``, never through a link or into a FIFO."""
+    path = layout.marker_file(root, pin, suffix)
+    if path is None:
+        return
+    fsio.ensure_dir(root, layout.IDLE, os.path.basename(os.path.dirname(path)))
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+    os.close(fd)
+
+
+def presence_marks(root: str, pin: str) -> tuple[float | None, float | None]:
+    """``(last prompt or tool call, last Stop or start)``, as times; None where there is no mark."""
+    out: list[float | None] = []
+    for suffix in (layout.TURN, layout.REST):
+        path = layout.marker_file(root, pin, suffix)
+        try:
+            st = os.lstat(path) if path is not None else None
+        except OSError:
+            st = None
+        out.append(st.st_mtime if st is not None and stat.S_ISREG(st.st_mode) else None)
+    return out[0], out[1]

@@ -23,6 +23,9 @@ GEN, IDLE_MARK, MID, STOP = ".gen", ".idle", ".mid", ".stop"
 #: The renderer of deliveries ahead (backends/file/ahead.py), beside them: a session's recorded facts, its
 #: delivery rendered ahead, a served delivery's fold, and the launcher's claim on it.
 FACTS, READY, FOLD, TOOK = ".env", ".ready", ".fold", ".took"
+#: A session's presence (``runtime/presence.py``), by modification time only: a prompt or a tool call marks a
+#: turn (``.turn``), a Stop or a session start its end (``.rest``).  The launcher touches them without Python.
+TURN, REST = ".turn", ".rest"
 #: Every marker a writer or the mirror's exit voids so that the next hook runs in full.
 VOIDED_MARKS = (IDLE_MARK, MID, STOP, READY)
 #: The resident helper's own files (``resident/helper.py``), one per root under ``idle/``: its lock, its pid and
@@ -81,6 +84,10 @@ FILES: tuple[tuple[str, str, str, str, str], ...] = (
      "what a served delivery records when folded"),
     (f"{IDLE}/<runtime>/<session>{TOOK}", "transient", "hooks/run, renderer", "renderer, hooks",
      "the launcher's claim on a delivery until it is folded"),
+    (f"{IDLE}/<runtime>/<session>{TURN}", "local", "hooks/run, hooks", "roster, send",
+     "presence: its mtime is the session's last prompt or tool call"),
+    (f"{IDLE}/<runtime>/<session>{REST}", "local", "hooks/run, hooks", "roster, send",
+     "presence: its mtime is the session's last Stop or start"),
     (f"{IDLE}/{HELPER_LOCK}", "lock", "helper", "runtime, hooks", "one resident helper per root"),
     (f"{IDLE}/{HELPER_PID}", "local", "helper", "hooks/run, status", "the helper's pid and duties"),
     (f"{IDLE}/{HELPER_FIFO}", "transient", "hooks/run, runtime", "helper", "the helper's doorbell"),
