@@ -148,6 +148,11 @@ def uuid4() -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
+def iso_utc(t: float) -> str:
+    """A time as UTC ISO-8601 with ``Z`` (seconds)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
 def now_utc() -> str:
     """UTC ISO-8601 with milliseconds and ``Z``; sortable as text."""
     t = time.time()

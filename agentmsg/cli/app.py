@@ -68,12 +68,14 @@ def open_(
     self_: Self = None,
     notify: Notify = None,
     notify_command: NotifyCommand = None,
+    invite_only: Annotated[bool, typer.Option("--invite-only", help="Admit only holders of a one-time ticket "
+                                                                    "(agentmsg invite).")] = False,
     root: Root = None,
     json_: Json = False,
 ) -> int:
     """Open a collaboration and print its UUID and the state root."""
     payload = _actions().open_collab(_ctx(root), self_flag=self_, alias=alias, label=label, task=task,
-                                  notify_spec=notify, notify_command=notify_command)
+                                  notify_spec=notify, notify_command=notify_command, invite_only=invite_only)
     return _done("open", payload, json_)
 
 
@@ -85,13 +87,44 @@ def join(
     reason: Annotated[str | None, typer.Option(help="Why, for the log (required with --succeeds).")] = None,
     notify: Notify = None,
     notify_command: NotifyCommand = None,
+    ticket: Annotated[str | None, typer.Option(
+        "--ticket", help="A one-time ticket from agentmsg invite (an invite-only collaboration; also "
+                         "AGENTMSG_TICKET).")] = None,
     root: Root = None,
     json_: Json = False,
 ) -> int:
     """Join a collaboration under an alias (or take one over with --succeeds)."""
     payload = _actions().join(_ctx(root), collab=collab, self_flag=self_, alias=alias, succeeds=succeeds,
-                           reason=reason, notify_spec=notify, notify_command=notify_command)
+                           reason=reason, notify_spec=notify, notify_command=notify_command, ticket=ticket)
     return _done("join", payload, json_)
+
+
+def invite(
+    alias: Annotated[str | None, typer.Option("--alias", help="The ticket admits only this alias.")] = None,
+    expires_in: Annotated[str | None, typer.Option("--expires-in", help="How long the ticket is valid "
+                                                                        "(default 1h, at most 7d).")] = None,
+    collab: Collab = None,
+    self_: Self = None,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Print a one-time ticket that admits one session (the collaboration records only its hash)."""
+    return _done("invite", _actions().invite(_ctx(root), collab=collab, self_flag=self_, alias=alias,
+                                             expires_in=expires_in), json_)
+
+
+def policy(
+    who_may_join: Annotated[str, typer.Argument(metavar="open|invite-only",
+                                                help="open: anyone who knows the id; invite-only: a ticket's "
+                                                     "holder.")],
+    collab: Collab = None,
+    self_: Self = None,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Set who may join: anyone who knows the collaboration's id, or only the holder of a ticket."""
+    return _done("policy", _actions().set_policy(_ctx(root), collab=collab, self_flag=self_, policy=who_may_join),
+                 json_)
 
 
 def handover(
@@ -494,7 +527,8 @@ def db_move(
 
 #: Top-level commands, in the order ``agentmsg --help`` lists them.
 COMMANDS: dict[str, Callable[..., int]] = {
-    "open": open_, "join": join, "handover": handover, "send": send, "inbox": inbox, "show": show, "ack": ack,
+    "open": open_, "join": join, "invite": invite, "policy": policy, "handover": handover, "send": send,
+    "inbox": inbox, "show": show, "ack": ack,
     "notify": notify, "status": status, "roster": roster, "registry": registry, "leave": leave, "close": close,
     "watch": watch, "search": search, "top": top, "verify": verify, "repair": repair, "mcp": mcp, "doctor": doctor,
     "version": version, "sync": sync,

@@ -469,6 +469,16 @@ def _wake_change(p: Payload) -> None:
     say(f"wake {p['status']} for {p['alias']} ({p['owner']['pin']}) until {p['expires']}")
 
 
+def _invite(p: Payload) -> None:
+    who = f"alias {p['alias']}" if p["alias"] else "one session"
+    say(f"ticket (admits {who} once, until {p['expires_at']}): {p['ticket']}")
+    say(f"  {p['join']}")
+
+
+def _policy(p: Payload) -> None:
+    say(f"collaboration {p['collab']}: {p['policy']} ({p['tickets']} unused ticket(s))")
+
+
 def _roster(p: Payload) -> None:
     from agentmsg.domain.presence import age
 
@@ -490,7 +500,7 @@ def _roster(p: Payload) -> None:
 
 
 HUMAN: dict[str, Callable[[Payload], None]] = {
-    "roster": _roster,
+    "roster": _roster, "invite": _invite, "policy": _policy,
     "wake on": _wake_change, "wake off": _wake_change, "wake status": _wake_status,
     "open": _open, "join": _join, "send": _send, "inbox": _inbox, "show": _show, "ack": _ack,
     "status": _status, "search": _search, "close": _close, "leave": _leave, "log show": _log_show,

@@ -11,7 +11,13 @@ HANDOVER = "handover"
 LEFT = "left"
 NOTIFY_SET = "notify-set"
 CLOSED = "closed"
-EVENTS = (OPENED, JOINED, SUCCEEDED, HANDOVER, LEFT, NOTIFY_SET, CLOSED)
+#: The contact policy (docs/LIFECYCLE.md, "Invitations"): who may join, and the one-time tickets that admit.
+POLICY_SET = "policy-set"
+INVITED = "invited"
+EVENTS = (OPENED, JOINED, SUCCEEDED, HANDOVER, LEFT, NOTIFY_SET, CLOSED, POLICY_SET, INVITED)
+#: Contact policies: anyone who knows the collaboration's id may join, or only a ticket's holder.
+OPEN_POLICY, INVITE_ONLY = "open", "invite-only"
+POLICIES = (OPEN_POLICY, INVITE_ONLY)
 
 # inbox/<alias>.jsonl and log.jsonl
 MESSAGE = "message"

@@ -48,7 +48,7 @@ def apply_event(reg: Registry | None, ev: Mapping[str, Any]) -> Registry | None:
     if kind == kinds.OPENED:
         first = Participant(ev["alias"], ev["pin"], ev["runtime"], ev.get("notify") or {"adapter": "hook"}, ev["ts"])
         return Registry(ev["collab"], ev["label"], ev["task"], ev["pin"], ev["ts"], None, {ev["alias"]: first},
-                        opener_alias=ev["alias"])
+                        opener_alias=ev["alias"], policy=ev.get("policy") or kinds.OPEN_POLICY)
     if reg is None:
         return None
     people = dict(reg.participants)
@@ -56,6 +56,14 @@ def apply_event(reg: Registry | None, ev: Mapping[str, Any]) -> Registry | None:
     if kind == kinds.JOINED:
         people[ev["alias"]] = Participant(ev["alias"], ev["pin"], ev["runtime"],
                                           ev.get("notify") or {"adapter": "hook"}, ev["ts"])
+        if ev.get("ticket") in reg.tickets:  # a ticket admits once
+            return reg.replace(participants=people, handovers=handovers,
+                               tickets={h: t for h, t in reg.tickets.items() if h != ev["ticket"]})
+    elif kind == kinds.POLICY_SET:
+        return reg.replace(policy=ev["policy"])
+    elif kind == kinds.INVITED:
+        entry = {"for": ev.get("for"), "expires_at": ev["expires_at"], "by": ev.get("by")}
+        return reg.replace(tickets={**reg.tickets, ev["ticket"]: entry})
     elif kind == kinds.SUCCEEDED:
         # The old session's wake-up adapter named its pane or thread, not the new one's.
         people[ev["alias"]] = Participant(ev["alias"], ev["pin"], ev["runtime"], {"adapter": "hook"}, ev["ts"])
@@ -92,6 +100,8 @@ def registry_document(reg: Registry) -> dict[str, Any]:
             for a, p in sorted(reg.participants.items())
         },
         "handovers": dict(sorted(reg.handovers.items())),
+        "policy": reg.policy,
+        "tickets": {h: dict(t) for h, t in sorted(reg.tickets.items())},
     }
 
 
@@ -99,7 +109,9 @@ def registry_from_document(doc: Mapping[str, Any]) -> Registry:
     people = {a: Participant(a, p["pin"], p["runtime"], p["notify"], p["joined_at"], p["active"])
               for a, p in doc["participants"].items()}
     return Registry(doc["collab"], doc["label"], doc["task"], doc["opener"], doc["opened_at"], doc["closed_at"],
-                    people, opener_alias=doc.get("opener_alias", ""), handovers=dict(doc.get("handovers") or {}))
+                    people, opener_alias=doc.get("opener_alias", ""), handovers=dict(doc.get("handovers") or {}),
+                    policy=doc.get("policy") or kinds.OPEN_POLICY,
+                    tickets={h: dict(t) for h, t in (doc.get("tickets") or {}).items()})
 
 
 # ---- who may do what ---------------------------------------------------------------
@@ -119,13 +131,15 @@ def require_alias(reg: Registry, who: Pin) -> str:
 
 
 def opened_event(collab: str, opener: Pin, alias: str, label: str, task: str,
-                 notify: dict[str, Any]) -> dict[str, Any]:
-    return {"type": kinds.OPENED, "collab": collab, "alias": alias, "pin": str(opener), "runtime": opener.runtime,
-            "label": label, "task": task, "notify": notify}
+                 notify: dict[str, Any], *, policy: str = kinds.OPEN_POLICY) -> dict[str, Any]:
+    ev = {"type": kinds.OPENED, "collab": collab, "alias": alias, "pin": str(opener), "runtime": opener.runtime,
+          "label": label, "task": task, "notify": notify}
+    return ev if policy == kinds.OPEN_POLICY else {**ev, "policy": policy}
 
 
 def join_event(reg: Registry, who: Pin, alias: str, *, succeeds: Pin | None = None, reason: str | None = None,
-               notify: dict[str, Any] | None = None) -> dict[str, Any] | None:
+               notify: dict[str, Any] | None = None, ticket: str | None = None,
+               now: float | None = None) -> dict[str, Any] | None:
     """The event a join (or takeover) records, or None when it is already in place.
 
     A takeover (``succeeds``) needs a reason.  Within one runtime an agent
@@ -144,8 +158,11 @@ def join_event(reg: Registry, who: Pin, alias: str, *, succeeds: Pin | None = No
         if held is not None and not (held.pin == str(who) and not held.active):
             raise _errors().Conflict(f"alias {alias} is taken by {held.pin}; "
                            "use join --succeeds OLD_PIN --reason TEXT for a deliberate replacement")
-        return {"type": kinds.JOINED, "alias": alias, "pin": str(who), "runtime": who.runtime,
-                "notify": notify or {"adapter": "hook"}}
+        ev = {"type": kinds.JOINED, "alias": alias, "pin": str(who), "runtime": who.runtime,
+              "notify": notify or {"adapter": "hook"}}
+        if held is not None or (reg.policy != kinds.INVITE_ONLY and ticket is None):
+            return ev  # a member coming back to its own alias was admitted before
+        return {**ev, "ticket": admitted(reg, alias, ticket, now)}
     if held is None or held.pin != str(succeeds):
         raise _errors().Conflict(f"alias {alias} is not held by {succeeds}; nothing to succeed")
     if str(succeeds) == str(who):
@@ -165,6 +182,55 @@ def join_event(reg: Registry, who: Pin, alias: str, *, succeeds: Pin | None = No
                             "or a human: pin; nothing was changed")
     return {"type": kinds.SUCCEEDED, "alias": alias, "pin": str(who), "old_pin": str(succeeds),
             "runtime": who.runtime, "reason": reason}
+
+
+# ---- the contact policy: one-time tickets -------------------------------------------------------------
+
+
+#: The longest a ticket may stay valid (``invite --expires-in``), and its default.
+TICKET_MAX, TICKET_DEFAULT = 7 * 86400.0, 3600.0
+
+
+def admitted(reg: Registry, alias: str, ticket: str | None, now: float | None) -> str:
+    """The ticket (its sha256) that admits this join, or a refusal (exit 9) that writes nothing."""
+    import time
+
+    if ticket is None:
+        raise _errors().IdentityError(f"collaboration {reg.collab} admits only the holder of a ticket (invite-only): "
+                                      "ask a member for one (agentmsg invite), then join --ticket TICKET")
+    found = reg.tickets.get(ticket)
+    if found is None:
+        raise _errors().IdentityError("this ticket does not admit anyone here: it was never issued for this "
+                                      "collaboration, or it was used already")
+    t = time.time() if now is None else now
+    if t >= float(found["expires_at"]):
+        raise _errors().IdentityError("this ticket has expired: ask a member for a new one (agentmsg invite)")
+    if found.get("for") not in (None, alias):
+        raise _errors().IdentityError(f"this ticket admits alias {found['for']}, not {alias}")
+    return ticket
+
+
+def invite_event(reg: Registry, who: Pin, ticket: str, *, for_alias: str | None, expires_at: float) -> dict[str, Any]:
+    """A member issues a one-time ticket (only its hash is recorded); any member may admit anyone, a person too."""
+    require_open(reg)
+    alias = require_alias(reg, who)
+    if for_alias is not None and reg.holder(for_alias) is not None:
+        raise _errors().Conflict(f"alias {for_alias} is taken by {reg.holder(for_alias)}; a ticket for it would "
+                                 "admit nobody")
+    return {"type": kinds.INVITED, "alias": alias, "by": str(who), "ticket": ticket, "for": for_alias,
+            "expires_at": expires_at}
+
+
+def policy_event(reg: Registry, who: Pin, policy: str) -> dict[str, Any] | None:
+    """The opener's alias, or a person who is a member, sets who may join; None when it is already so."""
+    require_open(reg)
+    alias = require_alias(reg, who)
+    if alias != reg.opener_alias and not who.human:
+        raise _errors().IdentityError(f"only the opener's alias ({reg.opener_alias}) or a human: member may change "
+                                      "who may join")
+    if reg.policy == policy:
+        return None
+    return {"type": kinds.POLICY_SET, "alias": alias, "by": str(who), "policy": policy}
 
 
 def handover_event(reg: Registry, who: Pin, alias: str | None, to: Pin) -> dict[str, Any]:

@@ -83,7 +83,7 @@ class Registry(Value):
     """The authoritative alias -> participant map of one collaboration."""
 
     __slots__ = ("closed_at", "collab", "handovers", "label", "opened_at", "opener", "opener_alias",
-                 "participants", "task")
+                 "participants", "policy", "task", "tickets")
     collab: str
     label: str
     task: str
@@ -94,14 +94,21 @@ class Registry(Value):
     participants: dict[str, Participant]
     #: alias -> pin its holder agreed may take it over (consumed by the takeover)
     handovers: dict[str, str]
+    #: the contact policy: ``open`` or ``invite-only`` (docs/LIFECYCLE.md, "Invitations")
+    policy: str
+    #: sha256 of each unused ticket -> ``{"for": alias or None, "expires_at": epoch seconds, "by": pin}``
+    tickets: dict[str, dict[str, Any]]
 
     def __init__(self, collab: str, label: str, task: str, opener: str, opened_at: str, closed_at: str | None,
                  participants: dict[str, Participant], *, opener_alias: str = "",
-                 handovers: dict[str, str] | None = None) -> None:
+                 handovers: dict[str, str] | None = None, policy: str = "open",
+                 tickets: dict[str, dict[str, Any]] | None = None) -> None:
         self.collab, self.label, self.task, self.opener = collab, label, task, opener
         self.opened_at, self.closed_at, self.participants = opened_at, closed_at, participants
         self.opener_alias = opener_alias
         self.handovers = handovers if handovers is not None else {}
+        self.policy = policy
+        self.tickets = tickets if tickets is not None else {}
 
     @property
     def closed(self) -> bool:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentmsg.domain import rules, validate
+from agentmsg import records
+from agentmsg.domain import kinds, rules, validate
 from agentmsg.domain.values import Draft, Message, Pin, Sent
 from agentmsg.errors import IdentityError, NotifyFailed, SecretRefused, TamperDetected, UsageError
 from agentmsg.runtime import notify
@@ -41,19 +42,62 @@ def _flags(text: str) -> tuple[str, ...]:
 
 
 def open_collab(ctx: Ctx, *, self_flag: str | None, alias: str, label: str, task: str,
-                notify_spec: str | None = None, notify_command: str | None = None) -> Payload:
+                notify_spec: str | None = None, notify_command: str | None = None,
+                invite_only: bool = False) -> Payload:
     notify.refuse_command(notify_command)
     who = ctx.who(self_flag)
     _refuse_secrets(label=label, task=task)
     reg = ctx.mailbox.open(
         who, validate.alias(alias), validate.text(label, "label", validate.LABEL_MAX_CHARS, single_line=True),
-        validate.text(task, "task", validate.TASK_MAX_CHARS), notify.from_option(notify_spec, ctx.env))
+        validate.text(task, "task", validate.TASK_MAX_CHARS), notify.from_option(notify_spec, ctx.env),
+        policy=kinds.INVITE_ONLY if invite_only else kinds.OPEN_POLICY)
     return {"collab": reg.collab, "root": str(ctx.root), "root_source": ctx.root_source,
-            "alias": alias, "pin": str(who), "label": reg.label, "task": reg.task}
+            "alias": alias, "pin": str(who), "label": reg.label, "task": reg.task, "policy": reg.policy}
+
+
+# ---- the contact policy: invite-only collaborations and one-time tickets (docs/LIFECYCLE.md) ------------------
+
+#: What a ticket looks like: agentmsg's prefix, then 32 random URL-safe characters (192 bits).
+TICKET_PREFIX = "amt-"
+
+
+def ticket_hash(ticket: str) -> str:
+    """The sha256 the collaboration records of a ticket: the ticket itself is printed once and stored nowhere."""
+    import hashlib
+    import re
+
+    if not re.fullmatch(TICKET_PREFIX + r"[A-Za-z0-9_-]{32}", ticket):
+        raise UsageError(f"--ticket: not a ticket (agentmsg invite prints one: {TICKET_PREFIX} and 32 characters)")
+    return hashlib.sha256(ticket.encode()).hexdigest()
+
+
+def invite(ctx: Ctx, *, collab: str | None, self_flag: str | None, alias: str | None,
+           expires_in: str | None) -> Payload:
+    import secrets
+    import time
+
+    who = ctx.who(self_flag)
+    cid = ctx.collab(collab, who)
+    seconds = (validate.duration(expires_in, "--expires-in", maximum=rules.TICKET_MAX) if expires_in
+               else rules.TICKET_DEFAULT)
+    ticket = TICKET_PREFIX + secrets.token_urlsafe(24)
+    expires_at = time.time() + seconds
+    for_alias = validate.alias(alias) if alias else None
+    ctx.mailbox.invite(cid, who, ticket_hash(ticket), for_alias=for_alias, expires_at=expires_at)
+    return {"collab": cid, "ticket": ticket, "alias": for_alias, "expires_at": records.iso_utc(expires_at),
+            "by": str(who), "join": f"agentmsg join --collab {cid} --alias {for_alias or 'ALIAS'} --ticket {ticket}"}
+
+
+def set_policy(ctx: Ctx, *, collab: str | None, self_flag: str | None, policy: str) -> Payload:
+    who = ctx.who(self_flag)
+    cid = ctx.collab(collab, who)
+    reg = ctx.mailbox.set_policy(cid, who, validate.choice(policy, kinds.POLICIES, "policy"))
+    return {"collab": cid, "policy": reg.policy, "tickets": len(reg.tickets)}
 
 
 def join(ctx: Ctx, *, collab: str | None, self_flag: str | None, alias: str, succeeds: str | None = None,
-         reason: str | None = None, notify_spec: str | None = None, notify_command: str | None = None) -> Payload:
+         reason: str | None = None, notify_spec: str | None = None, notify_command: str | None = None,
+         ticket: str | None = None) -> Payload:
     notify.refuse_command(notify_command)
     who = ctx.who(self_flag)
     cid = ctx.collab(collab)
@@ -62,7 +106,9 @@ def join(ctx: Ctx, *, collab: str | None, self_flag: str | None, alias: str, suc
         validate.text(reason, "reason", validate.REASON_MAX_CHARS, single_line=True)
         _refuse_secrets(reason=reason)
     config = notify.from_option(notify_spec, ctx.env) if notify_spec else None
-    reg = ctx.mailbox.join(cid, who, validate.alias(alias), succeeds=old, reason=reason, notify=config)
+    ticket = ticket or ctx.env.get("AGENTMSG_TICKET") or None  # a spawned session's, from its environment
+    reg = ctx.mailbox.join(cid, who, validate.alias(alias), succeeds=old, reason=reason, notify=config,
+                           ticket=ticket_hash(ticket) if ticket else None)
     return {"collab": cid, "root": str(ctx.root), "alias": alias, "pin": str(who),
             "succeeded": str(old) if old else None, "participants": sorted(reg.active())}
 
@@ -274,7 +320,7 @@ def status(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
     return {
         **base, "collab": cid, "label": reg.label, "task": reg.task, "self": str(who) if who else None,
         "binding": {"alias": reg.alias_of(str(who))} if who and reg.alias_of(str(who)) else None,
-        "participants": people, "awaiting_notification": awaiting,
+        "participants": people, "awaiting_notification": awaiting, "policy": reg.policy,
         "closed_at": reg.closed_at, "closed": reg.closed,
     }
 

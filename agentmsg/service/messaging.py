@@ -27,21 +27,36 @@ class Mailbox:
 
     # ---- membership -----------------------------------------------------------------
 
-    def open(self, opener: Pin, alias: str, label: str, task: str, notify: dict[str, object] | None = None) -> Registry:
+    def open(self, opener: Pin, alias: str, label: str, task: str, notify: dict[str, object] | None = None, *,
+             policy: str = "open") -> Registry:
         collab = str(uuid.uuid4())
         with self.store.create(collab) as tx:
-            tx.append_event(rules.opened_event(collab, opener, alias, label, task, dict(notify or {"adapter": "hook"})))
+            tx.append_event(rules.opened_event(collab, opener, alias, label, task, dict(notify or {"adapter": "hook"}),
+                                               policy=policy))
             return tx.registry()
 
     def join(self, collab: str, who: Pin, alias: str, *, succeeds: Pin | None = None, reason: str | None = None,
-             notify: dict[str, object] | None = None) -> Registry:
+             notify: dict[str, object] | None = None, ticket: str | None = None) -> Registry:
+        """``ticket``: the sha256 of the one-time ticket the joiner holds (an invite-only collaboration)."""
         with self.store.transaction(collab) as tx:
             ev = rules.join_event(tx.registry(), who, alias, succeeds=succeeds, reason=reason,
-                                  notify=dict(notify) if notify else None)
+                                  notify=dict(notify) if notify else None, ticket=ticket)
             if ev is not None:
                 tx.append_event(ev)
             else:
                 tx.repair_binding(str(who))  # the same join again: repair what a crash cut short
+            return tx.registry()
+
+    def invite(self, collab: str, who: Pin, ticket: str, *, for_alias: str | None, expires_at: float) -> Record:
+        with self.store.transaction(collab) as tx:
+            return tx.append_event(rules.invite_event(tx.registry(), who, ticket, for_alias=for_alias,
+                                                      expires_at=expires_at))
+
+    def set_policy(self, collab: str, who: Pin, policy: str) -> Registry:
+        with self.store.transaction(collab) as tx:
+            ev = rules.policy_event(tx.registry(), who, policy)
+            if ev is not None:
+                tx.append_event(ev)
             return tx.registry()
 
     def handover(self, collab: str, who: Pin, to: Pin, *, alias: str | None = None) -> Record:

@@ -81,16 +81,29 @@ _EVENTS = {
     "left": "{alias} left",
     "closed": "closed by {by}",
     "notify-set": "{alias} changed notification adapter",
+    "policy-set": "{alias} set who may join: {policy}",
+    "invited": "{alias} issued a one-time ticket (for {for}; until {expires})",
 }
 
 
 def event_text(ev: dict[str, Any]) -> str:
-    text: str = _EVENTS.get(ev["type"], ev["type"]).format_map(_Fields(ev))
+    text: str = _EVENTS.get(ev["type"], ev["type"]).format_map(_Fields(_shown(ev)))
     return text + (f" (reason: {ev['reason']})" if ev.get("reason") else "")
 
 
+def _shown(ev: dict[str, Any]) -> dict[str, Any]:
+    """An event's fields as a line shows them: a ticket's alias (any, when it names none) and its expiry."""
+    if ev.get("type") != "invited":
+        return ev
+    import time
+
+    at = ev.get("expires_at")
+    expires = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(at)) if isinstance(at, (int, float)) else "?"
+    return {**ev, "for": ev.get("for") or "any alias", "expires": expires}
+
+
 def event_section(ev: dict[str, Any]) -> str:
-    text = _EVENTS.get(ev["type"], ev["type"]).format_map(_Fields(ev))
+    text = _EVENTS.get(ev["type"], ev["type"]).format_map(_Fields(_shown(ev)))
     out = []
     if ev["type"] == "opened":
         out += [f"# Collaboration {one_line(ev['label'])}", "",

@@ -509,9 +509,10 @@ def test_secret_refused_or_redacted(cli: Cli) -> None:
 def test_stored_and_notified(cli: Cli) -> None:
     code, out, err = cli.run("send", "--collab", cli.collab, "--self", DRIVER, "--to", "reviewer", "--body", "b")
     assert code == 0, err
-    line = out.strip()
+    line, seen = out.strip().splitlines()
     mid = UUID_RE.search(line).group()
     assert line == f"stored+notified: {mid} -> reviewer (hook: surfaces at reviewer's next prompt)"
+    assert seen == "  reviewer's hooks never ran here: it sees this at its session's next prompt, or with agentmsg inbox"
     assert cli.status()["awaiting_notification"] == []
 
 

@@ -112,9 +112,10 @@ def _deleted_idle(gen: Path, idle: Path) -> None:
 
 
 def _deleted_dir(gen: Path, idle: Path) -> None:
-    gen.unlink()
-    idle.unlink()
-    gen.parent.rmdir()
+    """The runtime's whole folder is gone (its presence marks with it)."""
+    import shutil
+
+    shutil.rmtree(gen.parent)
 
 
 def _corrupt_idle(gen: Path, idle: Path) -> None:

@@ -138,7 +138,8 @@ BEGIN
     END IF;
 
     IF NEW.stream = 'events' THEN
-        IF rtype NOT IN ('opened', 'joined', 'succeeded', 'handover', 'left', 'notify-set', 'closed') THEN
+        IF rtype NOT IN ('opened', 'joined', 'succeeded', 'handover', 'left', 'notify-set', 'closed', 'policy-set',
+                         'invited') THEN
             PERFORM agentmsg_refuse(format('%s is not an event', rtype), NEW.stream, NEW.seq);
         END IF;
         IF (rtype = 'opened') <> (NEW.seq = 1) THEN
@@ -162,7 +163,12 @@ BEGIN
                 WHEN 'joined' THEN ARRAY['alias', 'pin', 'runtime']
                 WHEN 'succeeded' THEN ARRAY['alias', 'pin', 'runtime']
                 WHEN 'handover' THEN ARRAY['alias', 'to']
+                WHEN 'policy-set' THEN ARRAY['alias', 'policy']
+                WHEN 'invited' THEN ARRAY['alias', 'ticket']
                 ELSE ARRAY['alias'] END, NEW.stream, NEW.seq);
+            IF rtype = 'invited' THEN
+                PERFORM agentmsg_need_typed(rec, ARRAY['expires_at'], 'number', NEW.stream, NEW.seq);
+            END IF;
             IF rtype = 'notify-set' AND jsonb_typeof(rec -> 'notify') IS DISTINCT FROM 'object' THEN
                 PERFORM agentmsg_refuse('it has no notify setting', NEW.stream, NEW.seq);
             END IF;
