@@ -512,7 +512,8 @@ def test_stored_and_notified(cli: Cli) -> None:
     line, seen = out.strip().splitlines()
     mid = UUID_RE.search(line).group()
     assert line == f"stored+notified: {mid} -> reviewer (hook: surfaces at reviewer's next prompt)"
-    assert seen == "  reviewer's hooks never ran here: it sees this at its session's next prompt, or with agentmsg inbox"
+    assert seen == ("  reviewer's hooks never ran here: it sees this at its session's next prompt, or with "
+                    "agentmsg inbox")
     assert cli.status()["awaiting_notification"] == []
 
 
