@@ -21,6 +21,10 @@ hide it from the context rules: each rule scans the whole text.
 One placeholder rule (`is_placeholder`) exempts values in the context
 rules; it only ever applies to the *whole* value. docs/SECRETS.md lists
 every kind with an example shape, the placeholder rule and the limits.
+
+One layer of base64 or percent encoding is looked through (issue 29): the
+decoded text is scanned with the same rules and a finding covers its
+encoded source (see "one layer of encoding" below for the bounds).
 """
 
 from __future__ import annotations

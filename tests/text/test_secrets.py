@@ -618,6 +618,10 @@ FRAGMENTS = [
     *(do_token("dop", 323), shopify("shpat", 324), discord_webhook(325), telegram(326), sas_sig(327)),
     *("AccountKey=" + azure_key(328), "&sig=", "machine h ", "default login u ", f"{PASSWORD} ", "-u u:", "--token "),
     *("<password>", "</password>", "DB_PASSWORD=", "changeme", "${X}", "<x>", "xxxx", rnd(HEX, 32, 329)),
+    # issue 29: new kinds and one layer of encoding
+    *("SK" + rnd(HEX, 32, 330), " secret ", rnd(ALNUM, 32, 331), databricks(332), vault("hvs", 333), "s.", "hvs."),
+    *(base64.b64encode(pem("RSA PRIVATE", 334).encode()).decode(), quote(gh("ghp", 335), safe=""), "%3D", "%2F"),
+    *(base64.b64encode(f"token={gh('ghp', 336)}".encode()).decode(), "%", "%0A", "%20", "==", "LS0tLS1CRUdJTi"),
 ]
 texts = st.lists(st.one_of(st.text(max_size=30), st.sampled_from(FRAGMENTS)), max_size=14).map("".join)
 
