@@ -843,9 +843,9 @@ def _spans(text: str) -> list[_Span]:
 
 _DECODE_BUDGET = 128 * 1024
 # Standard or URL-safe base64, maybe padded, maybe wrapped: more runs after
-# a newline (or a JSON "\n" escape) and indentation.
-# A run must start a run and hold a capital, digit, "+" or "/" early on: base64 of text
-# always does, lower-case names (snake_case, kebab-case) never.
+# a newline (or a JSON "\n" escape) and indentation. A block starts a run
+# and holds a capital, digit, "+" or "/" early on: base64 of text always
+# does, lower-case names (snake_case, kebab-case) never.
 _B64_BLOCK = Lazy(
     r"(?<![A-Za-z0-9+/_-])(?=[a-z_-]{0,32}[A-Z0-9+/])[A-Za-z0-9+/_-]{24,}={0,2}"
     r"(?:(?:\\n|\r?\n)[ \t]*[A-Za-z0-9+/_-]{4,}={0,2})*"
@@ -853,7 +853,7 @@ _B64_BLOCK = Lazy(
 _B64_LINE = Lazy(r"(?:\\n)?(?P<line>[A-Za-z0-9+/_=-]+)")
 _URLSAFE = str.maketrans("-_", "+/")
 # Hex (with dashes) never encodes a secret's text: base64 of text always holds capitals.
-_HEXISH = Lazy(r"(?:[0-9a-f-]+|[0-9A-F-]+)(?![A-Za-z0-9+/_=])")
+_HEXISH = Lazy(r"[0-9a-f\s-]+=*|[0-9A-F\s-]+=*")
 _UNPRINTABLE = Lazy(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffd]")
 _PCT_SEQ = Lazy(r"(?:%[0-9A-Fa-f]{2})+")
 # Decoded text from different sources is joined with a separator no rule crosses.
@@ -867,6 +867,8 @@ _Source = tuple[int, int, str, list[_Escape] | None]
 
 def _texty(chunk: str) -> bool:
     """`chunk` (a multiple of 4 base64 characters) decodes to text, not binary."""
+    if not chunk:
+        return False
     try:
         head = binascii.a2b_base64(chunk.translate(_URLSAFE)).decode("utf-8", "replace")
     except (binascii.Error, ValueError):
@@ -881,14 +883,22 @@ def _b64_text(block: str) -> tuple[int, int, str] | None:
     on the line above (whose width would shift every byte) and a word on
     the line below are not part of it.
     """
-    if _HEXISH.match(block):
-        return None  # digests and UUIDs
+    if _HEXISH.fullmatch(block):
+        return None  # git object ids, digests, UUIDs, one per line
     lines = [m.span("line") for m in _B64_LINE.finditer(block)]
     if len(lines) > 2 and lines[0][1] - lines[0][0] != lines[1][1] - lines[1][0]:
         lines = lines[1:]
-    if not _texty(block[lines[0][0] : lines[0][0] + 24]):
-        return None  # binary (images, keys in DER, random ids): turned away before the whole block is decoded
-    width = lines[0][1] - lines[0][0]
+    found = _b64_lines(block, lines)
+    if found is None and len(lines) > 1:
+        found = _b64_lines(block, lines[1:])  # a name line above a one-line block
+    return found
+
+
+def _b64_lines(block: str, lines: list[tuple[int, int]]) -> tuple[int, int, str] | None:
+    first = block[lines[0][0] : lines[0][1]]
+    if _HEXISH.fullmatch(first) or not _texty(first[: min(len(first), 24) // 4 * 4]):
+        return None  # digests, UUIDs and binary (images, DER, random ids): turned away before a full decode
+    width = len(first)
     last = next((i for i, (a, b) in enumerate(lines) if b - a != width), len(lines) - 1)
     lines = lines[: last + 1]
     raw = "".join(block[a:b] for a, b in lines).rstrip("=").translate(_URLSAFE)
@@ -928,7 +938,7 @@ def _percent_text(text: str) -> tuple[str, list[_Escape]]:
 
 
 def _encoded(text: str) -> list[_Source]:
-    """Every base64 block and percent-encoded run worth scanning, within the budget."""
+    """Every base64 block worth scanning, and the text percent-decoded if it has escapes, within the budget."""
     sources: list[_Source] = []
     budget = _DECODE_BUDGET
     for m in _B64_BLOCK.finditer(text):

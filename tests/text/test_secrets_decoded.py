@@ -77,6 +77,15 @@ def test_only_one_layer() -> None:
     assert scan(b64(b64(PEM))) == []  # a documented limit: decoded text is not decoded again
 
 
+@pytest.mark.parametrize("above", ["MyVeryLongIdentifierName123", rnd(HEX, 40, 708)])
+def test_a_name_line_above_the_block_does_not_hide_it(above: str) -> None:
+    for block in (b64(PEM), "\n".join(textwrap.wrap(b64(PEM), 64))):
+        text = f"{above}\n{block}"
+        found = scan(text)
+        assert [(f.kind, f.line) for f in found] == [("private-key", 2)]
+        assert text[found[0].start : found[0].end] == block
+
+
 def test_wrapped_block_does_not_swallow_neighbours() -> None:
     lines = textwrap.wrap(b64(PEM), 64)
     text = "some_identifier_name_here_x\n" + "\n".join(lines) + "\nthanks for looking"
