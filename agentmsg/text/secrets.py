@@ -21,6 +21,10 @@ hide it from the context rules: each rule scans the whole text.
 One placeholder rule (`is_placeholder`) exempts values in the context
 rules; it only ever applies to the *whole* value. docs/SECRETS.md lists
 every kind with an example shape, the placeholder rule and the limits.
+
+One layer of base64 or percent encoding is looked through (issue 29): the
+decoded text is scanned with the same rules and a finding covers its
+encoded source (see "one layer of encoding" below for the bounds).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from __future__ import annotations
 import binascii
 import math
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterator
 
@@ -150,7 +154,10 @@ _WORD_PART = Lazy(r"([a-z]+)([0-9]{0,3})|([0-9]{1,4})")
 # Known token prefixes: "ghp_" + filler is as much a stand-in as filler.
 _TOKEN_PREFIX = Lazy(
     r"(?:sk-(?:ant-|proj-)?|[sr]k_(?:live|test)_|whsec_|gh[pousr]_|github_pat_|glpat-|xox[a-z]-|xapp-"
-    r"|AKIA|ASIA|AIza|npm_|pypi-|hf_|SG\.|ya29\.|GOCSPX-|do[opr]_v1_|shp(?:at|ca|pa|ss)_)"
+    r"|AKIA|ASIA|AIza|npm_|pypi-|hf_|SG\.|ya29\.|GOCSPX-|do[opr]_v1_|shp(?:at|ca|pa|ss)_"
+    r"|gl(?:ptt|dt|rt|cbt|oas|soat|ft|imt|agent)-|dapi(?=[0-9a-f])|hv[sbr]\.|ATATT3|glsa_|glc_|sntry[su]_|PMAK-"
+    r"|dp\.(?:pt|st|ct|sa)\.|pscale_(?:tkn|pw|oauth)_|lin_api_|sbp_|sb_secret_|dckr_(?:pat|oat)_|rubygems_|NRAK-"
+    r"|tskey-|lsv2_(?:pt|sk)_|gsk_|pplx-|xkeysib-|dt0c01\.|ntn_|sq0(?:atp|csp)-|AGE-SECRET-KEY-1)"
 )
 # Filler inside a prefixed token ("AKIAXXXXXXXX...", docs' EXAMPLE keys).
 # Case-sensitive and short so real random tokens almost never trip it.
@@ -416,6 +423,12 @@ _NETRC = (
 )
 
 
+# Between a Twilio SID (SK.../AC...) and its secret: punctuation or
+# whitespace, optionally one label ("secret", "TWILIO_API_SECRET=").
+_GLUE_CHARS = r"""[\s:;,|/'"=()\[\]{}]"""
+_TWILIO_GLUE = f"{_GLUE_CHARS}{{1,8}}(?:[A-Za-z][A-Za-z0-9_. -]{{0,38}}{_GLUE_CHARS}{{1,8}})?"
+
+
 # ---- validators -------------------------------------------------------------------------------------
 
 
@@ -495,6 +508,30 @@ def _user_flag(m: re.Match[str]) -> bool:
     """A password, not a group (docker -u app:appgroup) or a port (-u 1000:1000)."""
     pw = m.group("pw")
     return pw != m.group("user") and _plausible(pw, literal=True)
+
+
+def _mixed_digits(m: re.Match[str]) -> bool:
+    """Letters in both cases and digits: a random token, not an identifier (``secret_threshold...``)."""
+    body = m.group("body")
+    return (
+        any(c.isupper() for c in body)
+        and any(c.islower() for c in body)
+        and any(c.isdigit() for c in body)
+        and _random_body(m)
+    )
+
+
+def _twilio(m: re.Match[str]) -> bool:
+    """A Twilio secret next to its key SID: 32 letters and digits that are random, not a word or a digest label."""
+    body = m.group("body")
+    has_digit, has_alpha = any(c.isdigit() for c in body), any(c.isalpha() for c in body)
+    return has_digit and has_alpha and not _filler(body) and _entropy(body) >= 3.0
+
+
+def _vault_legacy(m: re.Match[str]) -> bool:
+    """``s.`` + 24: only a random mix of cases and digits (``s.getElementsByTagName`` is a call)."""
+    body = m.group("body")
+    return _mixed_digits(m) and _entropy(body) >= 3.5 and not _is_name(body)
 
 
 # Punctuation that ends a sentence or a statement, not an unquoted value.
@@ -604,7 +641,13 @@ RULES: tuple[Rule, ...] = (
     _prefixed("stripe-webhook-secret", "whsec_", 6, "[A-Za-z0-9+/]{24,}={0,2}", gate="whsec_"),
     _prefixed("github-token", "github_pat_", 11, "[A-Za-z0-9_]{36,251}", gate="github_pat_"),
     _prefixed("github-token", "gh[pousr]_", 4, "[A-Za-z0-9]{36,251}", gate="ghp_|gho_|ghu_|ghs_|ghr_"),
-    _rule("gitlab-token", _lead("glpat-", 6) + "(?P<body>" + _RUN + "{20,})", _random_body, gate="glpat-"),
+    _rule(
+        "gitlab-token",
+        _lead("gl", 2) + "(?:pat|ptt|dt|rt|cbt|oas|soat|ft|imt|agent)-(?P<body>" + _RUN + "{20,})",
+        _random_body,
+        gate="glpat-|glptt-|gldt-|glrt-|glcbt-|gloas-|glsoat-|glft-|glimt-|glagent-",
+    ),
+    _prefixed("gitlab-token", "GR1348941", 9, "[A-Za-z0-9_-]{20,}", gate="GR1348941"),
     _rule(
         "slack-token",
         _lead("xox", 3) + r"(?:e\.xox)?[abcdeoprs]-(?P<body>[0-9]{1,20}-" + _SLACK_RUN + "{8,})",
@@ -661,6 +704,66 @@ RULES: tuple[Rule, ...] = (
         ("tok",),
         gate=":AA",
     ),
+    _rule(
+        "twilio-api-key",
+        _lead("(?:SK|AC)", 2) + "[0-9a-f]{32}" + _AFTER + _TWILIO_GLUE + "(?P<body>[A-Za-z0-9]{32})" + _AFTER,
+        _twilio,
+        ("body",),
+        gate="SK|AC",
+    ),
+    _prefixed("databricks-token", "dapi", 4, "[0-9a-f]{32}(?:-[0-9]{1,2})?", gate="dapi"),
+    _rule(
+        "vault-token",
+        _lead(r"hv[sbr]\.", 4, r"A-Za-z0-9_.\]-") + "(?P<body>[A-Za-z0-9_-]{24,})" + _AFTER,
+        _random_body,
+        gate="hvs.|hvb.|hvr.",
+    ),
+    _rule(
+        "vault-token",
+        _lead(r"s\.", 2, r"A-Za-z0-9_.\]-") + r"(?P<body>[A-Za-z0-9]{24})(?![A-Za-z0-9_\[(.-])",
+        _vault_legacy,
+        gate="s.",
+    ),
+    _rule(
+        "terraform-token",
+        r"(?<![A-Za-z0-9_.\]-])[A-Za-z0-9]{14}\.atlasv1\.(?P<body>[A-Za-z0-9_=-]{60,70})" + _AFTER,
+        _random_body,
+        gate=".atlasv1.",
+    ),
+    _prefixed("atlassian-api-token", "ATATT3", 6, "[A-Za-z0-9_=-]{100,}", gate="ATATT3"),
+    _prefixed("grafana-token", "glsa_", 5, "[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}", gate="glsa_"),
+    _prefixed("grafana-token", "glc_", 4, "[A-Za-z0-9+/]{32,400}={0,2}", gate="glc_"),
+    _prefixed("sentry-token", "sntrys_", 7, "eyJ[A-Za-z0-9+/=_-]{50,}", gate="sntrys_"),
+    _prefixed("sentry-token", "sntryu_", 7, "[a-f0-9]{64}", gate="sntryu_"),
+    _rule(
+        "age-secret-key",
+        _lead("AGE-SECRET-KEY-1", 16) + "(?P<body>[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58})" + _AFTER,
+        _random_body,
+        gate="AGE-SECRET-KEY-1",
+    ),
+    _prefixed("postman-api-key", "PMAK-", 5, "[a-f0-9]{24}-[a-f0-9]{34}", gate="PMAK-"),
+    _prefixed("doppler-token", r"dp\.", 3, r"(?:pt|st|ct|sa|scim|audit)\.[A-Za-z0-9]{40,44}", gate="dp."),
+    _prefixed("planetscale-token", "pscale_", 7, "(?:tkn|pw|oauth)_[A-Za-z0-9_.-]{32,64}", gate="pscale_"),
+    _prefixed("pulumi-token", "pul-", 4, "[a-f0-9]{40}", gate="pul-"),
+    _prefixed("linear-api-key", "lin_api_", 8, "[A-Za-z0-9]{40}", gate="lin_api_"),
+    _prefixed("supabase-token", "sbp_", 4, "[a-f0-9]{40}", gate="sbp_"),
+    _prefixed("supabase-token", "sb_secret_", 10, "[A-Za-z0-9_-]{20,}", gate="sb_secret_"),
+    _prefixed("docker-hub-token", "dckr_", 5, "(?:pat|oat)_[A-Za-z0-9_-]{27,}", gate="dckr_pat_|dckr_oat_"),
+    _prefixed("rubygems-token", "rubygems_", 9, "[a-f0-9]{48}", gate="rubygems_"),
+    _prefixed("new-relic-key", "NRAK-", 5, "[A-Z0-9]{27}", gate="NRAK-"),
+    _prefixed(
+        "tailscale-key", "tskey-", 6, "(?:auth|api|client|scim|webhook)-[A-Za-z0-9]{8,}-[A-Za-z0-9]{20,}", gate="tskey-"
+    ),
+    _prefixed("langsmith-api-key", "lsv2_", 5, "(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}", gate="lsv2_"),
+    _prefixed("groq-api-key", "gsk_", 4, "[A-Za-z0-9]{52}", gate="gsk_"),
+    _prefixed("replicate-token", "r8_", 3, "[A-Za-z0-9]{37}", _mixed_digits, gate="r8_"),
+    _prefixed("perplexity-api-key", "pplx-", 5, "[A-Za-z0-9]{48}", gate="pplx-"),
+    _prefixed("xai-api-key", "xai-", 4, "[A-Za-z0-9]{80}", _mixed_digits, gate="xai-"),
+    _prefixed("square-token", "sq0", 3, "(?:atp|csp)-[A-Za-z0-9_-]{22,43}", gate="sq0atp-|sq0csp-"),
+    _prefixed("brevo-api-key", "xkeysib-", 8, "[a-f0-9]{64}-[A-Za-z0-9]{16}", gate="xkeysib-"),
+    _prefixed("dynatrace-token", r"dt0c01\.", 7, r"[A-Z0-9]{24}\.[A-Z0-9]{64}", gate="dt0c01."),
+    _prefixed("notion-token", "ntn_", 4, "[A-Za-z0-9]{46}", _mixed_digits, gate="ntn_"),
+    _prefixed("notion-token", "secret_", 7, "[A-Za-z0-9]{43}", _mixed_digits, gate="secret_"),
     _rule("url-credentials", _URL_CREDS, _url_password, ("pw",), gate=(("://", "@"),)),
     _rule("netrc-password", _NETRC, _netrc_password, ("pw",), gate=(("machine|default", "password"),)),
     _rule(
@@ -710,7 +813,7 @@ def _place(spans: list[_Span], start: int, end: int, rank: int, kind: str) -> No
     spans[i:j] = [(lo, hi, best[2], best[3])]
 
 
-def _spans(text: str) -> list[_Span]:
+def _rule_spans(text: str) -> list[_Span]:
     spans: list[_Span] = []
     folded = fold(text)
     for rank, rule in enumerate(RULES):
@@ -719,6 +822,172 @@ def _spans(text: str) -> list[_Span]:
         for start, end in _candidates(rule, text):
             _place(spans, start, end, rank, rule.kind)
     return spans
+
+
+def _spans(text: str) -> list[_Span]:
+    """The rules on `text`, and on one layer of base64 or percent encoding in it."""
+    spans = _rule_spans(text)
+    for start, end, rank, kind in _decoded_spans(text):
+        _place(spans, start, end, rank, kind)
+    return spans
+
+
+# ---- one layer of encoding ---------------------------------------------------------------------------
+# A secret base64-wrapped once (a Kubernetes Secret's ``tls.key``, a
+# Basic header, a JSON blob) or percent-encoded in a URL is decoded and
+# scanned with the same rules; a finding covers its encoded source. Only
+# one layer: decoded text is not decoded again. The work is bounded:
+# base64 needs a run of 24+ characters that decodes to text (binary such
+# as images and digests is dropped after one decode), and all decoded text
+# together stays within `_DECODE_BUDGET` characters, twice a body's limit.
+
+_DECODE_BUDGET = 128 * 1024
+# Standard or URL-safe base64, maybe padded, maybe wrapped: more runs after
+# a newline (or a JSON "\n" escape) and indentation. A block starts a run
+# and holds a capital, digit, "+" or "/" early on: base64 of text always
+# does, lower-case names (snake_case, kebab-case) never.
+_B64_BLOCK = Lazy(
+    r"(?<![A-Za-z0-9+/_-])(?=[a-z_-]{0,32}[A-Z0-9+/])[A-Za-z0-9+/_-]{24,}={0,2}"
+    r"(?:(?:\\n|\r?\n)[ \t]*[A-Za-z0-9+/_-]{4,}={0,2})*"
+)
+_B64_LINE = Lazy(r"(?:\\n)?(?P<line>[A-Za-z0-9+/_=-]+)")
+_URLSAFE = str.maketrans("-_", "+/")
+# Hex (with dashes) never encodes a secret's text: base64 of text always holds capitals.
+_HEXISH = Lazy(r"[0-9a-f\s-]+=*|[0-9A-F\s-]+=*")
+_UNPRINTABLE = Lazy(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffd]")
+_PCT_SEQ = Lazy(r"(?:%[0-9A-Fa-f]{2})+")
+# Decoded text from different sources is joined with a separator no rule crosses.
+_SEP = "\n\x00\n"
+
+# An escape sequence: (decoded start, decoded end, original start, original end).
+_Escape = tuple[int, int, int, int]
+# A decoded source: (original start, original end, decoded text, escapes; None: any position is the whole source).
+_Source = tuple[int, int, str, list[_Escape] | None]
+
+
+def _texty(chunk: str) -> bool:
+    """`chunk` (a multiple of 4 base64 characters) decodes to text, not binary."""
+    if not chunk:
+        return False
+    try:
+        head = binascii.a2b_base64(chunk.translate(_URLSAFE)).decode("utf-8", "replace")
+    except (binascii.Error, ValueError):
+        return False
+    return len(_UNPRINTABLE.findall(head)) <= 2
+
+
+def _b64_text(block: str) -> tuple[int, int, str] | None:
+    """(start, end, text) of the wrapped base64 in `block`, or None when it decodes to binary.
+
+    A wrapped block has lines of one width and a shorter last line: a name
+    on the line above (whose width would shift every byte) and a word on
+    the line below are not part of it.
+    """
+    if _HEXISH.fullmatch(block):
+        return None  # git object ids, digests, UUIDs, one per line
+    lines = [m.span("line") for m in _B64_LINE.finditer(block)]
+    if len(lines) > 2 and lines[0][1] - lines[0][0] != lines[1][1] - lines[1][0]:
+        lines = lines[1:]
+    found = _b64_lines(block, lines)
+    if found is None and len(lines) > 1:
+        found = _b64_lines(block, lines[1:])  # a name line above a one-line block
+    return found
+
+
+def _b64_lines(block: str, lines: list[tuple[int, int]]) -> tuple[int, int, str] | None:
+    first = block[lines[0][0] : lines[0][1]]
+    if _HEXISH.fullmatch(first) or not _texty(first[: min(len(first), 24) // 4 * 4]):
+        return None  # digests, UUIDs and binary (images, DER, random ids): turned away before a full decode
+    width = len(first)
+    last = next((i for i, (a, b) in enumerate(lines) if b - a != width), len(lines) - 1)
+    lines = lines[: last + 1]
+    raw = "".join(block[a:b] for a, b in lines).rstrip("=").translate(_URLSAFE)
+    if len(raw) % 4 == 1:
+        raw = raw[:-1]
+    try:
+        data = binascii.a2b_base64(raw + "=" * (-len(raw) % 4))
+    except (binascii.Error, ValueError):
+        return None
+    decoded = data.decode("utf-8", "replace")
+    if len(_UNPRINTABLE.findall(decoded)) > 2 + len(decoded) // 16:
+        return None
+    return lines[0][0], lines[-1][1], decoded
+
+
+def _percent_text(text: str) -> tuple[str, list[_Escape]]:
+    """`text` with its %XX sequences decoded as UTF-8, and where each sequence came from.
+
+    A sequence that is not UTF-8 stays as it is.
+    """
+    parts: list[str] = []
+    escapes: list[_Escape] = []
+    pos = length = 0
+    for m in _PCT_SEQ.finditer(text):
+        try:
+            decoded = bytes.fromhex(m.group().replace("%", "")).decode("utf-8")
+        except UnicodeDecodeError:
+            continue  # not UTF-8, so not an escape: %DB_PASSWORD%, printf's %de
+        parts.append(text[pos : m.start()])
+        length += m.start() - pos
+        escapes.append((length, length + len(decoded), m.start(), m.end()))
+        parts.append(decoded)
+        length += len(decoded)
+        pos = m.end()
+    parts.append(text[pos:])
+    return "".join(parts), escapes
+
+
+def _encoded(text: str) -> list[_Source]:
+    """Every base64 block worth scanning, and the text percent-decoded if it has escapes, within the budget."""
+    sources: list[_Source] = []
+    budget = _DECODE_BUDGET
+    for m in _B64_BLOCK.finditer(text):
+        found = _b64_text(m.group())
+        if found is not None:
+            start, end, decoded = found
+            budget -= len(decoded)
+            if budget < 0:
+                return sources
+            sources.append((m.start() + start, m.start() + end, decoded, None))
+    if "%" in text and _PCT_SEQ.search(text) is not None and len(text) <= budget:
+        # One source for the whole text: cheaper than a source per URL when escapes abound.
+        decoded, escapes = _percent_text(text)
+        if escapes:
+            sources.append((0, len(text), decoded, escapes))
+    return sources
+
+
+def _origin(source: _Source, pos: int, is_end: bool) -> int:
+    """Where decoded position `pos` (or, with `is_end`, the end of the character at `pos`) lies in the text."""
+    start, end, decoded, escapes = source
+    if escapes is None:
+        return end if is_end else start
+    pos = min(max(pos, 0), max(len(decoded) - 1, 0))
+    i = bisect_right(escapes, (pos, len(decoded) + 1)) - 1
+    if i >= 0 and pos < escapes[i][1]:
+        return escapes[i][3] if is_end else escapes[i][2]  # inside an escape sequence: all of it
+    base = start + pos if i < 0 else escapes[i][3] + pos - escapes[i][1]
+    return min(base + 1 if is_end else base, end)
+
+
+def _decoded_spans(text: str) -> list[_Span]:
+    """Findings in the decoded sources, mapped back to the encoded text they came from."""
+    sources = _encoded(text)
+    if not sources:
+        return []
+    starts, pos = [], 0
+    for source in sources:
+        starts.append(pos)
+        pos += len(source[2]) + len(_SEP)
+    inner = _SEP.join(source[2] for source in sources)
+    out: list[_Span] = []
+    for start, end, rank, kind in _rule_spans(inner):
+        i = bisect_right(starts, start) - 1
+        j = bisect_right(starts, end - 1) - 1
+        lo = _origin(sources[i], start - starts[i], False)
+        hi = _origin(sources[j], end - 1 - starts[j], True)
+        out.append((lo, max(hi, lo + 1), rank, kind))
+    return out
 
 
 def _apply(text: str, spans: list[tuple[int, int, str]]) -> str:

@@ -423,6 +423,8 @@ _UPPER = string.ascii_uppercase + string.digits
 _B64 = _ALNUM + "+/"
 _B64URL = _ALNUM + "-_"
 _DIGITS = string.digits
+_HEX = "0123456789abcdef"
+_BECH32 = "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L"
 
 
 def _rnd(alphabet: str, n: int, seed: int) -> str:
@@ -476,6 +478,40 @@ SECRETS: dict[str, tuple[str, str, str, int]] = {
     "telegram-bot-token": ("curl https://api.telegram.org/bot", _rnd(_DIGITS, 10, 45) + ":AA" + _rnd(_B64URL, 33, 46),
                            "/sendMessage", 1),
     "netrc-password": ("machine api.example.com\n  login deploy\n  password ", _rnd(_ALNUM, 12, 47), "\n", 3),
+    # issue 29: Twilio, Databricks, Vault, and more current vendor formats
+    "twilio-api-key": ("twilio key SK" + _rnd(_HEX, 32, 600) + " secret ", _rnd(_ALNUM, 32, 601), "\n", 1),
+    "databricks-token": ("DATABRICKS_HOST=https://x.cloud.databricks.com\nDATABRICKS_TOKEN=",
+                         "da" + "pi" + _rnd(_HEX, 32, 602), "", 2),
+    "vault-token": ("vault login ", "hv" + "s." + _rnd(_B64URL, 91, 603), " && vault kv get x", 1),
+    "terraform-token": ('credentials "app.terraform.io" { token = "',
+                        _rnd(_ALNUM, 14, 604) + ".atlas" + "v1." + _rnd(_B64URL, 67, 605), '" }', 1),
+    "atlassian-api-token": ("jira token ", "ATA" + "TT3xFfGF0" + _rnd(_B64URL, 170, 606) + "=" + _rnd(_HEX, 8, 607),
+                            "", 1),
+    "grafana-token": ("Authorization: Bearer ", "gl" + "sa_" + _rnd(_ALNUM, 32, 608) + "_" + _rnd(_HEX, 8, 609),
+                      "", 1),
+    "sentry-token": ("SENTRY_AUTH_TOKEN=", "sntr" + "yu_" + _rnd(_HEX, 64, 610), "", 1),
+    "age-secret-key": ("# public key: age1...\n", "AGE-SECRET-" + "KEY-1" + _rnd(_BECH32, 58, 611), "\n", 2),
+    "postman-api-key": ("x-api-key: ", "PM" + "AK-" + _rnd(_HEX, 24, 612) + "-" + _rnd(_HEX, 34, 613), "", 1),
+    "doppler-token": ("doppler ", "dp." + "st." + _rnd(_ALNUM, 43, 614), "", 1),
+    "planetscale-token": ("pscale auth with ", "pscale" + "_tkn_" + _rnd(_ALNUM, 43, 615), "", 1),
+    "pulumi-token": ("PULUMI_ACCESS_TOKEN=", "pu" + "l-" + _rnd(_HEX, 40, 616), "", 1),
+    "linear-api-key": ("linear: ", "lin" + "_api_" + _rnd(_ALNUM, 40, 617), "", 1),
+    "supabase-token": ("supabase login --token ", "sb" + "p_" + _rnd(_HEX, 40, 618), "", 1),
+    "docker-hub-token": ("echo ", "dckr" + "_pat_" + _rnd(_B64URL, 27, 619), " | docker login --password-stdin", 1),
+    "rubygems-token": (":rubygems_api_key: ", "rubygems" + "_" + _rnd(_HEX, 48, 620), "\n", 1),
+    "new-relic-key": ("NEW_RELIC_API_KEY=", "NR" + "AK-" + _rnd(_UPPER, 27, 621), "", 1),
+    "tailscale-key": ("tailscale up --authkey=", "tskey" + "-auth-" + _rnd(_ALNUM, 12, 622) + "-"
+                      + _rnd(_ALNUM, 33, 623), "", 1),
+    "langsmith-api-key": ("LANGSMITH_API_KEY=", "lsv2" + "_pt_" + _rnd(_HEX, 32, 624) + "_" + _rnd(_HEX, 10, 625),
+                          "", 1),
+    "groq-api-key": ("GROQ_API_KEY=", "gs" + "k_" + _rnd(_ALNUM, 52, 626), "", 1),
+    "replicate-token": ("REPLICATE_API_TOKEN=", "r8" + "_" + _rnd(_ALNUM, 37, 627), "", 1),
+    "perplexity-api-key": ("key ", "pp" + "lx-" + _rnd(_ALNUM, 48, 628), "", 1),
+    "xai-api-key": ("XAI_API_KEY=", "xa" + "i-" + _rnd(_ALNUM, 80, 629), "", 1),
+    "square-token": ("square: ", "sq0" + "csp-" + _rnd(_B64URL, 43, 630), "", 1),
+    "brevo-api-key": ("api-key: ", "xkey" + "sib-" + _rnd(_HEX, 64, 631) + "-" + _rnd(_ALNUM, 16, 632), "", 1),
+    "dynatrace-token": ("Api-Token ", "dt0" + "c01." + _rnd(_UPPER, 24, 633) + "." + _rnd(_UPPER, 64, 634), "", 1),
+    "notion-token": ("NOTION_TOKEN=", "nt" + "n_" + _rnd(_ALNUM, 46, 635), "", 1),
 }
 
 

@@ -24,7 +24,8 @@ from agentmsg.text import injection, secrets
 from agentmsg.text.gate import Gated, fold
 
 REPO = Path(__file__).resolve().parents[2]
-CORPUS_MODULES = ("tests.text.test_secrets", "tests.text.test_secrets_context", "tests.docs.test_secrets_docs",
+CORPUS_MODULES = ("tests.text.test_secrets", "tests.text.test_secrets_context", "tests.text.test_secrets_decoded",
+                  "tests.docs.test_secrets_docs", "tests.adversarial.test_secret_formats",
                   "tests.text.test_flags", "tests.adversarial.test_trust_edges", "tests.adversarial.cases")
 RULES: list[tuple[str, Gated]] = [(r.kind, r.gated) for r in secrets.RULES] + [
     (r.name, r.gated) for r in injection.RULES

@@ -135,6 +135,70 @@ def telegram(seed: int) -> str:
     return rnd(string.digits, 10, seed) + ":AA" + rnd(B64URL, 33, seed + 1)
 
 
+def twilio_sid(prefix: str, seed: int) -> str:
+    return prefix + rnd(HEX, 32, seed)  # prefix: "SK" (API key SID) or "AC" (account SID)
+
+
+def databricks(seed: int) -> str:
+    return "da" + "pi" + rnd(HEX, 32, seed)
+
+
+def vault(prefix: str, seed: int, n: int = 91) -> str:
+    return prefix + "." + rnd(ALNUM + "_-", n, seed)  # prefix: "hvs", "hvb", "hvr"
+
+
+def vault_legacy(seed: int) -> str:
+    return "s." + rnd(ALNUM, 24, seed)
+
+
+BECH32 = "qpzry9x8gf2tvdw0s3jn54khce6mua7l".upper()
+
+#: New vendor kinds: kind -> (make a token from a seed, a context to put it in).
+VENDOR: dict[str, tuple[object, str]] = {
+    "databricks-token": (lambda n: databricks(n), "DATABRICKS_TOKEN={}"),
+    "terraform-token": (lambda n: rnd(ALNUM, 14, n) + ".atlas" + "v1." + rnd(B64URL, 67, n + 1), "token = \"{}\""),
+    "atlassian-api-token": (lambda n: "ATA" + "TT3xFfGF0" + rnd(B64URL, 170, n) + "=" + rnd(HEX, 8, n + 1),
+                            "JIRA_API_TOKEN={}"),
+    "grafana-token": (lambda n: "gl" + "sa_" + rnd(ALNUM, 32, n) + "_" + rnd(HEX, 8, n + 1), "Bearer {}"),
+    "sentry-token": (lambda n: "sntr" + "yu_" + rnd(HEX, 64, n), "SENTRY_AUTH_TOKEN={}"),
+    "age-secret-key": (lambda n: "AGE-SECRET-" + "KEY-1" + rnd(BECH32, 58, n), "# created: 2026-01-01\n{}"),
+    "postman-api-key": (lambda n: "PM" + "AK-" + rnd(HEX, 24, n) + "-" + rnd(HEX, 34, n + 1), "x-api-key: {}"),
+    "doppler-token": (lambda n: "dp." + "pt." + rnd(ALNUM, 43, n), "DOPPLER_TOKEN='{}'"),
+    "planetscale-token": (lambda n: "pscale" + "_tkn_" + rnd(ALNUM, 43, n), "{}"),
+    "pulumi-token": (lambda n: "pu" + "l-" + rnd(HEX, 40, n), "PULUMI_ACCESS_TOKEN={}"),
+    "linear-api-key": (lambda n: "lin" + "_api_" + rnd(ALNUM, 40, n), "Authorization: {}"),
+    "supabase-token": (lambda n: "sb" + "p_" + rnd(HEX, 40, n), "supabase login --token {}"),
+    "docker-hub-token": (lambda n: "dckr" + "_pat_" + rnd(B64URL, 27, n), "echo {} | docker login --password-stdin"),
+    "rubygems-token": (lambda n: "rubygems" + "_" + rnd(HEX, 48, n), ":rubygems_api_key: {}"),
+    "new-relic-key": (lambda n: "NR" + "AK-" + rnd(UPPER_DIGITS, 27, n), "NEW_RELIC_API_KEY={}"),
+    "tailscale-key": (lambda n: "tskey" + "-auth-" + rnd(ALNUM, 12, n) + "-" + rnd(ALNUM, 33, n + 1),
+                      "up --authkey={}"),
+    "langsmith-api-key": (lambda n: "lsv2" + "_pt_" + rnd(HEX, 32, n) + "_" + rnd(HEX, 10, n + 1), "{}"),
+    "groq-api-key": (lambda n: "gs" + "k_" + rnd(ALNUM, 52, n), "GROQ_API_KEY={}"),
+    "replicate-token": (lambda n: "r8" + "_" + rnd(ALNUM, 37, n), "REPLICATE_API_TOKEN={}"),
+    "perplexity-api-key": (lambda n: "pp" + "lx-" + rnd(ALNUM, 48, n), "{}"),
+    "xai-api-key": (lambda n: "xa" + "i-" + rnd(ALNUM, 80, n), "XAI_API_KEY={}"),
+    "square-token": (lambda n: "sq0" + "atp-" + rnd(B64URL, 22, n), "access: {}"),
+    "brevo-api-key": (lambda n: "xkey" + "sib-" + rnd(HEX, 64, n) + "-" + rnd(ALNUM, 16, n + 1), "api-key: {}"),
+    "dynatrace-token": (lambda n: "dt0" + "c01." + rnd(UPPER_DIGITS, 24, n) + "." + rnd(UPPER_DIGITS, 64, n + 1),
+                        "Api-Token {}"),
+    "notion-token": (lambda n: "nt" + "n_" + rnd(ALNUM, 46, n), "NOTION_TOKEN={}"),
+}
+
+
+def vendor(kind: str, seed: int) -> str:
+    make = VENDOR[kind][0]
+    assert callable(make)
+    token = make(seed)
+    assert isinstance(token, str)
+    return token
+
+
+def vendor_case(kind: str, seed: int) -> tuple[str, str, str, int]:
+    context = VENDOR[kind][1]
+    return kind, context.format(vendor(kind, seed)), vendor(kind, seed), 1 + context.count("\n")
+
+
 PASSWORD = "pass" + "word"
 
 # (kind, text, the exact secret span, expected 1-based line)
@@ -329,6 +393,23 @@ CASES: list[tuple[str, str, str, int]] = [
     ("netrc-password", f"machine h {PASSWORD} {rnd(ALNUM, 10, 451)} login me", rnd(ALNUM, 10, 451), 1),
     ("netrc-password", f"default login anonymous {PASSWORD} {rnd(ALNUM, 10, 452)}", rnd(ALNUM, 10, 452), 1),
     ("netrc-password", f"machine h login u account a port 21 {PASSWORD} {rnd(ALNUM, 10, 453)}", rnd(ALNUM, 10, 453), 1),
+    # ---- issue 29: Twilio key SIDs next to a secret, Databricks, Vault, and more current vendor formats
+    ("twilio-api-key", f"key {twilio_sid('SK', 500)} secret {rnd(ALNUM, 32, 501)}", rnd(ALNUM, 32, 501), 1),
+    ("twilio-api-key", f"curl -X POST api.twilio.com -d x {twilio_sid('SK', 502)}:{rnd(ALNUM, 32, 503)}",
+     rnd(ALNUM, 32, 503), 1),
+    ("twilio-api-key", f'{{"sid": "{twilio_sid("AC", 504)}",\n "auth": "{rnd(HEX, 32, 505)}"}}', rnd(HEX, 32, 505), 2),
+    ("databricks-token", f"export DATABRICKS_TOKEN={databricks(506)}", databricks(506), 1),
+    ("databricks-token", f"\nhost=x token {databricks(507)}-2 ok", databricks(507) + "-2", 2),
+    ("vault-token", f"VAULT_TOKEN={vault('hvs', 508)}", vault("hvs", 508), 1),
+    ("vault-token", f"batch: {vault('hvb', 509, 138)}", vault("hvb", 509, 138), 1),
+    ("vault-token", f"vault login {vault_legacy(510)}", vault_legacy(510), 1),
+    ("gitlab-token", f"trigger: glptt-{rnd(HEX, 40, 511)}", f"glptt-{rnd(HEX, 40, 511)}", 1),
+    ("gitlab-token", f"runner token glrt-{rnd(B64URL, 20, 512)}", f"glrt-{rnd(B64URL, 20, 512)}", 1),
+    ("gitlab-token", f"register GR1348941{rnd(B64URL, 20, 513)}", f"GR1348941{rnd(B64URL, 20, 513)}", 1),
+    ("grafana-token", f"GRAFANA=glc_{rnd(B64, 80, 514)}", f"glc_{rnd(B64, 80, 514)}", 1),
+    ("supabase-token", f"SUPABASE_SECRET=sb_secret_{rnd(B64URL, 31, 515)}", f"sb_secret_{rnd(B64URL, 31, 515)}", 1),
+    ("notion-token", f"notion = '{'secret'}_{rnd(ALNUM, 43, 516)}'", f"secret_{rnd(ALNUM, 43, 516)}", 1),
+    *(vendor_case(kind, 520 + 2 * i) for i, kind in enumerate(VENDOR)),
 ]
 
 
@@ -537,6 +618,10 @@ FRAGMENTS = [
     *(do_token("dop", 323), shopify("shpat", 324), discord_webhook(325), telegram(326), sas_sig(327)),
     *("AccountKey=" + azure_key(328), "&sig=", "machine h ", "default login u ", f"{PASSWORD} ", "-u u:", "--token "),
     *("<password>", "</password>", "DB_PASSWORD=", "changeme", "${X}", "<x>", "xxxx", rnd(HEX, 32, 329)),
+    # issue 29: new kinds and one layer of encoding
+    *("SK" + rnd(HEX, 32, 330), " secret ", rnd(ALNUM, 32, 331), databricks(332), vault("hvs", 333), "s.", "hvs."),
+    *(base64.b64encode(pem("RSA PRIVATE", 334).encode()).decode(), quote(gh("ghp", 335), safe=""), "%3D", "%2F"),
+    *(base64.b64encode(f"token={gh('ghp', 336)}".encode()).decode(), "%", "%0A", "%20", "==", "LS0tLS1CRUdJTi"),
 ]
 texts = st.lists(st.one_of(st.text(max_size=30), st.sampled_from(FRAGMENTS)), max_size=14).map("".join)
 
