@@ -312,7 +312,8 @@ class Top:
             env = (f"delivery {d['status']} {d['remaining']}/{d['slots']} wait {d['wait_seconds']:g}s "
                    f"exp {d['expires_in_seconds'] // 60}m") if d else "no envelope"
             lines.append(_line(f"  {self._collab(p.collab):24} {one(p.alias):12} {one(p.pin):22} "
-                              f"{'active' if p.active else 'left  '} unacked {p.pending:<4} req {p.requests:<4} "
+                              f"{(p.presence or 'active') if p.active else 'left':9} unacked {p.pending:<4} "
+                              f"req {p.requests:<4} "
                               f"notify {p.notify:11} {env}"))
         if len(ov.people) > budget:
             lines.append(_line(f"  … {len(ov.people) - budget} more", style="dim"))
@@ -397,7 +398,7 @@ def run(ctx: Ctx, *, collab: str | None, self_flag: str | None, once: bool = Fal
     cid = validate.collab_id(collab) if collab else None
     if cid:
         ctx.store.registry(cid)  # an unknown collaboration is NotFound now, not an empty screen
-    ov = Overview(ctx.store, cid)
+    ov = Overview(ctx.store, cid, root=str(ctx.root))
     ov.refresh()
     if once or not (sys.stdin.isatty() and sys.stdout.isatty()):
         console = Console(width=int(ctx.env.get("COLUMNS", "120") or 120), height=10**4, soft_wrap=False)

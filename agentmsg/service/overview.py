@@ -41,6 +41,8 @@ class Person:
     pending: int = 0
     requests: int = 0
     delivery: dict[str, Any] | None = None
+    #: working, idle, listening, gone or unknown (runtime/presence.py); None when the root is not known
+    presence: str | None = None
 
 
 @dataclass
@@ -53,6 +55,8 @@ class Stuck:
 class Overview:
     store: Store
     only: str | None = None
+    #: the state root, where this machine's presence is read (None: no presence column)
+    root: str | None = None
     recent: int = 200
     sample: int = 30
     registries: dict[str, Registry] = field(default_factory=dict)
@@ -118,6 +122,8 @@ class Overview:
                 env = envelope.latest(envs, alias, p.pin) if envs else None
                 if env is not None:
                     person.delivery = env.describe(now, holder=reg.holder(alias), closed=reg.closed)
+                if self.root is not None:
+                    person.presence = self._presence(cid, reg, alias, p.pin, now)
                 try:
                     page = self.store.unacked(cid, alias, limit=self.sample, priority_first=False)
                     reqs = self.store.unacked(cid, alias, limit=self.sample, requests_only=True, priority_first=False)
@@ -137,6 +143,18 @@ class Overview:
         self.requests = sorted(requests, key=lambda m: m.ts)
         self.stuck = stuck
         self.poll()
+
+    def _presence(self, cid: str, reg: Registry, alias: str, pin: str, now: float) -> str:
+        from agentmsg.runtime import presence
+        from agentmsg.service import wake
+
+        try:
+            found = wake.describe(self.store, cid, alias, pin, reg, now)
+            listening = found is not None and found["status"] == "active"
+            return presence.of(str(self.root), pin, listening=listening, now=now).state
+        except (AgentmsgError, OSError) as exc:
+            self._error(cid, alias, exc)
+            return "unknown"
 
     def _envelopes(self, cid: str) -> dict[str, envelope.Envelope]:
         try:

@@ -248,3 +248,29 @@ def test_overseer_closes_after_confirming(top: tuple[Pane, Path, str]) -> None:
     pane.keys("y")
     pane.wait_for(f"closed {cid}")
     assert run_json("status", "--collab", cid, root=root).doc["result"]["closed"] is True
+
+
+def test_top_shows_each_participants_presence(tmp_path: Path) -> None:
+    """``top`` reads presence the way ``roster`` does: a person is unknown, an ended session gone."""
+    import subprocess
+    import sys
+
+    from agentmsg.backends.file.store import FileStore
+    from agentmsg.domain import validate
+    from agentmsg.runtime import facts as sessionfacts
+    from agentmsg.service.messaging import Mailbox
+    from agentmsg.service.overview import Overview
+
+    store = FileStore(tmp_path / "state")
+    box = Mailbox(store)
+    boss, driver = validate.pin("human:boss"), validate.pin(DRIVER)
+    cid = box.open(boss, "boss", "l", "t").collab
+    box.join(cid, driver, "driver")
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    sessionfacts.record(str(store.root), DRIVER, {"host": "codex", "session": "x", "pid": ended.pid,
+                                                  "pid_start": "1"})
+    ov = Overview(store, cid, root=str(store.root))
+    ov.refresh()
+    assert {p.alias: p.presence for p in ov.people} == {"boss": "unknown", "driver": "gone"}
+    assert all(p.presence is None for p in (Overview(store, cid).people or []))
