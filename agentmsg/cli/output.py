@@ -235,6 +235,9 @@ def _status(p: Payload) -> None:
            drop=("enqueued", "presented", "replied", "notify", "acked", "requests"))
     woken = [f"{x['alias']}: {x['wake']}" for x in p["participants"] if x.get("wake", "off") != "off"]
     say(f"wake: {', '.join(woken) or 'off for everyone'}")
+    here = [f"{visible.line(x['alias'])} {x['presence']['state']}" for x in p["participants"] if x.get("presence")]
+    if here:
+        say(f"presence: {', '.join(here)} (agentmsg roster)")
     say(f"awaiting notification: {', '.join(p['awaiting_notification']) or 'none'}")
 
 

@@ -135,7 +135,7 @@ class Tools:
             payload = commands.send(self.ctx, collab=collab, self_flag=self.self_flag, draft=draft, redact=redact)
             lines = [f"{r['state']}: id {r['id']} to {r['to']}"
                      + (f" (wake: {r['wake']['outcome']})" if r.get("wake", {}).get("outcome") not in (None, "wake off")
-                        else "") for r in payload["results"]]
+                        else "") + (f"; {r['next']}" if r.get("next") else "") for r in payload["results"]]
             if payload["redacted"]:
                 lines.append(f"{payload['redacted']} secret(s) replaced with [REDACTED:kind] before storing.")
             return _ok(f"collaboration {payload['collab']}\n" + "\n".join(lines) + "\n", payload)

@@ -124,6 +124,7 @@ def test_every_tool_end_to_end(team: tuple[Path, str]) -> None:
 
     async def body(client: Client) -> None:
         got["status"] = await call(client, "status")
+        got["roster"] = await call(client, "roster")
         got["inbox"] = await call(client, "inbox")
         got["show"] = await call(client, "show", message_id=asked)
         got["reply"] = await call(client, "send", reply_to=asked, subject="yes", body="fair enough")
@@ -143,6 +144,11 @@ def test_every_tool_end_to_end(team: tuple[Path, str]) -> None:
     assert {p["alias"] for p in status["participants"]} == {"alice", "bob", "carol"}
     assert "label" not in status and "review the store" in text(got["status"])  # peer fields: framed only
     check_boundary(text(got["status"]))
+    roster = got["roster"].structured_content
+    assert {p["alias"]: p["presence"]["state"] for p in roster["participants"]}["carol"] == "unknown"
+    assert {p["alias"] for p in roster["participants"]} == {"alice", "bob", "carol"} and "label" not in roster
+    assert got["reply"].structured_content["results"][0]["next"].startswith("bob")
+    assert "; bob" in text(got["reply"])  # the send's line says when bob sees it
 
     inbox = got["inbox"].structured_content
     assert inbox["shown"] == [asked] and inbox["count"] == 1
