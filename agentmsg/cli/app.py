@@ -113,6 +113,20 @@ def invite(
                                              expires_in=expires_in), json_)
 
 
+def kill(
+    alias: Annotated[str, typer.Argument(metavar="ALIAS", help="The participant whose session to stop.")],
+    force: Annotated[bool, typer.Option("--force", help="Stop a session agentmsg did not spawn (a human: pin "
+                                                        "only), through the host process its hooks recorded.")] = False,
+    collab: Collab = None,
+    self_: Self = None,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Stop a participant's session (its alias stays, gone; sends to it are still stored)."""
+    return _done("kill", _actions().kill(_ctx(root), collab=collab, self_flag=self_, alias=alias, force=force),
+                 json_)
+
+
 def policy(
     who_may_join: Annotated[str, typer.Argument(metavar="open|invite-only",
                                                 help="open: anyone who knows the id; invite-only: a ticket's "
@@ -527,7 +541,7 @@ def db_move(
 
 #: Top-level commands, in the order ``agentmsg --help`` lists them.
 COMMANDS: dict[str, Callable[..., int]] = {
-    "open": open_, "join": join, "invite": invite, "policy": policy, "handover": handover, "send": send,
+    "open": open_, "join": join, "invite": invite, "policy": policy, "kill": kill, "handover": handover, "send": send,
     "inbox": inbox, "show": show, "ack": ack,
     "notify": notify, "status": status, "roster": roster, "registry": registry, "leave": leave, "close": close,
     "watch": watch, "search": search, "top": top, "verify": verify, "repair": repair, "mcp": mcp, "doctor": doctor,

@@ -478,6 +478,11 @@ def _invite(p: Payload) -> None:
     say(f"  {p['join']}")
 
 
+def _kill(p: Payload) -> None:
+    say(f"stopped {visible.line(p['alias'])} ({visible.line(p['pin'])}, pid {p['pid']}, {p['signal']}); its alias "
+        "stays, gone, and sends to it are still stored")
+
+
 def _policy(p: Payload) -> None:
     say(f"collaboration {p['collab']}: {p['policy']} ({p['tickets']} unused ticket(s))")
 
@@ -503,7 +508,7 @@ def _roster(p: Payload) -> None:
 
 
 HUMAN: dict[str, Callable[[Payload], None]] = {
-    "roster": _roster, "invite": _invite, "policy": _policy,
+    "roster": _roster, "invite": _invite, "policy": _policy, "kill": _kill,
     "wake on": _wake_change, "wake off": _wake_change, "wake status": _wake_status,
     "open": _open, "join": _join, "send": _send, "inbox": _inbox, "show": _show, "ack": _ack,
     "status": _status, "search": _search, "close": _close, "leave": _leave, "log show": _log_show,

@@ -14,7 +14,9 @@ CLOSED = "closed"
 #: The contact policy (docs/LIFECYCLE.md, "Invitations"): who may join, and the one-time tickets that admit.
 POLICY_SET = "policy-set"
 INVITED = "invited"
-EVENTS = (OPENED, JOINED, SUCCEEDED, HANDOVER, LEFT, NOTIFY_SET, CLOSED, POLICY_SET, INVITED)
+#: A session stopped through agentmsg (``agentmsg kill``): its alias stays, ``gone``, its inbox kept.
+KILLED = "killed"
+EVENTS = (OPENED, JOINED, SUCCEEDED, HANDOVER, LEFT, NOTIFY_SET, CLOSED, POLICY_SET, INVITED, KILLED)
 #: Contact policies: anyone who knows the collaboration's id may join, or only a ticket's holder.
 OPEN_POLICY, INVITE_ONLY = "open", "invite-only"
 POLICIES = (OPEN_POLICY, INVITE_ONLY)

@@ -252,6 +252,21 @@ def leave_event(reg: Registry, who: Pin) -> dict[str, Any]:
     return {"type": kinds.LEFT, "alias": alias, "pin": str(who)}
 
 
+def kill_event(reg: Registry, who: Pin, alias: str, *, force: bool, pid: int) -> dict[str, Any]:
+    """Stopping a session is a person's act: agentmsg spawned none of the sessions it knows today, so only a
+    ``human:`` pin with ``--force`` may stop one (docs/LIFECYCLE.md, "Stopping a session")."""
+    pin = reg.holder(alias)
+    if pin is None:
+        raise _errors().NotFound(f"no active participant {alias} in collaboration {reg.collab}")
+    if not who.human:
+        raise _errors().IdentityError("only a human: pin may stop a session agentmsg did not spawn; "
+                                      "nothing was signalled")
+    if not force:
+        raise _errors().UsageError(f"{alias}'s session was not spawned by agentmsg: stopping it needs --force "
+                                   "(it signals the host process its own hooks recorded)")
+    return {"type": kinds.KILLED, "target": alias, "pin": pin, "by": str(who), "pid": pid}
+
+
 def may_close(reg: Registry, who: Pin) -> None:
     """The current holder of the opener's alias, or a human: pin (a displaced opener may not)."""
     require_open(reg)

@@ -69,6 +69,33 @@ def alive(facts: Mapping[str, Any]) -> bool:
     return stat is not None and stat[2] == started
 
 
+def stop(facts: Mapping[str, Any], *, grace: float = 5.0) -> str:
+    """Stop the recorded host process: ``SIGTERM``, then ``SIGKILL`` after ``grace`` seconds.  Only while its pid
+    still has the recorded start time: a reused pid is never signalled.  Returns the signal that ended it."""
+    import signal
+
+    pid, started = facts.get("pid"), facts.get("pid_start")
+    if type(pid) is not int or not isinstance(started, str) or pid <= 1 or pid == os.getpid():
+        raise LookupError("no host process was recorded for this session")
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 2.0)):
+        stat = proc_stat(pid)
+        if stat is None or stat[2] != started:
+            raise LookupError(f"the recorded host process (pid {pid}) is not running")
+        os.kill(pid, sig)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            stat = proc_stat(pid)
+            if stat is None or stat[2] != started or _zombie(pid):
+                return sig.name
+            time.sleep(0.05)
+    return "SIGKILL"
+
+
+def _zombie(pid: int) -> bool:
+    raw = fsio.read_bytes(f"/proc/{pid}/stat") or b""
+    return raw.rpartition(b")")[2][:3].strip() == b"Z"
+
+
 def descends_from(pid: int, ancestor: int) -> bool:
     """Whether ``pid`` is ``ancestor`` or runs below it (the tmux guard: the pane holds the host)."""
     for _ in range(32):

@@ -13,7 +13,7 @@ from typing import Any
 from agentmsg import records
 from agentmsg.domain import kinds, rules, validate
 from agentmsg.domain.values import Draft, Message, Pin, Sent
-from agentmsg.errors import IdentityError, NotifyFailed, SecretRefused, TamperDetected, UsageError
+from agentmsg.errors import IdentityError, NotFound, NotifyFailed, SecretRefused, TamperDetected, UsageError
 from agentmsg.runtime import notify
 from agentmsg.service import payloads
 from agentmsg.service.context import Ctx
@@ -86,6 +86,29 @@ def invite(ctx: Ctx, *, collab: str | None, self_flag: str | None, alias: str | 
     ctx.mailbox.invite(cid, who, ticket_hash(ticket), for_alias=for_alias, expires_at=expires_at)
     return {"collab": cid, "ticket": ticket, "alias": for_alias, "expires_at": records.iso_utc(expires_at),
             "by": str(who), "join": f"agentmsg join --collab {cid} --alias {for_alias or 'ALIAS'} --ticket {ticket}"}
+
+
+def kill(ctx: Ctx, *, collab: str | None, self_flag: str | None, alias: str, force: bool) -> Payload:
+    """Stop a participant's session through the host process its own hooks recorded, and record it."""
+    from agentmsg.runtime import facts as sessionfacts
+
+    who = ctx.who(self_flag)
+    cid = ctx.collab(collab, who)
+    reg = ctx.store.registry(cid)
+    alias = validate.alias(alias)
+    pin = reg.holder(alias)
+    doc: dict[str, Any] = sessionfacts.load(str(ctx.root), pin) if pin else {}
+    found = doc.get("facts")
+    facts: dict[str, Any] = found if isinstance(found, dict) else {}
+    pid = int(facts["pid"]) if type(facts.get("pid")) is int else 0
+    rules.kill_event(reg, who, alias, force=force, pid=pid)  # refused before anything is signalled
+    try:
+        ended = sessionfacts.stop(facts)
+    except LookupError as exc:
+        raise NotFound(f"{alias}: {exc}; nothing was signalled") from None
+    with ctx.store.transaction(cid) as tx:
+        ev = tx.append_event(rules.kill_event(tx.registry(), who, alias, force=force, pid=pid))
+    return {"collab": cid, "alias": alias, "pin": ev["pin"], "pid": pid, "signal": ended, "by": str(who)}
 
 
 def set_policy(ctx: Ctx, *, collab: str | None, self_flag: str | None, policy: str) -> Payload:

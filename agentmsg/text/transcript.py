@@ -83,6 +83,7 @@ _EVENTS = {
     "notify-set": "{alias} changed notification adapter",
     "policy-set": "{alias} set who may join: {policy}",
     "invited": "{alias} issued a one-time ticket (for {for}; until {expires})",
+    "killed": "{target}'s session was stopped by {by}",
 }
 
 

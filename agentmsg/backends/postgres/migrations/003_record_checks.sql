@@ -139,13 +139,20 @@ BEGIN
 
     IF NEW.stream = 'events' THEN
         IF rtype NOT IN ('opened', 'joined', 'succeeded', 'handover', 'left', 'notify-set', 'closed', 'policy-set',
-                         'invited') THEN
+                         'invited', 'killed') THEN
             PERFORM agentmsg_refuse(format('%s is not an event', rtype), NEW.stream, NEW.seq);
         END IF;
         IF (rtype = 'opened') <> (NEW.seq = 1) THEN
             PERFORM agentmsg_refuse('a collaboration opens with its first event, and only there', NEW.stream, NEW.seq);
         END IF;
-        IF rtype = 'closed' THEN
+        IF rtype = 'killed' THEN
+            -- a person stops a session (rules.kill_event): a human: pin, bound to no role
+            v_pin := agentmsg_text(rec, 'by', NEW.stream, NEW.seq);
+            IF v_pin IS NULL OR v_pin NOT LIKE 'human:%' THEN
+                PERFORM agentmsg_refuse('only a human: pin stops a session', NEW.stream, NEW.seq);
+            END IF;
+            v_alias := NULL;
+        ELSIF rtype = 'closed' THEN
             -- the opener's alias closes (rules.may_close), or a human: pin, which is bound to no role
             -- (docs/POSTGRES.md)
             v_pin := agentmsg_text(rec, 'by', NEW.stream, NEW.seq);
