@@ -8,7 +8,7 @@ import sys
 import time
 
 from agentmsg import PACKAGE_DIR, TOOL, __version__, fsio, records
-from agentmsg.backends.file import ahead, hookstate, idle, layout, outbox
+from agentmsg.backends.file import ahead, hookstate, idle, layout
 from agentmsg.backends.file.derived import quietly
 from agentmsg.backends.file.store import FileStore, FileTxn
 from agentmsg.domain import envelope, kinds, rules
@@ -367,6 +367,8 @@ class HookBase:
         """This exact binding's envelope, if it is active."""
         recs = tx.delivery_records()
         if self.store.replica_of is not None:  # slots spent here and not yet back from the server
+            from agentmsg.backends.file import outbox  # a replica root only
+
             recs += outbox.slots(tx.root, tx.collab)
         env = envelope.latest(envelope.fold(recs), alias, self.pin)
         if env is None:
@@ -404,6 +406,8 @@ class _Outbox:
         self.root, self.collab = root, collab
 
     def put(self, stream: str, recs: list[dict[str, Any]], *, durable: bool) -> None:
+        from agentmsg.backends.file import outbox  # a replica root only
+
         outbox.put(self.root, self.collab, stream, recs, entry_id=records.uuid4(), durable=durable)
 
 

@@ -204,9 +204,12 @@ class FileStore(TxnReads):
     def replica_of(self) -> str | None:
         """The store this root mirrors (``agentmsg sync``), read once; None for an ordinary root."""
         if self._replica is False:
-            from agentmsg.backends.file.replica import replica_of
+            if not os.path.lexists(os.path.join(self.root, layout.REPLICA)):
+                self._replica = None  # an ordinary root: the replica module is not even imported
+            else:
+                from agentmsg.backends.file.replica import replica_of
 
-            self._replica = replica_of(self.root)
+                self._replica = replica_of(self.root)
         return self._replica  # type: ignore[return-value]
 
     def writable(self) -> None:
