@@ -71,7 +71,8 @@ class Ctx:
         return self._mailbox
 
     def who(self, self_flag: str | None) -> Pin:
-        return identity.resolve(self_flag, self.env)
+        """The acting pin (``identity.resolve``: a recorded host session above this process decides)."""
+        return identity.resolve(self_flag, self.env, self.root)
 
     def collab(self, flag: str | None, who: Pin | None = None) -> str:
         """``--collab``, else the pin's only binding (which ``AGENTMSG_COLLAB``, if set, must name)."""
