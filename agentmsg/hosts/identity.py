@@ -32,22 +32,13 @@ def host_pins(env: Mapping[str, str]) -> list[Pin]:
     return [model.pin(f"{runtime}:{env[var]}") for var, runtime in HOST_VARS if env.get(var)]
 
 
-def recorded_session(root: str | os.PathLike[str] | None) -> tuple[int, list[str]] | None:
-    """The nearest ancestor host process a SessionStart hook recorded under ``root``, with its pins."""
-    if root is None:
-        return None
-    from agentmsg.runtime import facts  # /proc and the wake directory: only for commands that resolve a pin
-
-    return facts.nearest_recorded(facts.recorded_hosts(os.fspath(root)))
-
-
 def resolve(self_flag: str | None, env: Mapping[str, str] | None = None,
-            root: str | os.PathLike[str] | None = None) -> Pin:
-    """The acting pin: rule 1 when ``root`` records a host session above this process, else rule 2."""
+            inside: tuple[int, Sequence[str]] | None = None) -> Pin:
+    """The acting pin: rule 1 when ``inside`` names the nearest recorded host process above this one and its
+    pins (``service/context`` looks it up: ``runtime/facts.nearest_recorded``), else rule 2."""
     env = os.environ if env is None else env
     hosts = host_pins(env)
     chosen = model.pin(self_flag) if self_flag else None
-    inside = recorded_session(root)
     if inside is not None:
         return _inside(chosen, hosts, *inside)
     if chosen is not None:
