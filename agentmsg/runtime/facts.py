@@ -159,3 +159,55 @@ def set_turn(root: str, pin: str, turn: str) -> None:
 def busy(doc: Mapping[str, Any], now: float) -> bool:
     at = doc.get("turn_at")
     return doc.get("turn") == "busy" and isinstance(at, (int, float)) and now - at < BUSY_FOR
+
+
+def recorded_hosts(root: str) -> dict[tuple[int, str], list[str]]:
+    """Every host process a SessionStart hook recorded under ``root`` (pid, start time) -> its pins.
+
+    Identity's ancestry rule asks this (not the hooks).  Several pins share one process when a host runs
+    more than one session (a cleared or resumed session, OpenCode's sessions); a file that does not parse,
+    or whose pin is not a ``runtime:session`` pair, counts for nothing.
+    """
+    try:
+        names = os.listdir(os.path.join(root, layout.WAKE))
+    except OSError:
+        return {}
+    found: dict[tuple[int, str], list[str]] = {}
+    suffix = "." + layout.SESSION_FACTS
+    for name in sorted(names):
+        if not name.endswith(suffix) or name.startswith(layout.RETRY_PREFIX):
+            continue
+        try:
+            raw = fsio.read_bytes(os.path.join(root, layout.WAKE, name))
+            doc = records.loads(raw) if raw else None
+        except Exception:  # a link, a FIFO, a torn or foreign file: not a record
+            continue
+        facts = doc.get("facts") if isinstance(doc, dict) else None
+        pin = doc.get("pin") if isinstance(doc, dict) else None
+        if not isinstance(facts, dict) or not isinstance(pin, str) or name != f"{layout.pin_key(pin)}{suffix}":
+            continue
+        pid, started = facts.get("pid"), facts.get("pid_start")
+        if type(pid) is int and pid > 1 and isinstance(started, str):
+            found.setdefault((pid, started), []).append(pin)
+    return found
+
+
+def nearest_recorded(recorded: Mapping[tuple[int, str], list[str]], start: int | None = None,
+                     ) -> tuple[int, list[str]] | None:
+    """The nearest process at or above ``start`` (this process) that ``recorded`` holds, with its pins.
+
+    Compared by pid and start time, so a pid the kernel reused for another process never matches.  None
+    without ``/proc``, at init, or when no recorded host process is an ancestor.
+    """
+    if not recorded:
+        return None
+    pid = os.getpid() if start is None else start
+    for _ in range(64):
+        stat = proc_stat(pid)
+        if stat is None or pid <= 1:
+            return None
+        pins = recorded.get((pid, stat[2]))
+        if pins:
+            return pid, pins
+        pid = stat[1]
+    return None

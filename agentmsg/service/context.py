@@ -71,7 +71,10 @@ class Ctx:
         return self._mailbox
 
     def who(self, self_flag: str | None) -> Pin:
-        return identity.resolve(self_flag, self.env)
+        """The acting pin (``identity.resolve``): a host session recorded in this root above this process decides."""
+        from agentmsg.runtime import facts  # /proc and ROOT/wake: only for commands that resolve a pin
+
+        return identity.resolve(self_flag, self.env, facts.nearest_recorded(facts.recorded_hosts(str(self.root))))
 
     def collab(self, flag: str | None, who: Pin | None = None) -> str:
         """``--collab``, else the pin's only binding (which ``AGENTMSG_COLLAB``, if set, must name)."""
