@@ -93,6 +93,24 @@ def test_presence_follows_the_hooks_and_an_idle_prompt_starts_no_interpreter(tmp
     env = {"AGENTMSG_PYTHON": str(shim)}
     assert run_hook("claude", "SessionStart", tmp_path, root, REVIEWER_SESSION, extra_env=env).returncode == 0
     assert run_hook("claude", "Stop", tmp_path, root, REVIEWER_SESSION, extra_env=env).returncode == 0
+    assert _roster(root, collab.id)["reviewer"]["presence"]["state"] == "gone"  # its (test) host process ended
+    host = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])  # a host that lives on
+    try:
+        _live_session(root, host, tmp_path, env, collab.id)
+    finally:
+        host.kill()
+        host.wait()
+
+
+def _live_session(root: Path, host: subprocess.Popen[bytes], tmp_path: Path, env: dict[str, str], cid: str) -> None:
+    stat = sessionfacts.proc_stat(host.pid)
+    assert stat is not None
+    sessionfacts.record(str(root), REVIEWER, {"host": "claude", "session": REVIEWER_SESSION, "pid": host.pid,
+                                              "pid_start": stat[2]})
+
+    class collab:  # noqa: N801  # the same names as the fixture's, for the steps below
+        id = cid
+
     assert _roster(root, collab.id)["reviewer"]["presence"]["state"] == "idle"
     assert run_hook("claude", "UserPromptSubmit", tmp_path, root, REVIEWER_SESSION, extra_env=env,
                     prompt="hi").returncode == 0  # the full run leaves the idle marker

@@ -119,6 +119,14 @@ def payload(event: str, session: str, host: str = "claude", **fields: Any) -> di
     return doc
 
 
+#: The host process a hook runs under: renamed (``PR_SET_NAME``) so that ``runtime.facts.host_process`` stops at
+#: it, as it stops at a real host, instead of walking up to whatever runs the tests; it ends with the hook, so
+#: the session it records is not an ancestor of the CLI calls a test makes next (``hosts/identity``'s rule).
+TEST_HOST = ("import ctypes, subprocess, sys\n"
+             "ctypes.CDLL(None).prctl(15, b'test-host', 0, 0, 0)\n"
+             "sys.exit(subprocess.run(sys.argv[1:]).returncode)\n")
+
+
 def run_hook(host: str, event: str, tmp: Path, root: Path | None, session: str, *,
              stdin: bytes | dict[str, Any] | None = None, extra_env: dict[str, str] | None = None,
              timeout: float = 30, **fields: Any) -> HookResult:
@@ -130,7 +138,8 @@ def run_hook(host: str, event: str, tmp: Path, root: Path | None, session: str, 
     command = hook_command(host, event if event in wired else "Stop")
     env = host_env(host, tmp, root, session, event, extra_env)
     shell = ["/bin/sh", "-c", command] if host == "claude" else [env["SHELL"], "-c", command]
-    proc = subprocess.run(shell, input=data, capture_output=True, env=env, cwd=tmp, timeout=timeout)
+    proc = subprocess.run([sys.executable, "-I", "-S", "-c", TEST_HOST, *shell], input=data, capture_output=True,
+                          env=env, cwd=tmp, timeout=timeout)
     return HookResult(proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace"),
                       proc.stdout)
 
