@@ -81,8 +81,12 @@ def descends_from(pid: int, ancestor: int) -> bool:
     return False
 
 
-def gather(host: str, session: str, env: Mapping[str, str]) -> dict[str, Any]:
-    """What this process can see of its session (values are validated again where they are used)."""
+def gather(host: str, session: str, env: Mapping[str, str], *, strict: bool = False) -> dict[str, Any]:
+    """What this process can see of its session (values are validated again where they are used).
+
+    A tmux pane is kept only when this process runs in it (``runtime/panes.py``); a claimed pane that does
+    not verify is left out, or with ``strict`` refused (``panes.Refused``).
+    """
     facts: dict[str, Any] = {"host": host, "session": session}
     found = host_process()
     if found is not None:
@@ -91,9 +95,18 @@ def gather(host: str, session: str, env: Mapping[str, str]) -> dict[str, Any]:
             facts["exe"] = os.readlink(f"/proc/{found[0]}/exe")
         except OSError:
             pass
-    tmux, pane = env.get("TMUX", ""), env.get("TMUX_PANE", "")
-    if tmux and pane:
-        facts["tmux_socket"], facts["pane"] = tmux.split(",", 1)[0], pane
+    if env.get("TMUX_PANE"):
+        from agentmsg.runtime import panes  # only a session that claims a pane pays for the check
+
+        claim = panes.claimed(env)
+        try:
+            if claim is None:
+                raise panes.Refused("TMUX or TMUX_PANE is malformed")
+            panes.verify(*claim, [os.getpid()])
+            facts["tmux_socket"], facts["pane"] = claim
+        except panes.Refused:
+            if strict:
+                raise
     spec = registry.get(host)
     if spec is not None:
         facts.update(spec.facts(env, found[0] if found is not None else None, session))
