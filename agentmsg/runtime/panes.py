@@ -23,8 +23,11 @@ from __future__ import annotations
 import os
 import stat
 
-from agentmsg.hosts.base import COMMAND_TIMEOUT, is_abs_path, scrubbed
-from agentmsg.runtime.facts import alive, descends_from, proc_stat
+from agentmsg.hosts.base import is_abs_path, scrubbed
+from agentmsg.runtime.procs import descends_from, proc_stat
+
+#: Seconds a tmux server may take to answer: the SessionStart hook waits this long at most.
+ASK_TIMEOUT = 3.0
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -79,7 +82,7 @@ def pane_process(socket: str, pane: str) -> int:
         raise Refused("tmux is not on PATH")
     try:
         done = subprocess.run([program, "-S", socket, "display-message", "-p", "-t", pane,
-                               "#{pane_id} #{pane_pid}"], capture_output=True, timeout=COMMAND_TIMEOUT,
+                               "#{pane_id} #{pane_pid}"], capture_output=True, timeout=ASK_TIMEOUT,
                               check=False, stdin=subprocess.DEVNULL, env=scrubbed(program))
     except (OSError, subprocess.TimeoutExpired):
         raise Refused("the tmux server did not answer") from None
@@ -89,11 +92,18 @@ def pane_process(socket: str, pane: str) -> int:
     return int(parts[1])
 
 
+def _running(anchor: Mapping[str, Any]) -> bool:
+    """Whether the recorded process still runs: same pid, same start time."""
+    pid, started = anchor.get("pid"), anchor.get("pid_start")
+    found = proc_stat(pid) if type(pid) is int else None
+    return found is not None and isinstance(started, str) and found[2] == started
+
+
 def holders(recorded: Mapping[str, Any]) -> list[int]:
     """The processes a recorded pane must hold: this one, and the hooks' host process while it still runs."""
     out = [os.getpid()]
     pid = recorded.get("pid")
-    if type(pid) is int and isinstance(recorded.get("pid_start"), str) and alive(recorded):
+    if type(pid) is int and _running(recorded):
         out.append(pid)
     return out
 
@@ -129,7 +139,7 @@ def ring_refusal(socket: str, pane: str, anchor: Mapping[str, Any], *, exact: bo
         now = pane_process(socket, pane)
     except Refused as exc:
         return str(exc)
-    if not alive(anchor):
+    if not _running(anchor):
         return f"the recorded process {pid} is gone"
     if (now != pid) if exact else not descends_from(pid, now):
         return f"pane {pane} does not run the recorded process {pid}"
