@@ -19,6 +19,8 @@ import time
 from agentmsg import fsio, records
 from agentmsg.backends.file import layout
 from agentmsg.hosts import registry
+from agentmsg.runtime.procs import descends_from as descends_from
+from agentmsg.runtime.procs import proc_stat as proc_stat
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -31,19 +33,6 @@ SHELLS = frozenset({"sh", "bash", "dash", "zsh", "fish", "ksh", "env", "timeout"
 BUSY_FOR = 1800.0  # a "turn running" note older than this is stale (a crashed turn)
 #: The facts every host has; a host adds its own (``Host.facts``).
 FIELDS = ("host", "session", "pid", "pid_start", "exe", "tmux_socket", "pane")
-
-
-def proc_stat(pid: int) -> tuple[str, int, str] | None:
-    """``(comm, ppid, start time in clock ticks)`` of a live process, or None."""
-    raw = fsio.read_bytes(f"/proc/{pid}/stat")
-    if not raw:
-        return None
-    text = raw.decode("utf-8", "replace")
-    left, right = text.find("("), text.rfind(")")
-    rest = text[right + 2:].split()
-    if left < 0 or right < 0 or len(rest) < 20:
-        return None
-    return text[left + 1:right], int(rest[1]), rest[19]
 
 
 def host_process(start: int | None = None) -> tuple[int, str] | None:
@@ -96,20 +85,12 @@ def _zombie(pid: int) -> bool:
     return raw.rpartition(b")")[2][:3].strip() == b"Z"
 
 
-def descends_from(pid: int, ancestor: int) -> bool:
-    """Whether ``pid`` is ``ancestor`` or runs below it (the tmux guard: the pane holds the host)."""
-    for _ in range(32):
-        if pid == ancestor:
-            return True
-        stat = proc_stat(pid)
-        if stat is None or pid <= 1:
-            return False
-        pid = stat[1]
-    return False
+def gather(host: str, session: str, env: Mapping[str, str], *, strict: bool = False) -> dict[str, Any]:
+    """What this process can see of its session (values are validated again where they are used).
 
-
-def gather(host: str, session: str, env: Mapping[str, str]) -> dict[str, Any]:
-    """What this process can see of its session (values are validated again where they are used)."""
+    A tmux pane is kept only when this process runs in it (``runtime/panes.py``); a claimed pane that does
+    not verify is left out, or with ``strict`` refused (``panes.Refused``).
+    """
     facts: dict[str, Any] = {"host": host, "session": session}
     found = host_process()
     if found is not None:
@@ -118,9 +99,18 @@ def gather(host: str, session: str, env: Mapping[str, str]) -> dict[str, Any]:
             facts["exe"] = os.readlink(f"/proc/{found[0]}/exe")
         except OSError:
             pass
-    tmux, pane = env.get("TMUX", ""), env.get("TMUX_PANE", "")
-    if tmux and pane:
-        facts["tmux_socket"], facts["pane"] = tmux.split(",", 1)[0], pane
+    if env.get("TMUX_PANE"):
+        from agentmsg.runtime import panes  # only a session that claims a pane pays for the check
+
+        claim = panes.claimed(env)
+        try:
+            if claim is None:
+                raise panes.Refused("TMUX or TMUX_PANE is malformed")
+            panes.verify(*claim, [os.getpid()])
+            facts["tmux_socket"], facts["pane"] = claim
+        except panes.Refused:
+            if strict:
+                raise
     spec = registry.get(host)
     if spec is not None:
         facts.update(spec.facts(env, found[0] if found is not None else None, session))

@@ -20,11 +20,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentmsg.domain.values import Message
-from agentmsg.errors import UsageError
+from agentmsg.errors import IdentityError, UsageError
 from agentmsg.hosts import registry
 from agentmsg.hosts.base import COMMAND_TIMEOUT as COMMAND_TIMEOUT
 from agentmsg.hosts.base import NotifyError as NotifyError
 from agentmsg.hosts.base import is_abs_path, run_fixed
+from agentmsg.runtime import facts as sessionfacts
+from agentmsg.runtime import panes
 
 #: The typed adapters: a doorbell at the next prompt, tmux, and each host's own (``Host.notify_adapter``).
 KINDS = ("hook", "tmux", *registry.notify_adapters())
@@ -36,10 +38,7 @@ def doorbell(msg: Message) -> str:
             "it is quoted at your next prompt.")
 
 
-def _is_pane(value: object) -> bool:
-    return isinstance(value, str) and len(value) <= 12 and value[:1] == "%" and value[1:].isdigit()
-
-
+_is_pane = panes.is_pane
 _is_socket = is_abs_path
 
 
@@ -49,7 +48,10 @@ def validate(config: Mapping[str, Any]) -> dict[str, Any]:
     if kind == "hook":
         return {"adapter": "hook"}
     if kind == "tmux" and _is_pane(config.get("pane")) and _is_socket(config.get("socket")):
-        return {"adapter": "tmux", "pane": config["pane"], "socket": config["socket"]}
+        tmux = {"adapter": "tmux", "pane": config["pane"], "socket": config["socket"]}
+        if type(config.get("pid")) is int and isinstance(config.get("pid_start"), str):
+            tmux.update(pid=config["pid"], pid_start=config["pid_start"])  # the pane's process when recorded
+        return tmux
     host = registry.notify_adapters().get(str(kind))
     typed = host.valid_notify(config) if host is not None else None
     if typed is not None:
@@ -57,16 +59,26 @@ def validate(config: Mapping[str, Any]) -> dict[str, Any]:
     raise NotifyError(f"adapter {str(kind)[:20]!r} is not a valid typed adapter; it was not run")
 
 
-def from_option(spec: str | None, env: Mapping[str, str]) -> dict[str, Any]:
-    """``--notify KIND`` (``KINDS``): the parameters come from the caller's own session."""
+def from_option(spec: str | None, env: Mapping[str, str], root: str | None = None,
+                pin: str | None = None) -> dict[str, Any]:
+    """``--notify KIND`` (``KINDS``): the parameters come from the caller's own session.
+
+    A tmux pane is taken only when this process, or the host process ``pin``'s hooks recorded under
+    ``root``, runs in it on a server of this user's (``runtime/panes.py``); anything else is refused.
+    """
     if not spec or spec == "hook":
         return {"adapter": "hook"}
     if spec == "tmux":
-        tmux, pane = env.get("TMUX", ""), env.get("TMUX_PANE", "")
-        socket = tmux.split(",", 1)[0]
-        if not (_is_pane(pane) and _is_socket(socket)):
+        claim = panes.claimed(env)
+        if claim is None:
             raise UsageError("--notify tmux needs this session to run inside tmux (TMUX and TMUX_PANE)")
-        return {"adapter": "tmux", "pane": pane, "socket": socket}
+        recorded = sessionfacts.load(root, pin).get("facts") if root and pin else None
+        try:
+            pid, started = panes.verify(*claim, panes.holders(recorded if isinstance(recorded, dict) else {}))
+        except panes.Refused as exc:
+            raise IdentityError(f"--notify tmux: pane {claim[1]} is not this session's own ({exc}); "
+                                "run it from inside the session's own tmux pane") from None
+        return {"adapter": "tmux", "pane": claim[1], "socket": claim[0], "pid": pid, "pid_start": started}
     host = registry.notify_adapters().get(spec)
     params = host.notify_params(env) if host is not None else None
     if params is not None:
@@ -88,6 +100,9 @@ def notify(config: Mapping[str, Any], msg: Message) -> str:
     if adapter["adapter"] == "hook":
         return f"hook: surfaces at {msg.to}'s next prompt"
     if adapter["adapter"] == "tmux":
+        why = panes.ring_refusal(adapter["socket"], adapter["pane"], adapter, exact=True)
+        if why:
+            raise NotifyError(f"not rung (tmux pane {adapter['pane']} not verified: {why}); nothing was typed")
         base = ["tmux", "-S", adapter["socket"], "send-keys", "-t", adapter["pane"]]
         run_fixed([*base, "-l", doorbell(msg)])
         time.sleep(0.2)  # an Enter in the same burst is swallowed by some TUIs

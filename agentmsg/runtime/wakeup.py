@@ -10,10 +10,13 @@ fixed by agentmsg (``tmux``, the host's own CLI), run with a scrubbed environmen
   peer socket, a queue command.
 * **Then, or for any other host:** guarded tmux.
 
-The **tmux guard** (:func:`guard`): the pane runs the recorded host process,
-is not in copy mode, no client typed there in the last ``QUIET`` seconds, its
-prompt line is empty and no permission dialog shows.  Otherwise the ring is
-deferred and rung again by the resident helper (:func:`retry_later`); a draft is never touched.
+Before tmux types, the pane must still be the session's own (``runtime/panes.py``:
+a socket of this user's, a pane that holds the recorded host process); otherwise
+the ring is not rung and never retried.  Then the **tmux guard** (:func:`guard`):
+the pane is not in copy mode, no client typed there in the last ``QUIET``
+seconds, its prompt line is empty and no permission dialog shows.  Otherwise the
+ring is deferred and rung again by the resident helper (:func:`retry_later`); a
+draft is never touched.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import Any
 from agentmsg.hosts import registry
 from agentmsg.hosts.base import scrubbed
 from agentmsg.runtime import facts as sessionfacts
-from agentmsg.runtime import notify
+from agentmsg.runtime import notify, panes
 
 QUIET = 5.0  # seconds without client input before tmux may type
 ENTER_AFTER = 0.2  # a TUI may swallow an Enter sent in the same burst (>= 150 ms; docs/HOSTS-NOTES.md)
@@ -61,6 +64,9 @@ class Mechanism:
             return native
         if self.pane is None or self.socket is None:
             return f"not rung ({failed}; no tmux pane recorded)", None
+        refused = panes.ring_refusal(self.socket, self.pane, self.facts, exact=False)
+        if refused:  # not the session's own pane (any more): never typed into, never retried
+            return f"not rung (tmux pane {self.pane} not verified: {refused})", None
         why = guard(self.socket, self.pane, self.facts)
         if why:
             return f"deferred (tmux guard: {why})", "tmux"

@@ -49,7 +49,8 @@ def open_collab(ctx: Ctx, *, self_flag: str | None, alias: str, label: str, task
     _refuse_secrets(label=label, task=task)
     reg = ctx.mailbox.open(
         who, validate.alias(alias), validate.text(label, "label", validate.LABEL_MAX_CHARS, single_line=True),
-        validate.text(task, "task", validate.TASK_MAX_CHARS), notify.from_option(notify_spec, ctx.env),
+        validate.text(task, "task", validate.TASK_MAX_CHARS),
+        notify.from_option(notify_spec, ctx.env, str(ctx.root), str(who)),
         policy=kinds.INVITE_ONLY if invite_only else kinds.OPEN_POLICY)
     return {"collab": reg.collab, "root": str(ctx.root), "root_source": ctx.root_source,
             "alias": alias, "pin": str(who), "label": reg.label, "task": reg.task, "policy": reg.policy}
@@ -128,7 +129,7 @@ def join(ctx: Ctx, *, collab: str | None, self_flag: str | None, alias: str, suc
     if reason is not None:
         validate.text(reason, "reason", validate.REASON_MAX_CHARS, single_line=True)
         _refuse_secrets(reason=reason)
-    config = notify.from_option(notify_spec, ctx.env) if notify_spec else None
+    config = notify.from_option(notify_spec, ctx.env, str(ctx.root), str(who)) if notify_spec else None
     ticket = ticket or ctx.env.get("AGENTMSG_TICKET") or None  # a spawned session's, from its environment
     reg = ctx.mailbox.join(cid, who, validate.alias(alias), succeeds=old, reason=reason, notify=config,
                            ticket=ticket_hash(ticket) if ticket else None)

@@ -18,8 +18,9 @@ from typing import Any
 from agentmsg.domain import kinds, validate
 from agentmsg.domain import wake as rules
 from agentmsg.domain.values import Pin, Registry
-from agentmsg.errors import Closed, Conflict, DeliveryInactive, UsageError
+from agentmsg.errors import Closed, Conflict, DeliveryInactive, IdentityError, UsageError
 from agentmsg.hosts import registry
+from agentmsg.hosts.base import is_abs_path
 from agentmsg.ports import Store, Txn
 from agentmsg.runtime import facts as sessionfacts
 
@@ -37,12 +38,28 @@ def _current(tx: Txn, alias: str, pin: str) -> rules.Consent | None:
 
 
 def facts_for(root: str, pin: str, env: Mapping[str, str]) -> dict[str, Any]:
-    """The facts the session's hooks recorded at SessionStart, completed from this command's own session."""
+    """The facts the session's hooks recorded at SessionStart, completed from this command's own session.
+
+    A tmux pane in them, claimed by this command's environment or found in the recorded file, must be the
+    session's own (``runtime/panes.py``): anything else is refused, nothing is recorded.
+    """
+    from agentmsg.runtime import panes
+
     runtime, _, session = pin.partition(":")
     host = registry.of_runtime(runtime)
-    gathered = sessionfacts.gather(host.name if host is not None else runtime, session, env)
-    recorded = sessionfacts.load(root, pin).get("facts")
-    return {**gathered, **(recorded if isinstance(recorded, dict) else {})}
+    try:
+        gathered = sessionfacts.gather(host.name if host is not None else runtime, session, env, strict=True)
+        recorded = sessionfacts.load(root, pin).get("facts")
+        facts = {**gathered, **(recorded if isinstance(recorded, dict) else {})}
+        socket, pane = facts.get("tmux_socket"), facts.get("pane")
+        if socket is not None or pane is not None:
+            if not (isinstance(socket, str) and panes.is_pane(pane) and is_abs_path(socket)):
+                raise panes.Refused("the recorded pane or socket is malformed")
+            panes.verify(socket, str(pane), panes.holders(facts))
+    except panes.Refused as exc:
+        raise IdentityError(f"wake on: the tmux pane is not this session's own ({exc}); run it from inside the "
+                            "session's own tmux pane, or without TMUX and TMUX_PANE") from None
+    return facts
 
 
 def on(store: Store, root: str, collab: str, who: Pin, env: Mapping[str, str], *,

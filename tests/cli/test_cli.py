@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import stat
 import subprocess
@@ -520,31 +521,47 @@ def test_stored_and_notified(cli: Cli) -> None:
 # ---- notification adapters -------------------------------------------------------------
 
 
-def _tmux_env(sock: Path) -> dict[str, str]:
-    """What tmux puts in the environment of a session running in pane %0 of server ``sock``."""
-    return {"TMUX": f"{sock},1,0", "TMUX_PANE": "%0"}
-
-
 def _pager(cli: Cli, sock: Path) -> None:
-    """Join ``pager``, whose sessions runs in tmux: senders ring its pane with a fixed doorbell line."""
-    code, _doc, err = cli.json("join", "--collab", cli.collab, "--self", "human:pager", "--alias", "pager",
-                              "--notify", "tmux", env=_tmux_env(sock))
-    assert code == 0, err
+    """Join ``pager`` from inside pane %0 of the tmux server ``sock`` (only a session that runs in a pane may
+    record it), then the pane runs ``cat``: senders ring it with a fixed doorbell line."""
+    done = sock.parent / "pager-joined"
+    join = " ".join(shlex.quote(a) for a in (sys.executable, "-m", "agentmsg.cli", "join", "--collab", cli.collab,
+                                             "--self", "human:pager", "--alias", "pager", "--notify", "tmux"))
+    env = clean_env(cli.root, {"HOME": str(cli.home), "TMUX": None, "TMUX_PANE": None})
+    subprocess.run(["tmux", "-S", str(sock), "-f", "/dev/null", "new-session", "-d", "-x", "200", "-y", "20",
+                    f"{join} >/dev/null 2>&1; echo $? > {shlex.quote(str(done))}; exec cat"], check=True, env=env)
+    deadline = time.time() + 30
+    while not done.exists() or not done.read_text().strip():
+        assert time.time() < deadline, "the join in the pane never finished"
+        time.sleep(0.1)
+    assert done.read_text().strip() == "0"
     reg = cli.json("registry", "--collab", cli.collab)[1]["result"]
-    assert reg["participants"]["pager"]["notify"] == {"adapter": "tmux", "pane": "%0", "socket": str(sock)}
+    notify = reg["participants"]["pager"]["notify"]
+    assert {k: notify[k] for k in ("adapter", "pane", "socket")} == {"adapter": "tmux", "pane": "%0",
+                                                                     "socket": str(sock)}
 
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_notify_failure_is_stored_not_surfaced_then_retried(cli: Cli, tmp_path: Path) -> None:
-    sock = tmp_path / "tmux.sock"  # no server yet: ringing fails
-    _pager(cli, sock)
+    sock = tmp_path / "tmux.sock"
+    try:
+        _pager(cli, sock)
+        sock.rename(tmp_path / "away.sock")  # the server cannot be reached: ringing fails
+        _notify_fails_then_is_retried(cli, sock)
+    finally:
+        subprocess.run(["tmux", "-S", str(sock), "kill-server"], check=False)
+    assert_private(cli.root)
+
+
+def _notify_fails_then_is_retried(cli: Cli, sock: Path) -> None:
     body = "BODY-MUST-NOT-REACH-THE-ADAPTER"
     code, doc, err = cli.json("send", "--collab", cli.collab, "--self", DRIVER, "--to", "pager", "--kind", "request",
                               "--subject", "wake up", "--body", body)
     assert code == 7
     (r,) = doc["result"]["results"]
     mid = r["id"]
-    assert r["state"].startswith("stored, not yet surfaced (notify failed: tmux exited 1")
+    assert r["state"].startswith("stored, not yet surfaced (notify failed: not rung (tmux pane %0 not verified: "
+                                 "tmux socket: no tmux server socket there)")
     assert doc["error"]["type"] == "NotifyFailed"
     assert err.endswith(f"retry: agentmsg notify --retry {mid} --collab {cli.collab}\n")
     code, out, err = cli.run("send", "--collab", cli.collab, "--self", DRIVER, "--to", "pager", "--body", "second")
@@ -559,22 +576,18 @@ def test_notify_failure_is_stored_not_surfaced_then_retried(cli: Cli, tmp_path: 
     code, _doc, err = cli.json("notify", "--retry", mid, "--collab", cli.collab, "--self", "human:stranger")
     assert code == 9, err
 
-    subprocess.run(["tmux", "-S", str(sock), "new-session", "-d", "-x", "200", "-y", "20", "cat"], check=True)
-    try:
-        size = (cli.dir / "inbox" / "pager.jsonl").stat().st_size
-        code, doc, err = cli.json("notify", "--retry", mid, "--collab", cli.collab, "--self", DRIVER)
-        assert code == 0, err
-        assert doc["result"]["results"][0]["state"] == "stored+notified"
-        assert (cli.dir / "inbox" / "pager.jsonl").stat().st_size == size  # the body was not re-sent
-        assert cli.status()["awaiting_notification"] == [second]
-        assert cli.show(mid)["states"]["notify"]["ok"] is True
-        screen = subprocess.run(["tmux", "-S", str(sock), "capture-pane", "-p", "-t", "%0"], capture_output=True,
-                                text=True, check=True).stdout
-        assert f"agentmsg: new request {mid} for pager from driver" in screen  # the doorbell, never the body
-        assert body not in screen and "wake up" not in screen
-    finally:
-        subprocess.run(["tmux", "-S", str(sock), "kill-server"], check=False)
-    assert_private(cli.root)
+    (sock.parent / "away.sock").rename(sock)  # reachable again
+    size = (cli.dir / "inbox" / "pager.jsonl").stat().st_size
+    code, doc, err = cli.json("notify", "--retry", mid, "--collab", cli.collab, "--self", DRIVER)
+    assert code == 0, err
+    assert doc["result"]["results"][0]["state"] == "stored+notified"
+    assert (cli.dir / "inbox" / "pager.jsonl").stat().st_size == size  # the body was not re-sent
+    assert cli.status()["awaiting_notification"] == [second]
+    assert cli.show(mid)["states"]["notify"]["ok"] is True
+    screen = subprocess.run(["tmux", "-S", str(sock), "capture-pane", "-p", "-t", "%0"], capture_output=True,
+                            text=True, check=True).stdout
+    assert f"agentmsg: new request {mid} for pager from driver" in screen  # the doorbell, never the body
+    assert body not in screen and "wake up" not in screen
 
 
 def test_a_command_adapter_in_the_registry_is_never_run(cli: Cli, tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -108,8 +109,7 @@ def _live_session(root: Path, host: subprocess.Popen[bytes], tmp_path: Path, env
     sessionfacts.record(str(root), REVIEWER, {"host": "claude", "session": REVIEWER_SESSION, "pid": host.pid,
                                               "pid_start": stat[2]})
 
-    class collab:  # noqa: N801  # the same names as the fixture's, for the steps below
-        id = cid
+    collab = SimpleNamespace(id=cid)  # the fixture's name, for the steps below
 
     assert _roster(root, collab.id)["reviewer"]["presence"]["state"] == "idle"
     assert run_hook("claude", "UserPromptSubmit", tmp_path, root, REVIEWER_SESSION, extra_env=env,
