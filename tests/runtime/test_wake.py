@@ -180,21 +180,15 @@ def test_session_start_records_the_facts(tmp_path: Path, bound: tuple[Path, str]
     root, _cid = bound
     tmux = {"TMUX": "/tmp/tmux-0/default,123,0", "TMUX_PANE": "%7",
             "CLAUDE_CODE_MESSAGING_SOCKET": "/tmp/cc-socks/1.sock"}
-    # The host is the hook's nearest ancestor that is not a shell or an interpreter: this test process,
-    # named like a host for the run (pytest's own name, python, counts as an interpreter).
-    comm = Path("/proc/self/comm")
-    name = comm.read_text()
-    comm.write_text("fakehost")
-    try:
-        assert run_hook("claude", "SessionStart", tmp_path, root, "me-1", extra_env=tmux).returncode == 0
-    finally:
-        comm.write_text(name.strip())
+    # The host is the hook's nearest ancestor that is not a shell or an interpreter: here the test host that
+    # run_hook starts the hook under (tests/support/helpers_hooks.TEST_HOST), as a real host starts its hooks.
+    assert run_hook("claude", "SessionStart", tmp_path, root, "me-1", extra_env=tmux).returncode == 0
     (doc,) = [json.loads(p.read_text()) for p in (root / "wake").glob("*.json")]
     facts = doc["facts"]
     assert doc["pin"] == ME and "pane" not in facts and "tmux_socket" not in facts  # a pane it does not run in:
     # left out (tests/adversarial/test_tmux_pane.py records the pane a session runs in)
     assert facts["claude_socket"] == "/tmp/cc-socks/1.sock" and facts["host"] == "claude"
-    assert facts["pid"] == os.getpid() and facts["pid_start"].isdigit()  # the hook's host: here, this test
+    assert type(facts["pid"]) is int and facts["pid"] != os.getpid() and facts["pid_start"].isdigit()
     run_hook("codex", "SessionStart", tmp_path, root, "th-1")
     docs = {d["pin"]: d for d in (json.loads(p.read_text()) for p in (root / "wake").glob("*.json"))}
     assert docs["codex:th-1"]["facts"]["thread"] == "th-1"
@@ -236,11 +230,27 @@ def _waiter(tmp_path: Path, root: Path, session: str, entrypoint: str = "cli") -
                                 stderr=subprocess.PIPE, env=env, cwd=tmp_path)
 
 
-def test_the_waiter_exits_2_with_the_doorbell_when_rung(tmp_path: Path, bound: tuple[Path, str]) -> None:
+def _live_host(root: Path, pin: str, request: pytest.FixtureRequest) -> None:
+    """The session's host stays alive for the test, as Claude Code does: a sleeping process takes the place of
+    the short-lived test host its SessionStart hook recorded (it is no ancestor of the test's CLI calls)."""
+    from agentmsg.runtime import facts as sessionfacts
+
+    host = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    request.addfinalizer(lambda: (host.kill(), host.wait()))
+    stat = sessionfacts.proc_stat(host.pid)
+    assert stat is not None
+    doc = sessionfacts.load(str(root), pin)
+    doc["facts"].update(pid=host.pid, pid_start=stat[2])
+    sessionfacts.save(str(root), pin, doc)
+
+
+def test_the_waiter_exits_2_with_the_doorbell_when_rung(tmp_path: Path, bound: tuple[Path, str],
+                                                        request: pytest.FixtureRequest) -> None:
     root, cid = bound
     first = _waiter(tmp_path, root, "me-1")
     assert first.wait(timeout=20) == 0  # no consent: gone at once
     run_hook("claude", "SessionStart", tmp_path, root, "me-1")
+    _live_host(root, ME, request)
     _cli(root, "wake", "on", "--collab", cid, "--self", ME)
     assert _waiter(tmp_path, root, "me-1", entrypoint="sdk-cli").wait(timeout=20) == 0  # `claude -p` never waits
     old = _waiter(tmp_path, root, "me-1")
@@ -256,11 +266,13 @@ def test_the_waiter_exits_2_with_the_doorbell_when_rung(tmp_path: Path, bound: t
     assert _send(root, cid)["wake"]["outcome"] == "merged (a ring is pending)"
 
 
-def test_the_waiter_prints_only_a_line_rebuilt_from_the_store(tmp_path: Path, bound: tuple[Path, str]) -> None:
+def test_the_waiter_prints_only_a_line_rebuilt_from_the_store(tmp_path: Path, bound: tuple[Path, str],
+                                                               request: pytest.FixtureRequest) -> None:
     from agentmsg.backends.file import layout
 
     root, cid = bound
     run_hook("claude", "SessionStart", tmp_path, root, "me-1")
+    _live_host(root, ME, request)
     _cli(root, "wake", "on", "--collab", cid, "--self", ME)
     sent = _send(root, cid)
     waiter = _waiter(tmp_path, root, "me-1")
