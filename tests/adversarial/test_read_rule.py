@@ -104,6 +104,27 @@ def test_cli_displaced_pin_reads_nothing_more(world: dict[str, str]) -> None:
     assert ok(root, NEW, "show", in_a)["message"]["id"] == in_a  # the successor reads it
 
 
+def test_cli_watch_across_a_takeover_shows_the_successor_s_mail_to_nobody_else(world: dict[str, str]) -> None:
+    """The rule holds when the messages are read: a watch begun as a member ends refused once displaced."""
+    import subprocess
+    import time
+
+    root, a = Path(world["root"]), world["a"]
+    watcher = subprocess.Popen([sys.executable, "-m", "agentmsg.cli", "watch", "--collab", a, "--self", ALICE,
+                                "--timeout", "60s"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env=clean_env(root))
+    try:
+        time.sleep(3)  # the watch has started waiting as alice's current holder
+        ok(root, NEW, "join", "--collab", a, "--alias", "alice", "--succeeds", ALICE, "--reason", "crashed")
+        ok(root, BOB, "send", "--collab", a, "--to", "alice", "--kind", "request", "--subject",
+           f"for the successor {SECRET_WORD}", "--body", "b")
+        out, err = watcher.communicate(timeout=60)
+    finally:
+        watcher.kill()
+    assert watcher.returncode == 9, (out, err)
+    assert SECRET_WORD.encode() not in out + err, (out, err)
+
+
 def test_cli_left_participant_reads_nothing_more(world: dict[str, str]) -> None:
     root, a, in_a = Path(world["root"]), world["a"], world["in_a"]
     ok(root, BOB, "leave", "--collab", a)
