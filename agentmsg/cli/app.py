@@ -229,11 +229,12 @@ def inbox(
 def show(
     message_id: Annotated[str, typer.Argument(metavar="MESSAGE_ID", help="Message UUID.")],
     collab: Collab = None,
+    self_: Self = None,
     root: Root = None,
     json_: Json = False,
 ) -> int:
-    """Print one message in full, with its states."""
-    return _done("show", _actions().show(_ctx(root), collab=collab, message_id=message_id), json_)
+    """Print one message in full, with its states (a session: only of its own collaborations)."""
+    return _done("show", _actions().show(_ctx(root), collab=collab, message_id=message_id, self_flag=self_), json_)
 
 
 def ack(
@@ -298,18 +299,19 @@ def search(
     since: Annotated[str | None, typer.Option(help="Only from this date on (YYYY-MM-DD or a UTC time).")] = None,
     until: Annotated[str | None, typer.Option(help="Only up to this date (inclusive).")] = None,
     limit: Annotated[int, typer.Option(help="At most this many hits (best first).")] = 20,
+    self_: Self = None,
     root: Root = None,
     json_: Json = False,
 ) -> int:
     """Search message subjects, bodies and log notes; ranked hits, each with the command that shows it."""
     payload = _actions().search(_ctx(root), text=query, collab=collab, sender=from_, to=to, kind=kind, since=since,
-                             until=until, limit=limit, root_flag=root)
+                             until=until, limit=limit, root_flag=root, self_flag=self_)
     return _done("search", payload, json_)
 
 
-def registry(collab: Collab = None, root: Root = None, json_: Json = False) -> int:
+def registry(collab: Collab = None, self_: Self = None, root: Root = None, json_: Json = False) -> int:
     """Print the authoritative registry (YAML; JSON with --json)."""
-    doc = _actions().registry(_ctx(root), collab=collab)
+    doc = _actions().registry(_ctx(root), collab=collab, self_flag=self_)
     if json_:
         return _done("registry", doc, True)
     from agentmsg.cli.output import write, yaml_text
@@ -348,16 +350,18 @@ def log_render(
     html: Annotated[bool, typer.Option("--html", help="Write one self-contained HTML page instead "
                                                       "(collaboration.html next to the records).")] = False,
     out: Annotated[str | None, typer.Option("--out", help="Write the HTML page to this file instead.")] = None,
+    self_: Self = None,
     root: Root = None,
     json_: Json = False,
 ) -> int:
     """Regenerate collaboration.md and every inbox transcript from the records (or, with --html, one page)."""
-    return _done("log render", _actions().log_render(_ctx(root), collab=collab, as_html=html, out=out), json_)
+    return _done("log render", _actions().log_render(_ctx(root), collab=collab, as_html=html, out=out,
+                                                                self_flag=self_), json_)
 
 
-def log_show(collab: Collab = None, root: Root = None, json_: Json = False) -> int:
+def log_show(collab: Collab = None, self_: Self = None, root: Root = None, json_: Json = False) -> int:
     """Print the log entries."""
-    return _done("log show", _actions().log_show(_ctx(root), collab=collab), json_)
+    return _done("log show", _actions().log_show(_ctx(root), collab=collab, self_flag=self_), json_)
 
 
 def watch(

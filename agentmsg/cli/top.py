@@ -395,10 +395,16 @@ def run(ctx: Ctx, *, collab: str | None, self_flag: str | None, once: bool = Fal
         if not me.human:
             raise UsageError(f"top acts only as a human: pin (--self human:NAME), not {me}")
         me = ctx.who(self_flag)  # the same identity checks as every other command
+    from agentmsg.service import readers
+
+    # What top reads follows the one reading rule: a host session reads its own collaborations; the person at
+    # their terminal (no host session variable; --self human:NAME only names who acts) reads every one.
+    reading = readers.reader(ctx, None)
     cid = validate.collab_id(collab) if collab else None
     if cid:
+        readers.check(ctx, reading, cid)
         ctx.store.registry(cid)  # an unknown collaboration is NotFound now, not an empty screen
-    ov = Overview(ctx.store, cid, root=str(ctx.root))
+    ov = Overview(ctx.store, cid, root=str(ctx.root), reader=reading)
     ov.refresh()
     if once or not (sys.stdin.isatty() and sys.stdout.isatty()):
         console = Console(width=int(ctx.env.get("COLUMNS", "120") or 120), height=10**4, soft_wrap=False)

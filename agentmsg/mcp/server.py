@@ -33,8 +33,8 @@ from pydantic import Field
 from agentmsg import __version__
 from agentmsg.domain import validate
 from agentmsg.domain.values import Draft, Message, Pin
-from agentmsg.errors import AgentmsgError, NotFound, WatchTimeout
-from agentmsg.service import commands, payloads
+from agentmsg.errors import AgentmsgError, WatchTimeout
+from agentmsg.service import commands, payloads, readers
 from agentmsg.service.context import Ctx
 from agentmsg.text import boundary
 
@@ -144,7 +144,7 @@ class Tools:
 
     def inbox(self, collab: str | None, limit: int, offset: int, priority_first: bool) -> CallToolResult:
         def run() -> CallToolResult:
-            cid = self.ctx.collab(collab, self.who)
+            cid = readers.check(self.ctx, self.who, self.ctx.collab(collab, self.who))
             alias, page = self.ctx.mailbox.inbox(cid, self.who, limit=offset + limit, priority_first=priority_first)
             msgs = page.messages[offset:]
             if not msgs:
@@ -167,9 +167,7 @@ class Tools:
 
     def show(self, message_id: str, collab: str | None) -> CallToolResult:
         def run() -> CallToolResult:
-            mid = validate.message_id(message_id)  # as commands.show, keeping the Message for the boundary
-            msg = (self.ctx.mailbox.message(self.ctx.collab(collab), mid) if collab or self.env.get("AGENTMSG_COLLAB")
-                   else self.ctx.mailbox.find(mid))
+            msg = commands.shown(self.ctx, self.who, collab, message_id)  # the reading rule: service.readers
             state = self.ctx.mailbox.state(msg)
             payload = {"state": state.label, "states": state.as_dict()}
             nonce = boundary.new_nonce()
@@ -178,10 +176,7 @@ class Tools:
                     f"state: {payload['state']}.\n" + boundary.explanation(nonce) + begin
                     + (boundary.attribution(msg, 1, True) or "") + (boundary.quote(msg.body) if msg.body else "") + end
                     + "Being shown here does not acknowledge it; the `ack` tool does.\n")
-            try:
-                self.presented(msg.collab, [msg.id], "show")
-            except AgentmsgError:  # not (or no longer) a participant: showing is still allowed
-                pass
+            self.presented(msg.collab, [msg.id], "show")  # readers.message: the pin is a current member
             return _ok(text, {"id": msg.id, "collab": msg.collab, "from": msg.sender, "to": msg.to,
                               "kind": msg.kind, "state": payload["state"], "states": payload["states"]})
 
@@ -235,7 +230,8 @@ class Tools:
         seconds = max(0.0, min(float(timeout_seconds), WAIT_MAX))
 
         def setup() -> CallToolResult:
-            return _ok("", {"collab": self.ctx.collab(collab, self.who), "id": validate.message_id(message_id)})
+            cid = readers.check(self.ctx, self.who, self.ctx.collab(collab, self.who))
+            return _ok("", {"collab": cid, "id": validate.message_id(message_id)})
 
         first = self.call(setup)
         if first.is_error:
@@ -267,7 +263,7 @@ class Tools:
 
     def collabs(self) -> str:
         with self.lock:
-            rows = self.ctx.store.bindings(self.self_flag)
+            rows = self.ctx.store.bindings(self.self_flag)  # active bindings only: what readers.collabs allows
         return _json({"self": self.self_flag, "collaborations": [
             {"collab": c, "alias": a, "transcript": f"agentmsg://collab/{c}/transcript"} for c, a in rows]})
 
@@ -277,10 +273,8 @@ class Tools:
 
         try:
             with self.lock:
-                cid = validate.collab_id(collab)
+                cid = readers.check(self.ctx, self.who, collab)  # a current member only, as every front end
                 reg = self.ctx.store.registry(cid)
-                if not any(p.pin == self.self_flag for p in reg.participants.values()) and reg.opener != self.self_flag:
-                    raise NotFound(f"{self.self_flag} is not a participant of collaboration {cid}")
                 by_alias = {a: list(self.ctx.store.history(cid, a)) for a in sorted(reg.participants)}
                 md = render.collaboration_md(reg, self.ctx.store.events(cid), by_alias, self.ctx.store.notes(cid))
         except AgentmsgError as err:
@@ -348,7 +342,8 @@ def build(ctx: Ctx, who: Pin, env: Mapping[str, str] | None = None) -> MCPServer
 
     @server.tool(annotations=read, description=(
         "Show one message in full (inside the untrusted boundary) with its states: enqueued, presented, "
-        "acknowledged, replied. Does not acknowledge. Unknown id: 'not found' (exit code 3)."))
+        "acknowledged, replied. Does not acknowledge. Only messages of this session's own collaborations: "
+        "any other id is refused (exit code 9); with collab, an unknown id there is 'not found' (exit code 3)."))
     def show(message_id: MessageId, collab: CollabArg = None) -> CallToolResult:
         return tools.show(message_id, collab)
 

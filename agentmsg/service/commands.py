@@ -13,9 +13,9 @@ from typing import Any
 from agentmsg import records
 from agentmsg.domain import kinds, rules, validate
 from agentmsg.domain.values import Draft, Message, Pin, Sent
-from agentmsg.errors import IdentityError, NotFound, NotifyFailed, SecretRefused, TamperDetected, UsageError
+from agentmsg.errors import NotFound, NotifyFailed, SecretRefused, TamperDetected, UsageError
 from agentmsg.runtime import notify
-from agentmsg.service import payloads
+from agentmsg.service import payloads, readers
 from agentmsg.service.context import Ctx
 
 Payload = dict[str, Any]
@@ -265,7 +265,7 @@ def inbox(ctx: Ctx, *, collab: str | None, self_flag: str | None, limit: int = r
           priority_first: bool = False) -> Payload:
     """Unacknowledged messages, bounded: ``limit`` from ``offset``, or ``everything``."""
     who = ctx.who(self_flag)
-    cid = ctx.collab(collab, who)
+    cid = readers.check(ctx, who, ctx.collab(collab, who))
     if limit < 1 or offset < 0:
         raise UsageError("--limit must be at least 1 and --offset at least 0")
     want = INBOX_MAX if everything else limit
@@ -282,12 +282,18 @@ def inbox(ctx: Ctx, *, collab: str | None, self_flag: str | None, limit: int = r
     return out
 
 
-def show(ctx: Ctx, *, collab: str | None, message_id: str) -> Payload:
-    mid = validate.message_id(message_id)
-    msg = ctx.mailbox.message(ctx.collab(collab), mid) if collab or ctx.env.get("AGENTMSG_COLLAB") \
-        else ctx.mailbox.find(mid)
+def show(ctx: Ctx, *, collab: str | None, message_id: str, self_flag: str | None = None) -> Payload:
+    """One message, if the reader may read its collaboration (``readers``: a member, or the owner)."""
+    msg = shown(ctx, readers.reader(ctx, self_flag), collab, message_id)
     state = ctx.mailbox.state(msg)
     return {"message": payloads.message(msg), "state": state.label, "states": state.as_dict()}
+
+
+def shown(ctx: Ctx, who: Pin | None, collab: str | None, message_id: str) -> Message:
+    """The message ``show`` gives (the CLI's and the MCP tool's): in ``--collab``/AGENTMSG_COLLAB, else by id."""
+    validate.message_id(message_id)  # a malformed id is a usage error before anything is looked up
+    cid = ctx.collab(collab, who) if collab or ctx.env.get("AGENTMSG_COLLAB") else None
+    return readers.message(ctx, who, message_id, cid)
 
 
 def ack(ctx: Ctx, *, collab: str | None, self_flag: str | None, message_ids: list[str]) -> Payload:
@@ -308,12 +314,7 @@ STATUS_SAMPLE = 100
 
 
 def status(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
-    try:
-        who: Pin | None = ctx.who(self_flag)
-    except (IdentityError, UsageError):  # status must work for an operator with no usable identity
-        if self_flag:
-            raise
-        who = None
+    who = readers.reader(ctx, self_flag)  # None: the owner at their own terminal, who may read every collaboration
     store = ctx.store
     bindings = store.bindings(str(who)) if who else []
     from agentmsg.runtime import doorbell, presence
@@ -325,8 +326,8 @@ def status(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
     if not collab and not ctx.env.get("AGENTMSG_COLLAB") and len(bindings) != 1:
         return {**base, "self": str(who) if who else None,
                 "bindings": [{"collab": c, "alias": a} for c, a in bindings], "collab": None,
-                "collabs": store.collabs()}
-    cid = ctx.collab(collab, who)
+                "collabs": readers.collabs(ctx, who)}
+    cid = readers.check(ctx, who, ctx.collab(collab, who))
     reg = store.registry(cid)
     people = []
     awaiting: list[str] = []
@@ -380,10 +381,12 @@ def log_append(ctx: Ctx, *, collab: str | None, self_flag: str | None, text: str
     return {"collab": cid, "entry": payloads.note(rec)}
 
 
-def log_render(ctx: Ctx, *, collab: str | None, as_html: bool = False, out: str | None = None) -> Payload:
+def log_render(ctx: Ctx, *, collab: str | None, as_html: bool = False, out: str | None = None,
+               self_flag: str | None = None) -> Payload:
     from agentmsg.backends.file import transcripts
 
-    cid = ctx.collab(collab)
+    who = readers.reader(ctx, self_flag)
+    cid = readers.check(ctx, who, ctx.collab(collab, who))
     store = ctx.store
     if as_html or out:
         return _render_html(ctx, cid, out)
@@ -417,12 +420,13 @@ def _render_html(ctx: Ctx, cid: str, out: str | None) -> Payload:
         return {"collab": cid, "written": [transcripts.write_html(tx, page)]}  # type: ignore[arg-type]
 
 
-def log_show(ctx: Ctx, *, collab: str | None) -> Payload:
+def log_show(ctx: Ctx, *, collab: str | None, self_flag: str | None = None) -> Payload:
     """Notes and membership events (joins, takeovers, leaves, closure), in order, and how many messages it
     leaves out (every one: they are not log entries) and where they are shown."""
     from agentmsg.text import transcript as render
 
-    cid = ctx.collab(collab)
+    who = readers.reader(ctx, self_flag)
+    cid = readers.check(ctx, who, ctx.collab(collab, who))
     notes = [dict(payloads.note(r), kind="note", cseq=r["cseq"]) for r in ctx.store.notes(cid)]
     events = [{"kind": "event", "cseq": ev["cseq"], "ts": ev["ts"], "author": ev.get("alias") or ev.get("by"),
                "text": render.event_text(ev), "id": None, "corrects": None, "seq": ev["seq"]}
@@ -435,14 +439,21 @@ def log_show(ctx: Ctx, *, collab: str | None) -> Payload:
 
 def search(ctx: Ctx, *, text: str, collab: str | None = None, sender: str | None = None, to: str | None = None,
            kind: str | None = None, since: str | None = None, until: str | None = None,
-           limit: int = 20, root_flag: str | None = None) -> Payload:
-    """Full-text search over every collaboration under the root (or one): subjects, bodies, log notes."""
-    from agentmsg.domain.search import Query
+           limit: int = 20, root_flag: str | None = None, self_flag: str | None = None) -> Payload:
+    """Full-text search over every collaboration the reader may read (the owner: all under the root), or one."""
+    from agentmsg.domain.search import Found, Query
 
-    query = Query(text, collab=validate.collab_id(collab) if collab else None,
+    who = readers.reader(ctx, self_flag)
+    query = Query(text, collab=readers.check(ctx, who, collab) if collab else None,
                   sender=validate.alias(sender) if sender else None, recipient=validate.alias(to) if to else None,
                   kind=kind, since=since, until=until, limit=limit)
-    found = ctx.mailbox.search(query)
+    if who is None or query.collab is not None:
+        found = ctx.mailbox.search(query)
+    else:  # a pin searches its own collaborations, one by one, and the best hits of all of them are kept
+        parts = [ctx.mailbox.search(query.replace(collab=cid)) for cid in readers.collabs(ctx, who)]
+        hits = sorted((h for f in parts for h in f.hits), key=lambda h: -h.score)[:limit]
+        found = Found(hits, parts[0].index if parts else "none",
+                      parts[0].detail if parts else f"{who} is a current member of no collaboration")
     return {"query": text, "terms": [" ".join(t) for t in query.terms],
             "filters": {"collab": query.collab, "from": query.sender, "to": query.recipient, "kind": query.kind,
                         "since": since, "until": until, "limit": limit},
@@ -450,8 +461,9 @@ def search(ctx: Ctx, *, text: str, collab: str | None = None, sender: str | None
             "hits": [payloads.hit(h, query, root_flag) for h in found.hits]}
 
 
-def registry(ctx: Ctx, *, collab: str | None) -> Payload:
-    cid = ctx.collab(collab)
+def registry(ctx: Ctx, *, collab: str | None, self_flag: str | None = None) -> Payload:
+    who = readers.reader(ctx, self_flag)
+    cid = readers.check(ctx, who, ctx.collab(collab, who))
     return rules.registry_document(ctx.mailbox.registry(cid))
 
 
@@ -471,7 +483,7 @@ def watch(ctx: Ctx, *, collab: str | None, self_flag: str | None, for_reply: str
     from agentmsg.text import transcript as render
 
     who = ctx.who(self_flag)
-    cid = ctx.collab(collab, who)
+    cid = readers.check(ctx, who, ctx.collab(collab, who))
     wanted = validate.message_id(for_reply) if for_reply else None
     seconds = validate.duration(timeout, "--timeout", maximum=WATCH_MAX) if timeout else WATCH_DEFAULT
     alias, found = ctx.mailbox.watch(cid, who, for_reply=wanted, timeout=seconds)

@@ -16,7 +16,7 @@ from agentmsg import records
 from agentmsg.domain import kinds, rules
 from agentmsg.domain.search import Found, Query
 from agentmsg.domain.values import Draft, Message, MessageState, Page, Pin, Registry, Sent
-from agentmsg.errors import NotFound, WatchTimeout
+from agentmsg.errors import IdentityError, NotFound, WatchTimeout
 from agentmsg.ports import Record, Store, Txn
 from agentmsg.service import attempts as written
 
@@ -320,6 +320,10 @@ class Mailbox:
             new = self.store.since(collab, alias, seen)
             seen = max([seen, *(m.seq for m in new)])
             found = [m for m in new if matches(m)]
+        # The reading rule holds when the messages are read, not only when the wait began: a pin that left or
+        # was taken over meanwhile gets the refusal (service/readers.py), never its successor's mail.
+        if rules.require_alias(self.store.registry(collab), who) != alias:
+            raise IdentityError(f"{who} is not bound to any alias in collaboration {collab}")
         return alias, found
 
     def _all_unacked(self, collab: str, alias: str) -> list[Message]:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentmsg.domain import envelope, kinds
-from agentmsg.domain.values import Message, Registry
+from agentmsg.domain.values import Message, Pin, Registry
 from agentmsg.errors import AgentmsgError
 from agentmsg.ports import Store
 
@@ -66,8 +66,14 @@ class Overview:
     messages: list[Message] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     seen_upto: dict[tuple[str, str], int] = field(default_factory=dict)
+    #: The pin this view reads as (``service.readers``): None is the owner, who sees every collaboration;
+    #: a pin sees those it is a current member of, asked again at every refresh (a takeover ends it).
+    reader: Pin | None = None
 
     def collabs(self) -> list[str]:
+        if self.reader is not None:
+            mine = [cid for cid, _alias in self.store.bindings(str(self.reader))]
+            return [c for c in mine if c == self.only] if self.only else mine
         return [self.only] if self.only else self.store.collabs()
 
     def total_messages(self) -> int:

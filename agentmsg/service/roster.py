@@ -14,7 +14,7 @@ from typing import Any
 
 from agentmsg.domain import midturn, presence
 from agentmsg.domain.values import Message, Registry
-from agentmsg.errors import IdentityError, UsageError
+from agentmsg.errors import UsageError
 from agentmsg.hosts import registry as hosts
 from agentmsg.ports import Store
 from agentmsg.runtime import presence as reading
@@ -24,13 +24,10 @@ Payload = dict[str, Any]
 
 
 def roster(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
-    try:
-        who = ctx.who(self_flag)
-    except (IdentityError, UsageError):  # an operator at their own terminal reads every roster
-        if self_flag:
-            raise
-        who = None
-    cid = ctx.collab(collab, who)
+    from agentmsg.service import readers
+
+    who = readers.reader(ctx, self_flag)  # None: the state root's owner, who reads every roster
+    cid = readers.check(ctx, who, ctx.collab(collab, who))  # the one reading rule (docs/SECURITY.md)
     reg = ctx.store.registry(cid)
     now = time.time()
     rows = [row(ctx, cid, reg, alias, now) for alias in sorted(reg.participants)]

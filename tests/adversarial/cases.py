@@ -876,8 +876,9 @@ case("cli-join-unknown-collab", "cli", "base", Cli(("join", "--collab", NIL, "--
      3, f"not found: no collaboration {NIL} under {ROOT}", NOTHING)
 case("cli-ack-unknown-collab", "cli", "base", Cli(("ack", "--collab", NIL, "--self", REVIEWER, "--message", M1)),
      3, f"not found: no collaboration {NIL} under {ROOT}", NOTHING)
-case("reader-inbox-unknown-collab", "reader", "base", Cli(("inbox", "--collab", NIL, "--self", REVIEWER)), 3,
-     f"not found: no collaboration {NIL} under {ROOT}", NOTHING)
+# a pin is refused a collaboration it is not a current member of, whether it exists or not (one rule for reads)
+case("reader-inbox-unknown-collab", "reader", "base", Cli(("inbox", "--collab", NIL, "--self", REVIEWER)), 9,
+     f"identity: {REVIEWER} is not bound to any alias in collaboration {NIL}", NOTHING)
 case("reader-verify-unknown-collab", "reader", "base", Cli(("verify", "--collab", NIL)), 3,
      f"not found: no collaboration {NIL} under {ROOT}", NOTHING)
 case("cli-ack-unknown-message", "cli", "base", Cli(("ack", "--collab", C, "--self", REVIEWER, "--message", NIL)),

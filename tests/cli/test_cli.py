@@ -1015,7 +1015,8 @@ BAD_INPUT = [
      "usage: label must be a single line"),
     (["open", "--self", DRIVER, "--alias", "a", "--label", "l", "--task", "t" * 501], 10,
      "too large: task is 501 characters; the limit is 500"),
-    (["inbox", "--collab", NIL, "--self", DRIVER], 3, f"not found: no collaboration {NIL} under "),
+    # a pin is refused a collaboration it is not in, whether it exists or not (docs/SECURITY.md)
+    (["inbox", "--collab", NIL, "--self", DRIVER], 9, f"identity: {DRIVER} is not bound to any alias in "),
     (["log", "show", "--collab", NIL], 3, f"not found: no collaboration {NIL} under "),
     (["registry", "--collab", NIL], 3, f"not found: no collaboration {NIL} under "),
     (["leave", "--collab", NIL, "--self", DRIVER], 3, f"not found: no collaboration {NIL} under "),

@@ -258,14 +258,15 @@ def test_errors_carry_the_cli_kind_and_exit_code(team: tuple[Path, str]) -> None
         ("send", {"subject": "nobody"}, 2, "usage:"),
         ("send", {"to": "bob", "subject": "x", "collab": "not-a-uuid"}, 2, "usage:"),
         ("send", {"to": "bob", "subject": "x", "collab": other}, 9, "identity:"),
-        ("show", {"message_id": "00000000-0000-4000-8000-000000000000"}, 3, "not found:"),
+        # a pin reads only its own collaborations; an id in none of them is refused, existing elsewhere or not
+        ("show", {"message_id": "00000000-0000-4000-8000-000000000000"}, 9, "identity:"),
         ("show", {"message_id": "nope"}, 2, "usage:"),
         ("ack", {"message_ids": [to_carol]}, 9, "identity:"),
         ("ack", {"message_ids": ["00000000-0000-4000-8000-000000000000"]}, 3, "not found:"),
         ("log_append", {"text": "x", "corrects": "00000000-0000-4000-8000-000000000000"}, 3, "not found:"),
         ("wait_for_reply", {"message_id": "00000000-0000-4000-8000-000000000000", "timeout_seconds": 1}, 3,
          "not found:"),
-        ("inbox", {"collab": "00000000-0000-4000-8000-000000000000"}, 3, "not found:"),
+        ("inbox", {"collab": "00000000-0000-4000-8000-000000000000"}, 9, "identity:"),
     ]
     results: list[Any] = []
 
