@@ -266,20 +266,27 @@ def test_prompts_after_it_are_counted_without_python_and_the_message_comes_due_a
     assert len([r for r in session.receipts() if r["type"] == "presented"]) == 2
 
 
+def twin(tmp_path: Path, name: str, collab, *, ahead: bool) -> Session:
+    """The reviewer's session in a root of its own (``tmp_path/name``), the same collaboration's members;
+    rendering ahead on or off: two such roots, driven alike, must show the model the same."""
+    from tests.support.facade import FileStore
+
+    sub = tmp_path / name
+    sub.mkdir()
+    st = FileStore(sub / "state")
+    reg = st.open(collab.driver, "driver", "review", "review the store", {"adapter": "hook"})
+    st.join(reg.collab, collab.reviewer, "reviewer")
+    s = Session(sub, st, type(collab)(reg.collab, st.root, collab.driver, collab.reviewer, collab.carol))
+    if not ahead:
+        s.env = dict(s.env, AGENTMSG_NO_AHEAD="1")
+    return s
+
+
 def test_the_counting_matches_the_full_hook_prompt_by_prompt(tmp_path, store, collab):
     """Eight prompts with a message arriving in between: the same outputs with and without rendering ahead."""
     outputs = {}
     for mode in ("ahead", "full"):
-        sub = tmp_path / mode
-        sub.mkdir()
-        from tests.support.facade import FileStore
-
-        st = FileStore(sub / "state")
-        reg = st.open(collab.driver, "driver", "review", "review the store", {"adapter": "hook"})
-        st.join(reg.collab, collab.reviewer, "reviewer")
-        s = Session(sub, st, type(collab)(reg.collab, st.root, collab.driver, collab.reviewer, collab.carol))
-        if mode == "full":
-            s.env = dict(s.env, AGENTMSG_NO_AHEAD="1")
+        s = twin(tmp_path, mode, collab, ahead=mode == "ahead")
         try:
             s.start()
             seen = []

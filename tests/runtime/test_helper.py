@@ -19,7 +19,7 @@ import pytest
 
 from agentmsg.backends.file import ahead, layout
 from agentmsg.runtime import doorbell, retries
-from tests.runtime.test_ahead import Session, processes, renderers, stop_renderers, subjects
+from tests.runtime.test_ahead import processes, renderers, stop_renderers, subjects, twin
 from tests.support.cli_helpers import run_json
 
 # ---- deferred rings: the requests the helper rings again ------------------------------------------------
@@ -178,16 +178,7 @@ def test_killed_at_any_moment_every_prompt_shows_what_a_root_without_one_shows(t
     rnd = random.Random(seed)
     outputs = {}
     for mode in ("killed", "never"):
-        sub = tmp_path / mode
-        sub.mkdir()
-        from tests.support.facade import FileStore
-
-        st = FileStore(sub / "state")
-        reg = st.open(collab.driver, "driver", "review", "review the store", {"adapter": "hook"})
-        st.join(reg.collab, collab.reviewer, "reviewer")
-        s = Session(sub, st, type(collab)(reg.collab, st.root, collab.driver, collab.reviewer, collab.carol))
-        if mode == "never":
-            s.env = dict(s.env, AGENTMSG_NO_AHEAD="1")
+        s = twin(tmp_path, mode, collab, ahead=mode == "killed")
         try:
             s.start()
             seen = []
