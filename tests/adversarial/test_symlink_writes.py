@@ -422,6 +422,17 @@ def _writes_mode(call: ast.Call, at: int) -> bool:
     return mode is not None and not (isinstance(mode, ast.Constant) and not set(str(mode.value)) & set("wax+"))
 
 
+def _path_open_writes(call: ast.Call) -> bool:
+    """``something.open(MODE)`` as ``Path.open`` takes it: a mode that writes, given as a string (first argument)
+    or as ``mode=``; another object's ``open(...)`` (``Mailbox.open(who, alias, ..., policy=...)``) is not one."""
+    mode = next((k.value for k in call.keywords if k.arg == "mode"), None)
+    if mode is None and call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
+        mode = call.args[0]
+    if mode is None:
+        return False
+    return not (isinstance(mode, ast.Constant) and not set(str(mode.value)) & set("wax+"))
+
+
 def _raw_write(call: ast.Call) -> str | None:
     """What raw write ``call`` is, if it is one (``fsio.write_outside`` is not)."""
     fn = call.func
@@ -433,7 +444,7 @@ def _raw_write(call: ast.Call) -> str | None:
     if base == "os" and fn.attr == "open":
         flags = {n.attr for n in ast.walk(call.args[1]) if isinstance(n, ast.Attribute)} if call.args[1:] else set()
         return "os.open() for writing" if flags & _WRITE_FLAGS else None
-    if fn.attr == "open" and _writes_mode(call, 0) and (call.keywords or isinstance(call.args[0], ast.Constant)):
+    if fn.attr == "open" and _path_open_writes(call):
         return f"{base}.open() for writing"
     if fn.attr in _ANY_BASE or fn.attr in _BASES.get(base, ()):
         return f"{base}.{fn.attr}()"
