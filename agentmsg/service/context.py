@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from agentmsg.domain import validate
@@ -72,9 +72,13 @@ class Ctx:
 
     def who(self, self_flag: str | None) -> Pin:
         """The acting pin (``identity.resolve``): a host session recorded in this root above this process decides."""
+        return identity.resolve(self_flag, self.env, self.inside())
+
+    def inside(self) -> tuple[int, Sequence[str]] | None:
+        """The nearest host process above this one that a session's hooks recorded in this root, and its pins."""
         from agentmsg.runtime import facts  # /proc and ROOT/wake: only for commands that resolve a pin
 
-        return identity.resolve(self_flag, self.env, facts.nearest_recorded(facts.recorded_hosts(str(self.root))))
+        return facts.nearest_recorded(facts.recorded_hosts(str(self.root)))
 
     def collab(self, flag: str | None, who: Pin | None = None) -> str:
         """``--collab``, else the pin's only binding (which ``AGENTMSG_COLLAB``, if set, must name)."""

@@ -35,10 +35,11 @@ def reader(ctx: Ctx, self_flag: str | None) -> Pin | None:
 
     A host variable that is set always makes a pin (an ambiguous pair is an
     IdentityError, never the owner): an agent does not become the owner by
-    inheriting two variables.
+    inheriting two variables, nor by unsetting its own below a host process
+    its session's hooks recorded (``hosts/identity``: that session decides).
     """
-    if not self_flag and not identity.host_pins(ctx.env):
-        return None
+    if not self_flag and not identity.host_pins(ctx.env) and ctx.inside() is None:
+        return None  # no session anywhere above this process: the person at their terminal
     return ctx.who(self_flag)
 
 

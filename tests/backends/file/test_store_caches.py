@@ -305,10 +305,10 @@ def test_a_directory_with_no_opening_record_is_not_found_and_left_as_it_was(stor
                 pass
         with pytest.raises(NotFound):
             store.inbox(stray.name, "reviewer")
-    for args in (("show", "--collab", stray.name, str(uuid.uuid4())),
-                 ("inbox", "--collab", stray.name, "--self", str(collab.reviewer))):
-        res = run(*args, root=root)  # the CLI as agents call it: one line, the not-found code
-        assert res.code == 3 and res.stderr.startswith(f"not found: no collaboration {stray.name}"), res
+    res = run("show", "--collab", stray.name, str(uuid.uuid4()), root=root)  # the owner: one line, not found
+    assert res.code == 3 and res.stderr.startswith(f"not found: no collaboration {stray.name}"), res
+    res = run("inbox", "--collab", stray.name, "--self", str(collab.reviewer), root=root)
+    assert res.code == 9 and res.stderr.count("\n") == 1, res  # a pin: the one reading rule says no, nothing more
     assert sorted(p.name for p in stray.iterdir()) == ["notes.txt"]
     (collab.dir / "write.lock").unlink()  # a real collaboration's lock, removed: made again
     assert store.send(collab.id, collab.driver, draft("reviewer"))[0].message.to == "reviewer"

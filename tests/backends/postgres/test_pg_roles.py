@@ -41,7 +41,8 @@ def test_each_role_is_refused_what_is_not_its_own(server: dict, tmp_path: Path) 
     cid = doc["result"]["collab"]
 
     # not in it yet: bob can neither read nor join, and cannot let himself in
-    assert cli(b, rb, "status", "--collab", cid, "--self", B_PIN).code == NotFound.code
+    # (a pin's read of a collaboration it is not in is refused whether or not it exists: the read rule's 9)
+    assert cli(b, rb, "status", "--collab", cid, "--self", B_PIN).code == IdentityError.code
     assert cli(b, rb, "join", "--collab", cid, "--alias", "reviewer", "--self", B_PIN).code == NotFound.code
     assert cli(b, rb, "db", "grant", "--collab", cid, "--role", server["roles"]["bob"]).code == NotFound.code
     assert cli(a, ra, "db", "grant", "--collab", cid, "--role", server["roles"]["bob"]).code == 0
@@ -53,7 +54,7 @@ def test_each_role_is_refused_what_is_not_its_own(server: dict, tmp_path: Path) 
 
     # mallory reads nothing: not the collaboration, not the message, not by search
     code, _out, err = cli(m, rm, "inbox", "--collab", cid, "--self", B_PIN)
-    assert code == NotFound.code and cid in err
+    assert code == IdentityError.code and cid in err  # the read rule: refused, nothing said of what exists
     code, doc, _ = run_json("search", "secret", root=rm, env={"AGENTMSG_STORE": m})
     assert code == 0 and doc["result"]["hits"] == []
     code, doc, _ = run_json("status", root=rm, env={"AGENTMSG_STORE": m})
