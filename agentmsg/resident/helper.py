@@ -36,6 +36,9 @@ from agentmsg.runtime.doorbell import LEAVE, MIRROR, RENDER, RETRY, RING_RETRY, 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
+    from typing import TypeVar
+
+    T = TypeVar("T")
 
     from agentmsg.resident.renderer import Renderer
 
@@ -114,7 +117,7 @@ class Helper:
         return spawn.lock(ahead.root_file(self.root, ahead.LOCK), wait=TAKEOVER, poll=0.02,
                           stop=lambda: ahead.ring(self.root, ()) == "rung")  # it still listens
 
-    def hold(self, lock: int, body: Callable[[], object], *, bell: bool = True) -> object:
+    def hold(self, lock: int, body: Callable[[], T], *, bell: bool = True) -> T:
         """Run ``body`` as the root's helper: doorbell open, pid and duties named, everything undone after."""
         from agentmsg import fsio
 

@@ -351,7 +351,7 @@ def sync(root: str, url: str, *, once: bool = False, idle_exit: float = IDLE_EXI
     resident.ring_store = remote  # a deferred ring is decided where the CLI decides it: on the remote store
     mirror.between = resident.between
     done = resident.hold(lock, lambda: mirror.run(once=once, idle_exit=idle_exit), bell=False)
-    return {"root": local.root, "store": replica.redact(url), "running": "done", **done}  # type: ignore[dict-item]
+    return {"root": local.root, "store": replica.redact(url), "running": "done", **done}
 
 
 def _refuse_foreign(local: FileStore, url: str) -> None:
