@@ -31,7 +31,15 @@ def _main():
 
             return helper(sys.argv[3:])
         else:
-            from agentmsg.hooks.entry import main
+            from agentmsg.hooks import bundle  # one read for the hook's compiled modules
+
+            finder = bundle.load(bundle.path_for(plugin_root))
+            try:
+                from agentmsg.hooks.entry import main
+
+                return main(host)
+            finally:
+                bundle.save(finder)
     except BaseException as exc:  # fail open, before agentmsg.hooks.entry can
         _log(host, exc)
         return 0

@@ -1,0 +1,221 @@
+"""One file of compiled modules for the hook process: one read instead of a search per module.
+
+A hook that starts an interpreter spends most of its time importing: for
+each of its ~45 modules the path finder stats and lists directories, opens
+the ``.pyc``, reads and checks it.  The house split the hook's code into
+small modules, and each one costs that search (about 0.1 ms) whatever it
+holds.  The bundle keeps the compiled code of every pure-Python module a
+hook process imported (agentmsg's and the standard library's) in one file
+beside the ``.pyc`` files, and a finder placed first on ``sys.meta_path``
+serves them from it: one open and one read per process.
+
+It is a cache, and is checked like one:
+
+* each module's code is used only while its source file has the size and
+  modification time recorded with it (what ``.pyc`` files check); any other
+  module, and any changed one, is imported the ordinary way;
+* the file is used only if it is a regular file owned by this user that no
+  one else can write, starts with this interpreter's bytecode magic, and
+  unmarshals; anything else is ignored (and replaced);
+* a process that imported something the bundle did not hold (or held stale)
+  writes a new one when it is done (:func:`save`), from the ``.pyc`` files
+  the ordinary import just checked, by rename: never a torn file.
+
+Nothing here may raise into a hook: every failure means "import the
+ordinary way".  Standard library only, and no import beyond what the
+interpreter has loaded at start-up (``marshal``, ``os``, ``sys``).
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import sys
+from _frozen_importlib import ModuleSpec  # importlib.machinery's, loaded at start-up: costs nothing
+from _frozen_importlib_external import MAGIC_NUMBER
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from importlib.abc import Loader as _Loader  # what the finder is; importlib.abc itself is slow to import
+    from typing import Any
+else:
+    _Loader = object
+
+#: The file's first bytes: a name, then the interpreter's own bytecode magic (a bundle from another
+#: Python version is never used).
+_MAGIC = b"agentmsg-hook-bundle\n" + MAGIC_NUMBER + b"\n"
+#: The most a bundle may hold: twice what a hook imports today, so a stray import cannot grow it.
+MAX_MODULES = 200
+
+#: name -> (is a package, source path, source mtime_ns, source size, marshalled code)
+Entry = tuple[bool, str, int, int, bytes]
+
+
+def path_for(plugin_root: str) -> tuple[str, str]:
+    """Where the bundle lives, as (a folder, a path below it): beside agentmsg's own ``.pyc`` files, in the
+    checkout or under ``sys.pycache_prefix``.  One for every hook and host: a process reads the code of
+    the modules it imports, and only carries the others' bytes."""
+    name = f"hooks.{sys.implementation.cache_tag}.bundle"
+    prefix = sys.pycache_prefix
+    if prefix:
+        return prefix, "/".join([*plugin_root.strip(os.sep).split(os.sep), "agentmsg", name])
+    return os.path.join(plugin_root, "agentmsg"), f"__pycache__/{name}"
+
+
+class Finder(_Loader):
+    """A ``sys.meta_path`` finder and loader for the modules of one bundle."""
+
+    def __init__(self, where: tuple[str, str] | None, entries: dict[str, Entry]) -> None:
+        self.where = where
+        self.entries = entries
+        self.stale = False  # the bundle held a module whose source has changed since
+        self.refused = False  # a file was there but not usable (damaged, foreign, a link): replaced, not kept
+        self.before = frozenset(sys.modules)  # imported before the finder: never served from the bundle
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        entry = self.entries.get(name)
+        if entry is None:
+            return None
+        try:
+            is_pkg, origin, mtime_ns, size, data = entry
+            st = os.stat(origin)
+            fresh = st.st_mtime_ns == mtime_ns and st.st_size == size
+            code = marshal.loads(data) if fresh else None
+        except Exception:  # a source gone, an entry or code that does not read: the ordinary import
+            fresh, code = False, None
+        if not fresh or type(code).__name__ != "code":
+            self.stale = True
+            return None
+        spec = ModuleSpec(name, self, origin=origin, is_package=is_pkg, loader_state=code)
+        spec.has_location = True
+        if is_pkg:
+            spec.submodule_search_locations = [os.path.dirname(origin)]
+        return spec
+
+    def create_module(self, spec: Any) -> None:
+        return None
+
+    def exec_module(self, module: Any) -> None:
+        exec(module.__spec__.loader_state, module.__dict__)
+
+
+def load(where: tuple[str, str] | None) -> Finder:
+    """Put a finder for the bundle at ``where`` (:func:`path_for`) first on ``sys.meta_path`` (one with no
+    modules when there is no usable bundle there)."""
+    entries: dict[str, Entry] = {}
+    refused = False
+    if where is not None:
+        try:
+            fd = os.open(os.path.join(*where), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            fd = -1
+        except OSError:  # a symlink (ELOOP), a folder, no permission
+            fd, refused = -1, True
+        if fd >= 0:
+            try:
+                entries = _read(fd)
+                refused = not entries
+            finally:
+                os.close(fd)
+    finder = Finder(where, entries)
+    finder.refused = refused
+    sys.meta_path.insert(0, finder)
+    return finder
+
+
+def _read(fd: int) -> dict[str, Entry]:
+    try:
+        st = os.fstat(fd)
+        if not (st.st_mode & 0o170000 == 0o100000 and st.st_uid == os.geteuid() and not st.st_mode & 0o022):
+            return {}
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        data = b"".join(chunks)
+        if not data.startswith(_MAGIC):
+            return {}
+        entries = marshal.loads(data[len(_MAGIC):])
+    except Exception:  # a damaged or foreign file: import the ordinary way, and replace it
+        return {}
+    if not isinstance(entries, dict) or len(entries) > MAX_MODULES:
+        return {}
+    return entries
+
+
+def save(finder: Finder) -> None:
+    """Write a new bundle if this process imported what the old one did not hold fresh; never raises."""
+    try:
+        sys.meta_path.remove(finder)
+    except ValueError:
+        pass
+    if finder.where is None or sys.dont_write_bytecode:
+        return
+    try:
+        if not finder.stale and not any(_source(m) for n, m in list(sys.modules.items())
+                                        if n not in finder.entries and n not in finder.before):
+            return  # the bundle held every module this process imported
+        entries = _collect(finder)
+        if entries:
+            from agentmsg import fsio  # loaded already: the hooks use it
+
+            base, rel = finder.where
+            if finder.refused:  # never write through it, nor keep its permission bits
+                os.unlink(os.path.join(base, rel))
+            fsio.write_outside(base, rel, _MAGIC + marshal.dumps(entries), create_base=False)
+    except Exception:  # a cache: the next run tries again
+        pass
+
+
+def _collect(finder: Finder) -> dict[str, Entry]:
+    """The bundle's modules that still match their source, and every pure-Python module this process
+    imported (from the ``.pyc`` the ordinary import just checked)."""
+    entries: dict[str, Entry] = {}
+    for name, entry in finder.entries.items():
+        if name in sys.modules:
+            continue  # taken from this process below
+        try:
+            st = os.stat(entry[1])
+        except (OSError, TypeError, IndexError):
+            continue
+        if (st.st_mtime_ns, st.st_size) == (entry[2], entry[3]):
+            entries[name] = entry
+    for name, module in list(sys.modules.items()):
+        origin = _source(module)
+        spec = getattr(module, "__spec__", None)
+        if origin is None or spec is None or name in finder.before or len(entries) >= MAX_MODULES:
+            continue
+        try:
+            st = os.stat(origin)
+        except OSError:
+            continue
+        old = finder.entries.get(name)
+        if spec.loader is finder and old is not None:
+            entries[name] = old  # served from the bundle, so it matched its source a moment ago
+            continue
+        code = _compiled(getattr(spec, "cached", None), st)
+        if code is not None:
+            entries[name] = (spec.submodule_search_locations is not None, origin, st.st_mtime_ns, st.st_size, code)
+    return entries
+
+
+def _source(module: object) -> str | None:
+    """The source file of a pure-Python module (None for a built-in, frozen or extension module)."""
+    origin = getattr(getattr(module, "__spec__", None), "origin", None)
+    return origin if isinstance(origin, str) and origin.endswith(".py") else None
+
+
+def _compiled(cached: object, source: os.stat_result) -> bytes | None:
+    """The marshalled code of a ``.pyc`` written for exactly this source (timestamp-checked), else None."""
+    if not isinstance(cached, str):
+        return None
+    try:
+        with open(cached, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    if len(data) < 16 or data[:4] != MAGIC_NUMBER or int.from_bytes(data[4:8], "little") != 0:
+        return None  # another Python's, or a hash-checked .pyc: its code is not checked against the source here
+    if (int.from_bytes(data[8:12], "little") != int(source.st_mtime) & 0xFFFFFFFF
+            or int.from_bytes(data[12:16], "little") != source.st_size & 0xFFFFFFFF):
+        return None
+    return data[16:]
