@@ -33,7 +33,7 @@ def _main():
         else:
             from agentmsg.hooks import bundle  # one read for the hook's compiled modules
 
-            finder = bundle.load(bundle.path_for(plugin_root))
+            finder = bundle.load(plugin_root)
             try:
                 from agentmsg.hooks.entry import main
 

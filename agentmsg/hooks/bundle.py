@@ -41,14 +41,26 @@ if TYPE_CHECKING:
 else:
     _Loader = object
 
-#: The file's first bytes: a name, then the interpreter's own bytecode magic (a bundle from another
-#: Python version is never used).
+#: The file's first bytes: a name and the interpreter's own bytecode magic (a bundle from another Python
+#: version is never used); then the folders its modules come from (see :func:`header`).
 _MAGIC = b"agentmsg-hook-bundle\n" + MAGIC_NUMBER + b"\n"
 #: The most a bundle may hold: twice what a hook imports today, so a stray import cannot grow it.
 MAX_MODULES = 200
 
 #: name -> (is a package, source path, source mtime_ns, source size, marshalled code)
 Entry = tuple[bool, str, int, int, bytes]
+
+
+def homes(plugin_root: str) -> tuple[str, ...]:
+    """The folders a bundle's modules may come from: this checkout's package and this interpreter's standard
+    library.  A bundle copied along with the checkout (a host's plugin cache copies folders) names the folders
+    of the original, so it is not used: its code would be the original's, not this copy's."""
+    stdlib = getattr(sys, "_stdlib_dir", None) or os.path.dirname(os.__file__)
+    return os.path.join(plugin_root, "agentmsg", ""), os.path.join(stdlib, "")
+
+
+def header(plugin_root: str) -> bytes:
+    return _MAGIC + "\0".join(homes(plugin_root)).encode("utf-8", "surrogateescape") + b"\n"
 
 
 def path_for(plugin_root: str) -> tuple[str, str]:
@@ -65,7 +77,8 @@ def path_for(plugin_root: str) -> tuple[str, str]:
 class Finder(_Loader):
     """A ``sys.meta_path`` finder and loader for the modules of one bundle."""
 
-    def __init__(self, where: tuple[str, str] | None, entries: dict[str, Entry]) -> None:
+    def __init__(self, plugin_root: str, where: tuple[str, str] | None, entries: dict[str, Entry]) -> None:
+        self.plugin_root = plugin_root
         self.where = where
         self.entries = entries
         self.stale = False  # the bundle held a module whose source has changed since
@@ -99,11 +112,15 @@ class Finder(_Loader):
         exec(module.__spec__.loader_state, module.__dict__)
 
 
-def load(where: tuple[str, str] | None) -> Finder:
-    """Put a finder for the bundle at ``where`` (:func:`path_for`) first on ``sys.meta_path`` (one with no
-    modules when there is no usable bundle there)."""
+def load(plugin_root: str, where: tuple[str, str] | None = None) -> Finder:
+    """Put a finder for the bundle of ``plugin_root`` (at ``where``, by default :func:`path_for`) first on
+    ``sys.meta_path``: one with no modules when there is no usable bundle there."""
     entries: dict[str, Entry] = {}
     refused = False
+    try:
+        where = where or path_for(plugin_root)
+    except Exception:  # no usable path: no bundle
+        where = None
     if where is not None:
         try:
             fd = os.open(os.path.join(*where), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
@@ -113,17 +130,17 @@ def load(where: tuple[str, str] | None) -> Finder:
             fd, refused = -1, True
         if fd >= 0:
             try:
-                entries = _read(fd)
+                entries = _read(fd, header(plugin_root))
                 refused = not entries
             finally:
                 os.close(fd)
-    finder = Finder(where, entries)
+    finder = Finder(plugin_root, where, entries)
     finder.refused = refused
     sys.meta_path.insert(0, finder)
     return finder
 
 
-def _read(fd: int) -> dict[str, Entry]:
+def _read(fd: int, head: bytes) -> dict[str, Entry]:
     try:
         st = os.fstat(fd)
         if not (st.st_mode & 0o170000 == 0o100000 and st.st_uid == os.geteuid() and not st.st_mode & 0o022):
@@ -132,9 +149,9 @@ def _read(fd: int) -> dict[str, Entry]:
         while chunk := os.read(fd, 1 << 20):
             chunks.append(chunk)
         data = b"".join(chunks)
-        if not data.startswith(_MAGIC):
+        if not data.startswith(head):
             return {}
-        entries = marshal.loads(data[len(_MAGIC):])
+        entries = marshal.loads(data[len(head):])
     except Exception:  # a damaged or foreign file: import the ordinary way, and replace it
         return {}
     if not isinstance(entries, dict) or len(entries) > MAX_MODULES:
@@ -161,7 +178,7 @@ def save(finder: Finder) -> None:
             base, rel = finder.where
             if finder.refused:  # never write through it, nor keep its permission bits
                 os.unlink(os.path.join(base, rel))
-            fsio.write_outside(base, rel, _MAGIC + marshal.dumps(entries), create_base=False)
+            fsio.write_outside(base, rel, header(finder.plugin_root) + marshal.dumps(entries), create_base=False)
     except Exception:  # a cache: the next run tries again
         pass
 
@@ -170,6 +187,7 @@ def _collect(finder: Finder) -> dict[str, Entry]:
     """The bundle's modules that still match their source, and every pure-Python module this process
     imported (from the ``.pyc`` the ordinary import just checked)."""
     entries: dict[str, Entry] = {}
+    own = homes(finder.plugin_root)
     for name, entry in finder.entries.items():
         if name in sys.modules:
             continue  # taken from this process below
@@ -182,7 +200,8 @@ def _collect(finder: Finder) -> dict[str, Entry]:
     for name, module in list(sys.modules.items()):
         origin = _source(module)
         spec = getattr(module, "__spec__", None)
-        if origin is None or spec is None or name in finder.before or len(entries) >= MAX_MODULES:
+        if (origin is None or spec is None or name in finder.before or len(entries) >= MAX_MODULES
+                or not origin.startswith(own)):
             continue
         try:
             st = os.stat(origin)

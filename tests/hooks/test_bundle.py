@@ -25,7 +25,7 @@ PROBE = """
 import sys
 sys.path.insert(0, sys.argv[1])
 from agentmsg.hooks import bundle
-finder = bundle.load(bundle.path_for(sys.argv[1]))
+finder = bundle.load(sys.argv[1])
 import agentmsg.hooks.entry, agentmsg.hooks.prompt, json, importlib
 for extra in sys.argv[2:]:
     importlib.import_module(extra)
@@ -112,7 +112,7 @@ def test_a_damaged_or_unsafe_bundle_is_ignored_and_replaced(plugin, damage):
 def test_a_module_whose_code_does_not_read_is_imported_from_its_source(plugin):
     probe(plugin)
     path = bundle_file(plugin)
-    header = path.read_bytes()[: path.read_bytes().index(MAGIC_NUMBER) + len(MAGIC_NUMBER) + 1]
+    header = path.read_bytes()[: path.read_bytes().index(b"\n", path.read_bytes().index(MAGIC_NUMBER) + 5) + 1]
     entries = marshal.loads(path.read_bytes()[len(header):])
     is_pkg, origin, mtime_ns, size, _code = entries["agentmsg.hooks.prompt"]
     entries["agentmsg.hooks.prompt"] = (is_pkg, origin, mtime_ns, size, b"\xff not code")
@@ -121,6 +121,20 @@ def test_a_module_whose_code_does_not_read_is_imported_from_its_source(plugin):
     assert damaged["served"]["agentmsg.hooks.prompt"] == "path"
     assert damaged["served"]["agentmsg.hooks.entry"] == "bundle"
     assert served(probe(plugin), "path") == set()
+
+
+def test_a_bundle_copied_with_the_checkout_is_not_used_by_the_copy(plugin, tmp_path):
+    """A host that copies the plugin folder (with its __pycache__) must run the copy's code, not the original's."""
+    probe(plugin)
+    copy = tmp_path / "copy"
+    shutil.copytree(plugin, copy)
+    prompt = copy / "agentmsg" / "hooks" / "prompt.py"
+    prompt.write_text(prompt.read_text() + "\nBUNDLE_PROBE = 'the copy'\n")
+    in_copy = probe(copy)
+    assert in_copy["probe"] == "the copy"
+    assert served(in_copy, "bundle") == set()
+    assert served(probe(copy), "path") == set()  # the copy's own bundle, from then on
+    assert probe(plugin)["probe"] is None  # and the original's is untouched
 
 
 def test_a_symlinked_bundle_is_neither_followed_nor_written_through(plugin, tmp_path):
