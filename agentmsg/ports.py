@@ -94,3 +94,9 @@ class Replica(Protocol):
     def streams(self, collab: str) -> dict[str, int]: ...   # stream -> last seq; streams: "events", "notes", "delivery", "inbox/<alias>", "receipts/<alias>"  # noqa: E501
     def records_since(self, collab: str, stream: str, seq: int, limit: int = 1000) -> list[Record]: ...  # sealed records as stored, ascending seq > seq  # noqa: E501
     def wait_any(self, collabs: Collection[str], timeout: float) -> bool: ...  # True when something changed (PG: LISTEN/NOTIFY; files: poll)  # noqa: E501
+
+    def report_presence(self, collab: str, alias: str, fields: Record) -> None:
+        """This machine's view of ``alias``'s session (``pin``, ``state``, ``quiet``: seconds since its last
+        activity, or None), replacing the last report; the store keeps when it came (docs/LIFECYCLE.md)."""
+    def presence(self, collab: str) -> dict[str, Record]:
+        """alias -> its last report, as reported, plus ``age``: seconds since then by the store's clock."""

@@ -48,6 +48,7 @@ class MemoryStore(TxnReads):
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)
         self._version = self._waited = 0  # transactions ended; as of the last wait_any
+        self._presence: dict[str, dict[str, tuple[Record, float]]] = {}  # collab -> alias -> (report, when)
 
     def describe(self) -> dict[str, Any]:
         return {"store": "memory", "location": f"memory:{id(self):x}", "reachable": True}
@@ -122,6 +123,16 @@ class MemoryStore(TxnReads):
                 self._changed.wait(left)
             self._waited = self._version
             return True
+
+    def report_presence(self, collab: str, alias: str, fields: Record) -> None:
+        with self._lock:
+            self._get(collab)  # NotFound for an unknown collaboration
+            self._presence.setdefault(collab, {})[alias] = (dict(fields), time.monotonic())
+
+    def presence(self, collab: str) -> dict[str, Record]:
+        with self._lock:
+            now = time.monotonic()
+            return {a: {**f, "age": now - t} for a, (f, t) in self._presence.get(collab, {}).items()}
 
     def receipts(self, collab: str, alias: str) -> list[Record]:
         return list(self._get(collab).receipts.get(alias, []))

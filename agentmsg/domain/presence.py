@@ -14,6 +14,11 @@ STATES = (WORKING, IDLE, LISTENING, GONE, UNKNOWN)
 #: A turn with no Stop after this long is taken as ended (a crashed turn, a host killed mid-turn).
 TURN_FOR = 1800.0
 HUMAN, NEVER, REMOTE = "a person, not a session", "its hooks never ran on this machine", "on another machine"
+#: The states one machine reports of a session its hooks ran on, for the others (through the store).
+REPORTED = (WORKING, IDLE, LISTENING, GONE)
+#: A report older than this says nothing any more: the session is ``unknown`` (on another machine) again.
+#: Mirrors report every few seconds while anything changes and at least every ``REPORT_EVERY``.
+REPORT_FOR, REPORT_EVERY = 90.0, 30.0
 
 
 class Presence(Value):
@@ -43,6 +48,36 @@ def decide(*, human: bool, seen: bool, remote: bool, alive: bool | None, turn_at
     return Presence(LISTENING if listening else IDLE, "", last)
 
 
+def report(p: Presence, pin: str, now: float) -> dict[str, object] | None:
+    """What this machine tells the store of ``pin``'s session (None: its hooks never ran here).  Times go as
+    ages (``quiet``: seconds since its last activity), so no two machines' clocks are ever compared."""
+    if p.state not in REPORTED or p.why == REMOTE:
+        return None
+    return {"pin": pin, "state": p.state, "quiet": None if p.last is None else round(max(0.0, now - p.last), 1)}
+
+
+def from_report(rep: object, pin: str, now: float) -> Presence | None:
+    """``pin``'s session on another machine, from the last report this root's mirror pulled (``age``: how old
+    it was by the store's clock, ``pulled_at``: when, by this one's); None when there is none, it names
+    another pin (the alias moved), or it is too old to say anything."""
+    if not isinstance(rep, dict) or rep.get("pin") != pin or rep.get("state") not in REPORTED:
+        return None
+    old, pulled, quiet = (_seconds(rep.get(k)) for k in ("age", "pulled_at", "quiet"))
+    if old is None or pulled is None:
+        return None
+    since = old + max(0.0, now - pulled)
+    if since > REPORT_FOR:
+        return None
+    return Presence(str(rep["state"]), REMOTE, None if quiet is None else now - since - quiet)
+
+
+def _seconds(x: object) -> float | None:
+    """A finite, non-negative number from a report (never a bool), else None."""
+    if type(x) is int or type(x) is float:
+        return float(x) if 0 <= x < 1e10 else None  # NaN and infinity too
+    return None
+
+
 def age(seconds: float) -> str:
     """``12 s``, ``5 min``, ``2 h``, ``3 d``: how long ago, for a line a person reads."""
     s = max(0, int(seconds))
@@ -64,6 +99,8 @@ def next_step(p: Presence, alias: str, *, rang: bool, midturn: bool, now: float)
         if p.why == REMOTE:
             return f"{alias} is on another machine: it sees this at its next prompt there"
         return f"{alias}'s hooks never ran here: it sees this at its session's next prompt, or with agentmsg inbox"
+    if p.why == REMOTE:
+        return f"{alias} is {p.state} on another machine: it sees this at its next prompt there"
     if rang:
         return f"{alias} is {p.state}: rang, so it sees this now"
     if p.state == WORKING:

@@ -14,7 +14,11 @@ root, under the root's one helper lock, and rings deferred wake-ups between its 
    remote port, each entry once: an entry whose id is already in the local
    or the remote journal is never pushed again; an entry is removed when its
    records have come back down.
-3. **waits** on the remote (``Replica.wait_any``: LISTEN/NOTIFY on
+3. **shares presence** (at most every ``PRESENCE_EVERY`` seconds): reports to the store the state of each
+   participant whose hooks ran on this machine (when it changed, and at least every
+   ``domain.presence.REPORT_EVERY``), and pulls what the other machines reported into
+   ``presence.remote.json``, so ``roster`` and a send's result line see sessions there, coarsely.
+4. **waits** on the remote (``Replica.wait_any``: LISTEN/NOTIFY on
    PostgreSQL), never longer than a short slice while the outbox has
    entries, and exits after ``idle_exit`` seconds with nothing to do.
 
@@ -53,6 +57,8 @@ SLICE = 0.5
 PAGE = 1000
 #: Present while a mirror runs; found at start, it means the last one died mid-import (see Mirror.recover).
 DIRTY = ".mirror-running"
+#: Seconds between two rounds of presence sharing.
+PRESENCE_EVERY = 5.0
 
 
 class Mirror:
@@ -71,6 +77,8 @@ class Mirror:
         self.rejected: dict[str, Record] = {}  # entries the store refused (a role not let in, say)
         #: The helper's other duties, between rounds; True while they have work waiting (the mirror stays).
         self.between: Callable[[], bool] = lambda: False
+        self.reported: dict[tuple[str, str], tuple[tuple[object, ...], float]] = {}  # (collab, alias) -> last report
+        self.shared_at: float | None = None  # monotonic time of the last presence round
 
     # ---- pull ---------------------------------------------------------------------------------------
 
@@ -185,14 +193,61 @@ class Mirror:
         self.rejected.clear()
         return left
 
+    # ---- presence ------------------------------------------------------------------------------------
+
+    def share_presence(self, now: float | None = None) -> int:
+        """Report the sessions this machine sees and pull the others' reports; returns how many were sent.
+
+        A report the store refuses (an alias this machine's role does not hold) is not this machine's to
+        make, and is skipped; nothing here is a record, and nothing here keeps the mirror running."""
+        from agentmsg.backends.file import presence as files
+        from agentmsg.domain import presence
+        from agentmsg.runtime import presence as reading
+        from agentmsg.service import wake
+
+        t = time.time() if now is None else now
+        sent, pulled = 0, {}
+        for collab in self.local.collabs():
+            reg = self.local.registry(collab)
+            for alias, p in sorted(reg.participants.items()):
+                consent = wake.describe(self.local, collab, alias, p.pin, reg)
+                seen = reading.here(self.local.root, p.pin, listening=bool(consent and consent["status"] == "active"),
+                                    now=t)
+                fields = presence.report(seen, p.pin, t)
+                if fields is None or not self._due((collab, alias), fields, t):
+                    continue
+                try:
+                    self.source.report_presence(collab, alias, fields)
+                except (IdentityError, NotFound, UsageError):
+                    continue
+                self.reported[(collab, alias)] = ((fields["pin"], fields["state"]), t)
+                sent += 1
+            for alias, rep in self.source.presence(collab).items():
+                holder = reg.participants.get(alias)
+                if holder is not None and rep.get("pin") == holder.pin:  # a row the alias's current session left
+                    pulled[holder.pin] = {"state": rep.get("state"), "quiet": rep.get("quiet"), "age": rep.get("age"),
+                                          "pin": holder.pin, "collab": collab, "alias": alias, "pulled_at": t}
+        files.save_pulled(self.local.root, pulled)
+        return sent
+
+    def _due(self, key: tuple[str, str], fields: dict[str, object], now: float) -> bool:
+        """A report is due when the state changed, or the last one is getting old."""
+        from agentmsg.domain import presence
+
+        last = self.reported.get(key)
+        return last is None or last[0] != (fields["pin"], fields["state"]) or now - last[1] >= presence.REPORT_EVERY
+
     # ---- the loop -----------------------------------------------------------------------------------
 
     def round(self, *, full: bool = True) -> tuple[int, int, int]:
-        """One pull, push, pull: (records copied, entries pushed, entries still waiting)."""
+        """One pull, push, pull, and presence when due: (records copied, entries pushed, entries still waiting)."""
         copied = self.pull(full=full)
         sent = self.push()
         if sent:
             copied += self.pull()
+        if self.shared_at is None or time.monotonic() - self.shared_at >= PRESENCE_EVERY:
+            self.shared_at = time.monotonic()
+            self.share_presence()
         return copied, sent, self.settle()
 
     def recover(self) -> list[str]:

@@ -3,7 +3,9 @@
 * ``ROOT/wake/<pin key>.json``: the host process (pid and start time) its SessionStart recorded
   (``runtime/facts.py``);
 * ``idle/<runtime>/<session>.turn`` and ``.rest``: modification times only, touched by the launcher (no
-  interpreter) and by every full hook run: the last prompt or tool call, the last Stop or start.
+  interpreter) and by every full hook run: the last prompt or tool call, the last Stop or start;
+* on a replica root, for a session whose hooks never ran here: ``presence.remote.json``, what the machine it
+  runs on reported through the store, as this root's mirror last pulled it (``resident/mirror.py``).
 
 Derived and local: nothing here is a journal record, and an idle prompt still starts no interpreter.
 """
@@ -14,6 +16,7 @@ import os
 import time
 
 from agentmsg.backends.file import idle, layout
+from agentmsg.backends.file import presence as reports
 from agentmsg.domain import presence
 from agentmsg.hosts import registry
 from agentmsg.runtime import facts as sessionfacts
@@ -21,6 +24,15 @@ from agentmsg.runtime import facts as sessionfacts
 
 def of(root: str, pin: str, *, listening: bool, now: float | None = None) -> presence.Presence:
     """``pin``'s presence; ``listening``: its wake-up consent is active."""
+    t = time.time() if now is None else now
+    found = here(root, pin, listening=listening, now=t)
+    if found.state == presence.UNKNOWN and found.why in (presence.REMOTE, presence.NEVER):
+        return presence.from_report(reports.pulled(root, pin), pin, t) or found
+    return found
+
+
+def here(root: str, pin: str, *, listening: bool, now: float | None = None) -> presence.Presence:
+    """``pin``'s presence from what its hooks left on this machine only."""
     t = time.time() if now is None else now
     runtime = pin.partition(":")[0]
     if runtime == registry.NO_HOST:

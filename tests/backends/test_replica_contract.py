@@ -13,11 +13,17 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from agentmsg import records
+from agentmsg.backends.file import idle, layout
 from agentmsg.backends.file.store import FileStore
+from agentmsg.domain import presence
 from agentmsg.domain.validate import pin
 from agentmsg.domain.values import Draft
+from agentmsg.errors import AgentmsgError
 from agentmsg.resident.mirror import Mirror
+from agentmsg.runtime import presence as reading
 from agentmsg.service.messaging import Mailbox
 
 LEAD, REV = pin("codex:r-lead"), pin("claude-code:r-rev")
@@ -71,3 +77,58 @@ def test_a_mirror_copies_every_backend_verbatim(port, box: Mailbox, tmp_path: Pa
     for stream in port.streams(cid):
         assert local.records_since(cid, stream, 0, 1 << 40) == port.records_since(cid, stream, 0, 1 << 40)
     assert local.verify(cid)[1] == []
+
+
+# ---- presence across machines (docs/LIFECYCLE.md) --------------------------------------------------------
+
+
+def test_a_presence_report_replaces_the_last_and_ages_by_the_stores_clock(port, box: Mailbox) -> None:
+    cid = _collab(box)
+    assert port.presence(cid) == {}
+    port.report_presence(cid, "rev", {"pin": str(REV), "state": "idle", "quiet": 3.5})
+    port.report_presence(cid, "rev", {"pin": str(REV), "state": "working", "quiet": 0.5})
+    port.report_presence(cid, "lead", {"pin": str(LEAD), "state": "gone", "quiet": None})
+    got = port.presence(cid)
+    assert {a: (r["pin"], r["state"], r["quiet"]) for a, r in got.items()} == {
+        "rev": (str(REV), "working", 0.5), "lead": (str(LEAD), "gone", None)}
+    assert all(0 <= r["age"] < 60 for r in got.values())
+    with pytest.raises(AgentmsgError):
+        port.report_presence("00000000-0000-4000-8000-000000000000", "rev", {"pin": str(REV), "state": "idle"})
+    assert port.events(cid) == box.store.events(cid)  # nothing of it is a record
+
+
+def test_mirrors_share_presence_so_another_machine_sees_a_session(port, box: Mailbox, tmp_path: Path) -> None:
+    _collab(box)
+    here, there = FileStore(tmp_path / "machine-a"), FileStore(tmp_path / "machine-b")
+    a, b = Mirror(here, port, "contract:"), Mirror(there, port, "contract:")
+    a.round()
+    idle.mark_presence(here.root, str(REV), layout.TURN)  # rev's hooks run on machine A: a turn under way
+    assert reading.of(there.root, str(REV), listening=False).state == presence.UNKNOWN
+    assert a.share_presence() == 1  # only rev: lead's hooks ran nowhere
+    assert a.share_presence() == 0  # unchanged and recent: not sent again
+    b.round()
+    seen = reading.of(there.root, str(REV), listening=False)
+    assert (seen.state, seen.why) == (presence.WORKING, presence.REMOTE)
+    assert seen.last is not None and abs(time.time() - seen.last) < 60
+    assert reading.of(there.root, str(LEAD), listening=False).state == presence.UNKNOWN
+    assert reading.of(here.root, str(REV), listening=False).why == ""  # its own machine sees it directly
+    idle.mark_presence(here.root, str(REV), layout.REST)  # the turn ended
+    time.sleep(0.01)
+    assert a.share_presence() == 1
+    b.share_presence()
+    assert reading.of(there.root, str(REV), listening=False).state == presence.IDLE
+
+
+def test_a_report_for_an_alias_that_moved_on_or_gone_stale_says_nothing(port, box: Mailbox, tmp_path: Path) -> None:
+    cid = _collab(box)
+    there = FileStore(tmp_path / "machine-b")
+    b = Mirror(there, port, "contract:")
+    b.round()
+    port.report_presence(cid, "rev", {"pin": "claude-code:someone-else", "state": "idle", "quiet": 1.0})
+    b.share_presence()
+    assert reading.of(there.root, str(REV), listening=False).state == presence.UNKNOWN
+    port.report_presence(cid, "rev", {"pin": str(REV), "state": "idle", "quiet": 1.0})
+    b.share_presence()
+    assert reading.of(there.root, str(REV), listening=False).state == presence.IDLE
+    later = time.time() + presence.REPORT_FOR + 1
+    assert reading.of(there.root, str(REV), listening=False, now=later).state == presence.UNKNOWN

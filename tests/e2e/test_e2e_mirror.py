@@ -49,6 +49,13 @@ def _arrives(root: Path, collab: str, alias: str, mid: str, timeout: float = 30)
     raise AssertionError(f"message {mid} did not reach {root} within {timeout}s")
 
 
+def _presence(root: Path, url: str, collab: str, alias: str, home: Path) -> dict:
+    """``alias``'s presence as ``agentmsg roster`` shows it on the machine whose root is ``root``."""
+    doc = product.cli("roster", "--store", url, "--collab", collab, root=root, home=home)
+    (row,) = [r for r in doc["result"]["participants"] if r["alias"] == alias]
+    return row["presence"]
+
+
 def test_claude_on_a_and_codex_on_b_exchange_a_request_and_a_reply(tmp_path: Path, pg_cluster) -> None:
     from agentmsg.backends.postgres.store import PgStore
 
@@ -111,6 +118,20 @@ def test_claude_on_a_and_codex_on_b_exchange_a_request_and_a_reply(tmp_path: Pat
             (m,) = block.messages
             assert (m.id, m.sender, m.runtime, m.subject, m.body) == (mid_x, "driver", "codex", subj_x, body_x)
             assert m.reply_to == f"driver/{mid_c}"
+
+            # -- each machine's roster sees the other machine's session, as that machine sees it ---------
+            machines = ((root_a, url_a), (root_b, url_b))
+            for (here, there), alias in ((machines[::-1], "reviewer"), (machines, "driver")):
+                deadline = time.monotonic() + 60  # the mirrors share presence every few seconds
+                while True:
+                    own = _presence(*there, collab, alias, home)
+                    seen = _presence(*here, collab, alias, home)
+                    if (seen["why"] == "on another machine" and seen["state"] == own["state"]) or \
+                            time.monotonic() > deadline:
+                        break
+                    time.sleep(0.2)
+                assert own["state"] in ("working", "idle", "listening", "gone") and own["why"] != "on another machine"
+                assert (seen["state"], seen["why"]) == (own["state"], "on another machine"), (alias, own, seen)
 
         # -- the hooks' receipts reached the server through each machine's outbox, once ----------
         server = PgStore(pg_cluster.url(db))

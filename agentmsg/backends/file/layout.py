@@ -51,6 +51,10 @@ HTML = "collaboration.html"
 SEARCH = "search.sqlite"
 #: A replica root (``agentmsg sync``): the store it mirrors, and the hooks' receipts on their way there.
 REPLICA = "replica.json"
+#: Presence across machines (``backends/file/presence.py``): pulled by a replica root's mirror; reported
+#: into a file store's collaboration by the mirrors of the machines that mirror it.
+REMOTE_PRESENCE = "presence.remote.json"
+PRESENCE = "presence.json"
 OUTBOX = "outbox.jsonl"
 OUTBOX_LOCK = "outbox.lock"
 OUTBOX_REJECTED = "outbox.rejected.jsonl"
@@ -102,8 +106,12 @@ FILES: tuple[tuple[str, str, str, str, str], ...] = (
     (OUTBOX, "truth", "hooks", "mirror", "the hooks' receipts on their way to the mirrored store"),
     (OUTBOX_LOCK, "lock", "hooks, mirror", "hooks, mirror", "the outbox's writers"),
     (OUTBOX_REJECTED, "log", "mirror", "people, verify", "outbox entries the server refused"),
+    (REMOTE_PRESENCE, "local", "mirror", "roster, send",
+     "presence of sessions on other machines, as the mirror last pulled it"),
     (f"{COLLABS}/<uuid>/{EVENTS}", "truth", "store", "store", "membership and lifecycle events"),
     (f"{COLLABS}/<uuid>/inbox/<alias>.jsonl", "truth", "store", "store", "messages addressed to alias"),
+    (f"{COLLABS}/<uuid>/{PRESENCE}", "local", "mirrors", "mirrors",
+     "each alias's last presence report, in a store other machines mirror"),
     (f"{COLLABS}/<uuid>/receipts/<alias>.jsonl", "truth", "store", "store",
      "acks, presented attempts, notify results, replied marks, retries"),
     (f"{COLLABS}/<uuid>/{LOG}", "truth", "store", "store", "log notes"),

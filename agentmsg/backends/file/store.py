@@ -196,6 +196,17 @@ class FileStore(TxnReads):
 
         return replica.wait_any(self, collabs, timeout)
 
+    def report_presence(self, collab: str, alias: str, fields: dict[str, Any]) -> None:
+        from agentmsg.backends.file import presence
+
+        with self.transaction(collab):  # the collaboration's lock: reports never interleave
+            presence.report(self.root, collab, alias, fields)
+
+    def presence(self, collab: str) -> dict[str, dict[str, Any]]:
+        from agentmsg.backends.file import presence
+
+        return presence.reports(self.root, collab)
+
     def import_records(self, collab: str, stream: str, recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """A mirror's write: records sealed by the store this root mirrors, verbatim (chain-checked, idempotent)."""
         return import_records(self, collab, stream, recs)

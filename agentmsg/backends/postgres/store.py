@@ -365,6 +365,23 @@ class PgStore(TxnReads):
             self._listener = None
             raise
 
+    def report_presence(self, collab: str, alias: str, fields: Record) -> None:
+        """One row per alias, replaced; the server stamps the time and the role and lets only the alias's
+        holder write it (migration 007)."""
+        quiet = fields.get("quiet")
+        params = (collab, alias, str(fields.get("pin", "")), str(fields.get("state", "")),
+                  float(quiet) if isinstance(quiet, (int, float)) else None)
+        self.retrying(f"report {alias}'s presence", lambda conn: conn.execute(
+            "INSERT INTO agentmsg_presence (collab, alias, pin, state, quiet) VALUES (%s, %s, %s, %s, %s) "
+            "ON CONFLICT (collab, alias) DO UPDATE SET pin = EXCLUDED.pin, state = EXCLUDED.state, "
+            "quiet = EXCLUDED.quiet", params))
+
+    def presence(self, collab: str) -> dict[str, Record]:
+        rows = self.query("SELECT alias, pin, state, quiet, extract(epoch FROM now() - reported_at)::float8 "
+                          "FROM agentmsg_presence WHERE collab = %s", (collab,))
+        return {a: {"pin": pin, "state": state, "quiet": quiet, "age": max(0.0, float(age))}
+                for a, pin, state, quiet, age in rows}
+
     def grant(self, collab: str, role: str) -> bool:
         """Let ``role`` into ``collab`` (a member's act; the server checks it); False if it was already in."""
         with self.transaction(collab) as tx, db_errors(f"let {role} into {collab}"):

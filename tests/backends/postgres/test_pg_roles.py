@@ -90,3 +90,38 @@ def test_each_role_is_refused_what_is_not_its_own(server: dict, tmp_path: Path) 
         assert conn.execute("SELECT count(*) FROM agentmsg_records WHERE collab = %s", (cid,)).fetchone() == (4,)
     with psycopg.connect(m, autocommit=True) as conn:
         assert conn.execute("SELECT count(*) FROM agentmsg_records").fetchone() == (0,)
+
+
+def test_only_the_role_holding_an_alias_reports_its_presence_and_the_server_stamps_it(server: dict,
+                                                                                        tmp_path: Path) -> None:
+    from agentmsg.backends.postgres.store import PgStore
+
+    a, b, m = server["alice"], server["bob"], server["mallory"]
+    code, doc, _ = run_json("open", "--alias", "driver", "--label", "l", "--task", "t", "--self", A_PIN,
+                            root=tmp_path / "a", env={"AGENTMSG_STORE": a})
+    assert code == 0
+    cid = doc["result"]["collab"]
+    assert cli(a, tmp_path / "a", "db", "grant", "--collab", cid, "--role", server["roles"]["bob"]).code == 0
+    assert cli(b, tmp_path / "b", "join", "--collab", cid, "--alias", "reviewer", "--self", B_PIN).code == 0
+    alice, bob, mallory = PgStore(a), PgStore(b), PgStore(m)
+    alice.report_presence(cid, "driver", {"pin": A_PIN, "state": "idle", "quiet": 2.0})
+    bob.report_presence(cid, "reviewer", {"pin": B_PIN, "state": "working", "quiet": 0.0})
+    with pytest.raises(IdentityError):  # bob's machine may not say how alice's session is
+        bob.report_presence(cid, "driver", {"pin": A_PIN, "state": "gone", "quiet": None})
+    with pytest.raises(IdentityError):
+        mallory.report_presence(cid, "driver", {"pin": A_PIN, "state": "gone", "quiet": None})
+    assert mallory.presence(cid) == {}  # not in it: reads nothing
+    seen = bob.presence(cid)
+    assert {k: (v["state"], v["pin"]) for k, v in seen.items()} == {"driver": ("idle", A_PIN),
+                                                                    "reviewer": ("working", B_PIN)}
+    # a report cannot be made to look fresher (or another role's) than it is: the server stamps both
+    with psycopg.connect(b, autocommit=True) as conn:
+        assert conn.execute("UPDATE agentmsg_presence SET state = 'gone' WHERE alias = 'driver'").rowcount == 0
+        conn.execute("UPDATE agentmsg_presence SET reported_at = now() + interval '1 day', role = 'x' "
+                     "WHERE alias = 'reviewer'")
+        row = conn.execute("SELECT reported_at <= now(), role = session_user FROM agentmsg_presence "
+                           "WHERE alias = 'reviewer'").fetchone()
+    assert row == (True, True)
+    assert bob.presence(cid)["driver"]["state"] == "idle"
+    for store in (alice, bob, mallory):
+        store.close()
