@@ -20,7 +20,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agentmsg.cli import hostcmds
+from agentmsg.cli import claimcmds, hostcmds
 from agentmsg.cli.options import Collab, Json, Notify, NotifyCommand, Root, Self, _ctx, _done
 
 HELP = "Durable, addressed messaging between coding-agent sessions."
@@ -550,6 +550,7 @@ COMMANDS: dict[str, Callable[..., int]] = {
     "notify": notify, "status": status, "roster": roster, "registry": registry, "leave": leave, "close": close,
     "watch": watch, "search": search, "top": top, "verify": verify, "repair": repair, "mcp": mcp, "doctor": doctor,
     "version": version, "sync": sync,
+    **claimcmds.COMMANDS,
 }
 #: Groups and their commands, in that order (``agentmsg --help`` lists groups after commands).
 GROUPS: dict[str, dict[str, Callable[..., int]]] = {

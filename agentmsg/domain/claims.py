@@ -250,7 +250,7 @@ def fold(events: Iterable[Mapping[str, Any]]) -> dict[Key, Claim]:
             held[key] = Claim(ev["alias"], ev.get("pin", ""), ev["repo"], ev["pattern"], bool(ev.get("exclusive")),
                               ev.get("reason") or "", float(ev["expires_at"]), ev.get("ts", ""))
         elif kind == RELEASED:
-            alias, repo, pats = ev["alias"], ev.get("repo"), ev.get("patterns")
+            alias, repo, pats = ev.get("alias") or ev.get("target"), ev.get("repo"), ev.get("patterns")
             held = {k: c for k, c in held.items()
                     if not (k[0] == alias and (repo is None or k[1] == repo) and (pats is None or k[2] in pats))}
         elif kind in ("left", "killed"):
@@ -340,7 +340,6 @@ def released_event(held: Mapping[Key, Claim], who_alias: str | None, who_pin: st
             raise errors.NotFound(f"{target} holds no claim on {missing[0]}")
     elif not mine:
         raise errors.NotFound(f"{target} holds no claim" + (" in this repository" if repo else ""))
-    ev: dict[str, Any] = {"type": RELEASED, "alias": target, "by": who_pin, "repo": repo, "patterns": patterns}
-    if force:
-        ev["force"] = True
-    return ev
+    if force:  # a person's, bound to no role: the holder is the event's target, as a kill's is
+        return {"type": RELEASED, "target": target, "by": who_pin, "repo": repo, "patterns": patterns, "force": True}
+    return {"type": RELEASED, "alias": target, "by": who_pin, "repo": repo, "patterns": patterns}

@@ -346,8 +346,14 @@ def status(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
         **base, "collab": cid, "label": reg.label, "task": reg.task, "self": str(who) if who else None,
         "binding": {"alias": reg.alias_of(str(who))} if who and reg.alias_of(str(who)) else None,
         "participants": people, "awaiting_notification": awaiting, "policy": reg.policy,
-        "closed_at": reg.closed_at, "closed": reg.closed,
+        "closed_at": reg.closed_at, "closed": reg.closed, "claims": _claims_of(ctx, cid),
     }
+
+
+def _claims_of(ctx: Ctx, cid: str) -> list[Payload]:
+    from agentmsg.service import claims  # docs/CLAIMS.md
+
+    return claims.shown(ctx, cid)
 
 
 def _wake_state(ctx: Ctx, cid: str, alias: str, pin: str, reg: Any) -> str:

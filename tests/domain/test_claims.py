@@ -97,6 +97,8 @@ def test_the_fold_releases_on_release_leave_kill_and_close() -> None:
     assert len(claims.fold(evs)) == 4
     released = {"type": kinds.RELEASED, "alias": "bob", "repo": REPO, "patterns": ["a"]}
     assert sorted(k[2] for k in claims.fold([*evs, released])) == ["b", "c", "d"]
+    forced = {"type": kinds.RELEASED, "target": "cat", "by": "human:x", "force": True, "repo": REPO, "patterns": None}
+    assert sorted(k[2] for k in claims.fold([*evs, forced])) == ["a", "b", "d"]
     gone = [{"type": "left", "alias": "cat"}, {"type": "killed", "target": "dan", "by": "human:x"}]
     assert sorted(k[2] for k in claims.fold([*evs, *gone])) == ["a", "b"]
     assert claims.fold([*evs, {"type": "closed", "by": "human:x"}]) == {}
@@ -121,7 +123,7 @@ def test_release_rules() -> None:
         claims.released_event(held, "ann", "codex:ann", REPO, ["src/retry.py"], holder="bob", force=True)
     ev = claims.released_event(held, None, "human:carol", REPO, ["src/retry.py"], holder="bob", force=True,
                                human=True)
-    assert ev == {"type": kinds.RELEASED, "alias": "bob", "by": "human:carol", "repo": REPO,
+    assert ev == {"type": kinds.RELEASED, "target": "bob", "by": "human:carol", "repo": REPO,
                   "patterns": ["src/retry.py"], "force": True}
     with pytest.raises(NotFound):
         claims.released_event(held, "bob", "codex:bob", REPO, ["nothing.py"])
