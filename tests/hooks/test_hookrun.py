@@ -556,7 +556,9 @@ def test_hooks_files_name_the_launcher_for_each_host():
     for name, host in (("hooks.json", "claude"), ("codex-hooks.json", "codex"), ("copilot-hooks.json", "copilot")):
         doc = json.loads((REPO / "hooks" / name).read_text())
         # Claude Code and Codex also run PostToolUse: mid-turn delivery (docs/DELIVERY.md, "Mid-turn delivery")
-        extra = set(gemini) | {"PostToolUse"} if host == "claude" else {"PostToolUse"} if host == "codex" else set()
+        # ... and PreToolUse: claims refused before a tool runs (docs/CLAIMS.md)
+        extra = (set(gemini) | {"PostToolUse", "PreToolUse"} if host == "claude"
+                 else {"PostToolUse", "PreToolUse"} if host == "codex" else set())
         assert set(doc["hooks"]) == {"SessionStart", "UserPromptSubmit", "Stop"} | extra
         for event, groups in doc["hooks"].items():
             waiters = [g for g in groups if any(h.get("asyncRewake") for h in g["hooks"])]
@@ -566,6 +568,8 @@ def test_hooks_files_name_the_launcher_for_each_host():
             else:
                 assert not waiters
             (group,) = [g for g in groups if g not in waiters]
+            if (host, event) == ("claude", "PreToolUse"):  # the tools that write files (docs/CLAIMS.md)
+                assert group.pop("matcher") == "Edit|Write|MultiEdit|NotebookEdit|Bash"
             assert set(group) == {"hooks"}
             (hook,) = group["hooks"]
             runs = "gemini" if event in gemini else host
@@ -576,6 +580,7 @@ def test_hooks_files_name_the_launcher_for_each_host():
             fast = " prompt" if fast and event in ("UserPromptSubmit", "BeforeAgent") else fast
             fast = " stop" if fast and event in ("Stop", "AfterAgent") else fast
             fast = " midturn" if event == "PostToolUse" else fast
+            fast = " pretool" if event == "PreToolUse" else fast
             assert hook["command"].startswith('/bin/sh "${') and hook["command"].endswith(f'/hooks/run" {runs}{fast}')
             if (host, event) == ("claude", "SessionStart"):
                 assert hook["command"] == '/bin/sh "${CLAUDE_PLUGIN_ROOT}${extensionPath}/hooks/run" claude'
