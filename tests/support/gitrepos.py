@@ -16,7 +16,7 @@ def git(cwd: Path, *args: str) -> str:
 
 def repo(path: Path, *, files: dict[str, str] | None = None, commit: bool = True) -> Path:
     """A repository at ``path`` holding ``files`` (default: src/retry.py), committed unless told not to."""
-    path.mkdir(parents=True)
+    path.mkdir(parents=True, exist_ok=True)
     git(path, "init", "-q", "-b", "main")
     for name, text in (files or {"src/retry.py": "def retry():\n    pass\n"}).items():
         (path / name).parent.mkdir(parents=True, exist_ok=True)
