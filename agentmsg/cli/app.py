@@ -33,6 +33,7 @@ GROUP_HELP = {
     "uninstall": "Remove agentmsg from a host (what it wrote, the host's plugin, caches).",
     "run": "Start a host with the session identity its shell lacks.",
     "db": "The PostgreSQL store (--store URL or AGENTMSG_STORE): its schema.",
+    "guard": "Git hooks that refuse a commit or push touching paths another participant claimed.",
 }
 #: Settings of every Typer built here (the full tree's root, and a single command).
 _SETTINGS: dict[str, Any] = {"add_completion": False, "pretty_exceptions_enable": False, "rich_markup_mode": None}
@@ -560,6 +561,7 @@ GROUPS: dict[str, dict[str, Callable[..., int]]] = {
     "wake": {"on": wake_on, "off": wake_off, "status": wake_status},
     **hostcmds.GROUPS,
     "db": {"migrate": db_migrate, "grant": db_grant, "move": db_move},
+    "guard": claimcmds.GUARD,
 }
 
 

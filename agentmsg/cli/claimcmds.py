@@ -69,3 +69,35 @@ def claims(
 
 
 COMMANDS: dict[str, Callable[..., int]] = {"claim": claim, "release": release, "claims": claims}
+
+
+def _guard() -> Any:
+    from agentmsg.service import guard
+
+    return guard
+
+
+def guard_install(json_: Json = False) -> int:
+    """Add pre-commit and pre-push hooks to this repository that refuse what another participant holds."""
+    return _done("guard install", _guard().install(), json_)
+
+
+def guard_uninstall(json_: Json = False) -> int:
+    """Remove agentmsg's git hooks from this repository (a hook they chained is put back)."""
+    return _done("guard uninstall", _guard().uninstall(), json_)
+
+
+def guard_check(
+    hook: Annotated[str, typer.Argument(metavar="pre-commit|pre-push", help="Which git hook is asking.")],
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """What the installed hooks run: exit 5 naming the holder when a commit or push touches a claimed path."""
+    import sys
+
+    stdin = sys.stdin.read() if hook == "pre-push" and not sys.stdin.isatty() else ""
+    return _done("guard check", _guard().check(_ctx(root), hook, stdin), json_)
+
+
+GUARD: dict[str, Callable[..., int]] = {"install": guard_install, "uninstall": guard_uninstall,
+                                        "check": guard_check}

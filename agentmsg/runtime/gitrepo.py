@@ -94,3 +94,32 @@ def identify(start: str, known: Mapping[str, str] | None = None) -> Repo | None:
     top, common = found
     key = (known or {}).get(common) or key_of(top, common)
     return Repo(top, common, key)
+
+
+def hooks_dir(cwd: str) -> str | None:
+    """Where git runs this repository's hooks from (``core.hooksPath`` honoured), absolute."""
+    out = _git(cwd, "rev-parse", "--path-format=absolute", "--git-path", "hooks")
+    return out.strip() if out and out.strip() else None
+
+
+def staged(top: str) -> list[str]:
+    """Paths a commit would record (added, changed, deleted, renamed), relative to the top."""
+    out = _git(top, "diff", "--cached", "--name-only", "--no-renames", "-z")
+    return [p for p in (out or "").split("\0") if p]
+
+
+ZERO = "0" * 40
+
+
+def pushed(top: str, lines: str) -> list[str]:
+    """Paths the commits of a push (git's pre-push stdin: ``LOCAL_REF LOCAL_SHA REMOTE_REF REMOTE_SHA``) change."""
+    found: list[str] = []
+    for line in lines.splitlines():
+        parts = line.split()
+        if len(parts) != 4 or set(parts[1]) == {"0"}:
+            continue  # not a ref line, or a deletion (it changes no file)
+        local, remote = parts[1], parts[3]
+        rng = [f"{remote}..{local}"] if set(remote) != {"0"} else [local, "--not", "--remotes"]
+        out = _git(top, "log", "--format=", "--name-only", "--no-renames", "-z", *rng)
+        found += [p.strip("\n") for p in (out or "").split("\0") if p.strip("\n")]
+    return sorted(set(found))
