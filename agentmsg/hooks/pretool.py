@@ -10,8 +10,9 @@
 3. each target's repository (runtime/gitrepo.py, from the files; the index's ``repos`` spares a ``git``
    process) and its path inside it, against each claim's pattern (domain/claims.py's glob rule).
 
-A hit prints the host's refusal (``permissionDecision: deny`` with one line: holder, reason, until when, and the
-``agentmsg send`` command that asks them); anything else prints nothing.  Damaged state fails open, with a line
+A hit prints the host's refusal (``permissionDecision: deny``: one line naming the holder, until when, and the
+``agentmsg send`` command that asks them, then the holder's pattern and reason inside the untrusted boundary);
+anything else prints nothing.  Damaged state fails open, with a line
 in ``ROOT/hooks.log``.  Lean: stdlib and agentmsg's lean modules only.
 """
 
@@ -147,13 +148,19 @@ def _held(theirs: list[dict[str, Any]], repos: dict[str, str], cwd: str, target:
 
 
 def refusal(c: dict[str, Any], target: str) -> str:
+    """agentmsg's one line (the path the model named, the holder's validated alias and pin, the expiry, the
+    command that asks), then the holder's own words (pattern and reason) inside the untrusted boundary."""
     from agentmsg.domain import claims
+    from agentmsg.text import boundary, injection
 
-    why = f" ({c['reason']})" if c.get("reason") else ""
     until = claims.until(float(c["expires_at"]))
-    return (f"agentmsg: {c['rel']} is claimed exclusively by {c['alias']} ({c['pin']}) as {c['pattern']}{why} until "
-            f"{until}; this edit was not made. To ask them: agentmsg send --collab {c['collab']} --to {c['alias']} "
-            f"--kind request --subject 'may I edit {c['rel']}?' --body '...'")
+    rel, alias, pin = boundary.one_line(str(c["rel"])), str(c["alias"]), str(c["pin"])
+    line = (f"agentmsg: {rel} is claimed exclusively by {alias} ({pin}) until {until}; this edit was not made. "
+            f"To ask them: agentmsg send --collab {c['collab']} --to {alias} --kind request "
+            f"--subject 'may I edit {rel}?' --body '...'")
+    fields = [("claim", str(c.get("pattern") or ""))] + ([("reason", str(c["reason"]))] if c.get("reason") else [])
+    flags = injection.detect("\n".join(v for _, v in fields))
+    return line + "\n" + boundary.peer_fields(fields, flags, f"{alias} ({pin}), the claim's holder")
 
 
 # ---- what a tool call writes ----------------------------------------------------------------------------------

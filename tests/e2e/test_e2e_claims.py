@@ -20,7 +20,7 @@ pytestmark = pytest.mark.hosts
 
 BOB = "codex:bob-1"
 ORIGINAL = "def retry():\n    pass\n"
-REFUSED = "claimed exclusively by bob (codex:bob-1) as src/retry.py (fixing retries) until 20"
+REFUSED = "src/retry.py is claimed exclusively by bob (codex:bob-1) until 20"
 
 
 def cli(root: Path, *args: str, cwd: Path | None = None) -> dict[str, Any]:
@@ -56,6 +56,7 @@ def test_claude_code_edit_and_shell_write_are_refused_until_the_claim_is_release
         assert target.read_text() == ORIGINAL
         after_edit, after_shell = t.requests[2].text_blob(), t.requests[3].text_blob()
         assert REFUSED in after_edit and f"agentmsg send --collab {cid} --to bob" in after_edit
+        assert "fixing retries" in after_edit  # the holder's reason, inside the boundary
         assert after_shell.count(REFUSED) > after_edit.count(REFUSED)  # the shell write was refused too
         release(root, cid, host.cwd)
         s.turn(stub, "again", [read, edit, stubs.text("edited")], root=root, tools=tools)

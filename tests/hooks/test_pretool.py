@@ -84,10 +84,12 @@ def test_an_edit_of_anothers_exclusive_claim_is_refused_with_one_line(world) -> 
         spec = out["hookSpecificOutput"]
         assert spec["hookEventName"] == "PreToolUse" and spec["permissionDecision"] == "deny"
         line = spec["permissionDecisionReason"]
-        assert "\n" not in line
-        assert line.startswith("agentmsg: src/retry.py is claimed exclusively by bob (codex:bob-1) as src/*.py "
-                               "(fixing retries) until 20")
-        assert f"agentmsg send --collab {cid} --to bob --kind request" in line
+        first, peer = line.split("\n", 1)
+        assert first.startswith("agentmsg: src/retry.py is claimed exclusively by bob (codex:bob-1) until 20")
+        assert f"agentmsg send --collab {cid} --to bob --kind request" in first
+        # the holder's own words (its pattern and reason) only inside the untrusted boundary
+        assert "fixing retries" not in first and "src/*.py" not in first
+        assert "written by bob (codex:bob-1), the claim's holder" in peer and "fixing retries" in peer
     shell = {**edit(repo), "tool_name": "Bash", "tool_input": {"command": "echo x > src/retry.py"}}
     assert "claimed exclusively by bob" in hook(root, "claude", shell)
     assert hook(root, "claude", {**shell, "tool_input": {"command": "echo x > docs.txt"}}) == ""
