@@ -39,12 +39,21 @@ _WRITERS = ("rm", "mv", "cp", "tee", "truncate", "touch", "unlink", "shred", "in
 _SEPARATORS = (";", "&&", "||", "|", "&", "\n", "(", ")", "{", "}")
 
 
-def main(host: str) -> int:
+def main(host: str, argv: list[str] | None = None) -> int:
+    """``hooks/run`` passes ``RUNTIME CLAIMS_INDEX PINS_DIR`` (names from backends/file/layout.py, spelled there by
+    scripts/gen_layout.py), so this path imports neither the layout nor the host modules; without them (``python
+    -m``), they are looked up."""
     root = ""
     try:
-        root = _root()
+        args = list(sys.argv[3:] if argv is None else argv)
+        if len(args) >= 3:
+            runtime, index, pins = args[:3]
+            root = os.path.dirname(index)
+        else:
+            root = _root()
+            runtime, index, pins = _runtime(host), *_files(root)
         raw = sys.stdin.buffer.read(STDIN_MAX + 1)
-        line = decide(host, raw, root, os.environ)
+        line = decide(runtime, raw, index, pins)
         if line:
             os.write(1, records.dumps_plain({"hookSpecificOutput": {
                 "hookEventName": "PreToolUse", "permissionDecision": "deny",
@@ -52,6 +61,12 @@ def main(host: str) -> int:
     except BaseException as exc:  # fail open: an edit is never refused because agentmsg's state is damaged
         _log(root, host, exc)
     return 0
+
+
+def _files(root: str) -> tuple[str, str]:
+    from agentmsg.backends.file import layout
+
+    return os.path.join(root, layout.CLAIMS), os.path.join(root, layout.PINS)
 
 
 def _root() -> str:
@@ -78,21 +93,46 @@ class Damaged(ValueError):
     """The claims index or the pin index cannot be read: the hook fails open and says so in hooks.log."""
 
 
-def decide(host: str, raw: bytes, root: str, env: Any) -> str | None:
-    """The refusal line for this tool call, or None to let it run."""
-    from agentmsg.backends.file import claimsindex
+def _read_json(path: str) -> Any:
+    """A derived file's JSON: None when absent; Damaged when it is not a plain file or not JSON."""
+    import stat
 
-    index = claimsindex.read(root)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise Damaged(f"{path}: {exc}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise Damaged(f"{path} is not a plain file")
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    try:
+        return records.loads(b"".join(chunks)) if chunks else None
+    except ValueError:
+        raise Damaged(f"{path} does not parse") from None
+
+
+def decide(runtime: str, raw: bytes, index_path: str, pins_dir: str) -> str | None:
+    """The refusal line for this tool call, or None to let it run."""
+    index = _read_json(index_path)
     if index is None:
-        raise Damaged(f"{root}/claims.json is damaged")
-    if not index.get("claims") or len(raw) > STDIN_MAX:
+        return None
+    if not isinstance(index, dict) or not isinstance(index.get("claims"), list) or not isinstance(
+            index.get("repos"), dict):
+        raise Damaged(f"{index_path} is not a claims index")
+    if not index["claims"] or len(raw) > STDIN_MAX:
         return None
     data = records.loads(raw)
     if not isinstance(data, dict):
         raise Damaged("the hook's input is not a JSON object")
-    pin = f"{_runtime(host)}:{data.get('session_id')}"
+    pin = f"{runtime}:{data.get('session_id')}"
     now = time.time()
-    mine = _bindings(root, pin)
+    mine = _bindings(pins_dir, pin)
     theirs = [c for c in index["claims"] if isinstance(c, dict) and c.get("collab") in mine
               and c.get("mode") == "exclusive" and c.get("pin") != pin and c.get("alias") != mine[c["collab"]]
               and isinstance(c.get("expires_at"), (int, float)) and now < c["expires_at"]]
@@ -114,13 +154,18 @@ def _runtime(host: str) -> str:
     return found.runtime if found is not None else host
 
 
-def _bindings(root: str, pin: str) -> dict[str, str]:
-    from agentmsg.backends.file import pinindex
+def _bindings(pins_dir: str, pin: str) -> dict[str, str]:
+    """The session's collaborations -> its alias there, from the pin index (``pins/<key>.json``)."""
+    from agentmsg.paths import pin_key
 
-    try:
-        return dict(pinindex.pin_entries(root, pin))
-    except pinindex.DamagedIndex as exc:
-        raise Damaged(str(exc)) from None
+    doc = _read_json(os.path.join(pins_dir, f"{pin_key(pin)}.json"))
+    if doc is None:
+        return {}
+    entries = doc.get("bindings") if isinstance(doc, dict) else None
+    if not isinstance(entries, list):
+        raise Damaged(f"the pin index of {pin[:60]} is damaged")
+    return {e["collab"]: e["alias"] for e in entries
+            if isinstance(e, dict) and isinstance(e.get("collab"), str) and isinstance(e.get("alias"), str)}
 
 
 def _held(theirs: list[dict[str, Any]], repos: dict[str, str], cwd: str, target: str) -> dict[str, Any] | None:
