@@ -55,9 +55,9 @@ def main(host: str, argv: list[str] | None = None) -> int:
         raw = sys.stdin.buffer.read(STDIN_MAX + 1)
         line = decide(runtime, raw, index, pins)
         if line:
-            os.write(1, records.dumps_plain({"hookSpecificOutput": {
-                "hookEventName": "PreToolUse", "permissionDecision": "deny",
-                "permissionDecisionReason": line}}).encode())
+            from agentmsg.hosts import registry  # only to refuse: each host's own output shape
+
+            os.write(1, records.dumps_plain(registry.get_or_nothing(host).refusal(line)).encode())
     except BaseException as exc:  # fail open: an edit is never refused because agentmsg's state is damaged
         _log(root, host, exc)
     return 0

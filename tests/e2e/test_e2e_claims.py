@@ -90,3 +90,21 @@ def test_codex_apply_patch_and_shell_write_are_refused_until_the_claim_is_releas
         assert target.read_text() == "def retry():\n    return 1\n"
         s.turn(stub, "and the shell", [stubs.shell("echo x > src/retry.py"), stubs.text("written")], root=root)
         assert target.read_text() == "x\n"
+
+
+def test_gemini_cli_write_and_shell_write_are_refused_until_the_claim_is_released(tmp_path: Path) -> None:
+    host = product.Host("gemini", "extension", tmp_path / "gemini", export=product.export_plugin(tmp_path / "checkout"))
+    root = tmp_path / "state"
+    cid, target = setup_world(host, root)
+    write = stubs.tool("write_file", {"file_path": str(target), "content": "def retry():\n    return 1\n"})
+    with host.stub() as stub:
+        s = host.begin(stub, root=root)
+        cli(root, "join", "--collab", cid, "--self", s.pin, "--alias", "ann")
+        t = s.turn(stub, "fix retry", [write, stubs.shell("echo x > src/retry.py"), stubs.text("done")], root=root)
+        assert target.read_text() == ORIGINAL
+        after_write, after_shell = t.requests[1].text_blob(), t.requests[2].text_blob()
+        assert REFUSED in after_write and f"agentmsg send --collab {cid} --to bob" in after_write
+        assert after_shell.count(REFUSED) > after_write.count(REFUSED)
+        release(root, cid, host.cwd)
+        s.turn(stub, "again", [write, stubs.text("written")], root=root)
+        assert target.read_text() == "def retry():\n    return 1\n"
