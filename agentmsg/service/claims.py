@@ -151,6 +151,10 @@ def listing(ctx: Ctx, *, collab: str | None, self_flag: str | None, mine: bool =
             raise IdentityError("--mine: you hold no alias in this collaboration")
         found = [c for c in found if c.alias == me]
     here = gitrepo.find(os.getcwd())
+    try:  # what the pre-tool hook reads, brought up to date (claims made on another machine too); best effort
+        refresh_index(ctx)
+    except (AgentmsgError, OSError):
+        pass
     return {"collab": cid, "self": str(who) if who else None, "alias": me, "at": now,
             "claims": [dict(c.document(), collab=cid, until=records.iso_utc(c.expires_at)) for c in found],
             "repo_here": here[0] if here else None}
@@ -164,6 +168,14 @@ def live_claims(ctx: Ctx, cid: str, now: float | None = None) -> list[claims.Cla
 def shown(ctx: Ctx, cid: str) -> list[Payload]:
     """Status and roster: each live claim as data."""
     return [dict(c.document(), until=records.iso_utc(c.expires_at)) for c in live_claims(ctx, cid)]
+
+
+def refresh_if_indexed(ctx: Ctx) -> None:
+    """After a leave, kill or close: rewrite the index only when there is one (no claims: nothing to do)."""
+    from agentmsg.backends.file import claimsindex
+
+    if os.path.exists(claimsindex.path(str(ctx.root))):
+        refresh_index(ctx)
 
 
 def refresh_index(ctx: Ctx, repo: gitrepo.Repo | None = None) -> None:

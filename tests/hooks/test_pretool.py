@@ -136,3 +136,12 @@ def test_without_claims_no_interpreter_starts(world, tmp_path: Path) -> None:
     assert run("release", "--all", "--collab", cid, "--self", BOB, root=root, cwd=repo).code == 0
     hook(root, "codex", edit(repo), env)
     assert not marker.exists()
+
+
+def test_a_holder_who_leaves_no_longer_blocks(world) -> None:
+    root, cid, repo = world
+    assert run("claim", "src", "--collab", cid, "--self", BOB, root=root, cwd=repo).code == 0
+    assert "claimed exclusively by bob" in hook(root, "claude", edit(repo))
+    assert run("leave", "--collab", cid, "--self", BOB, root=root).code == 0
+    assert hook(root, "claude", edit(repo)) == ""
+    assert not (root / "claims.json").exists()
