@@ -100,3 +100,11 @@ def test_a_repository_without_a_commit_is_its_git_directory(world, tmp_path: Pat
     code, out, _ = am(world, BOB, "claim", "src", "--json", cwd=fresh)
     assert code == 0 and json.loads(out)["result"]["repo"] == f"gitdir:{(fresh / '.git').resolve()}"
     assert am(world, BOB, "claim", "src", cwd=tmp_path).code == 2  # outside any repository
+
+
+def test_top_shows_the_live_claims(world) -> None:
+    root, _cid, _repo = world
+    assert am(world, BOB, "claim", "src/retry.py", "--shared").code == 0
+    code, out, _ = run("top", "--once", "--root", str(root))
+    assert code == 0 and "Claims (1)" in out
+    assert any("bob" in line and "shared" in line and "src/retry.py" in line for line in out.splitlines())
