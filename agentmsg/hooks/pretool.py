@@ -211,12 +211,19 @@ def refusal(c: dict[str, Any], target: str) -> str:
 # ---- what a tool call writes ----------------------------------------------------------------------------------
 
 
+#: Other hosts' file-writing tools, by lower-cased name: their input names the file under one of ``_PATH_KEYS``.
+_WRITE_TOOLS = frozenset(("edit", "create", "write", "multiedit", "notebookedit", "str_replace_editor",
+                          "write_file", "replace", "patch"))
+_PATH_KEYS = ("file_path", "filePath", "path", "notebook_path")
+
+
 def targets(tool: str, given: object) -> list[str]:
     """The paths a tool call would write, move or delete (as given: relative to the session's cwd, or absolute)."""
     args = given if isinstance(given, dict) else {}
-    if tool in FILE_TOOLS:
-        value = args.get(FILE_TOOLS[tool]) or args.get("file_path") or args.get("path")
-        return [value] if isinstance(value, str) and value else []
+    if tool in FILE_TOOLS or tool.lower() in _WRITE_TOOLS:
+        keys = (FILE_TOOLS[tool], *_PATH_KEYS) if tool in FILE_TOOLS else _PATH_KEYS
+        value = next((args[k] for k in keys if isinstance(args.get(k), str) and args[k]), None)
+        return [value] if value else []
     if tool in PATCH_TOOLS or (tool in SHELL_TOOLS and _patch_text(args)):
         return patch_targets(_patch_text(args) or "")
     if tool in SHELL_TOOLS:

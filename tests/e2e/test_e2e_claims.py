@@ -108,3 +108,21 @@ def test_gemini_cli_write_and_shell_write_are_refused_until_the_claim_is_release
         release(root, cid, host.cwd)
         s.turn(stub, "again", [write, stubs.text("written")], root=root)
         assert target.read_text() == "def retry():\n    return 1\n"
+
+
+def test_copilot_cli_edit_and_shell_write_are_refused_until_the_claim_is_released(tmp_path: Path) -> None:
+    host = product.Host("copilot", "plugin-dir", tmp_path / "copilot")
+    root = tmp_path / "state"
+    cid, target = setup_world(host, root)
+    edit = stubs.tool("edit", {"path": str(target), "old_str": "pass", "new_str": "return 1"})
+    with host.stub() as stub:
+        s = host.begin(stub, root=root)
+        cli(root, "join", "--collab", cid, "--self", s.pin, "--alias", "ann")
+        t = s.turn(stub, "fix retry", [edit, stubs.shell("echo x > src/retry.py"), stubs.text("done")], root=root)
+        assert target.read_text() == ORIGINAL
+        after_edit, after_shell = t.requests[1].text_blob(), t.requests[2].text_blob()
+        assert REFUSED in after_edit and f"agentmsg send --collab {cid} --to bob" in after_edit
+        assert after_shell.count(REFUSED) > after_edit.count(REFUSED)
+        release(root, cid, host.cwd)
+        s.turn(stub, "again", [edit, stubs.text("edited")], root=root)
+        assert target.read_text() == "def retry():\n    return 1\n"

@@ -558,7 +558,7 @@ def test_hooks_files_name_the_launcher_for_each_host():
         # Claude Code and Codex also run PostToolUse: mid-turn delivery (docs/DELIVERY.md, "Mid-turn delivery")
         # ... and PreToolUse: claims refused before a tool runs (docs/CLAIMS.md)
         extra = (set(gemini) | {"PostToolUse", "PreToolUse"} if host == "claude"
-                 else {"PostToolUse", "PreToolUse"} if host == "codex" else set())
+                 else {"PostToolUse", "PreToolUse"} if host == "codex" else {"PreToolUse"})
         assert set(doc["hooks"]) == {"SessionStart", "UserPromptSubmit", "Stop"} | extra
         for event, groups in doc["hooks"].items():
             waiters = [g for g in groups if any(h.get("asyncRewake") for h in g["hooks"])]
