@@ -26,6 +26,8 @@ def _main():
             sys.pycache_prefix = os.path.join(data, "pycache")
         if len(sys.argv) > 2 and sys.argv[2] == "wait":  # Claude Code's asyncRewake waiter (agentmsg/hooks/waiter.py)
             from agentmsg.hooks.waiter import main
+        elif len(sys.argv) > 2 and sys.argv[2] == "pretool":  # claims before a tool runs (agentmsg/hooks/pretool.py)
+            from agentmsg.hooks.pretool import main
         elif len(sys.argv) > 2 and sys.argv[2] == "helper":  # the resident helper (agentmsg/resident/helper.py)
             from agentmsg.resident.helper import main as helper
 

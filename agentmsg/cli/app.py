@@ -20,7 +20,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agentmsg.cli import hostcmds
+from agentmsg.cli import claimcmds, hostcmds
 from agentmsg.cli.options import Collab, Json, Notify, NotifyCommand, Root, Self, _ctx, _done
 
 HELP = "Durable, addressed messaging between coding-agent sessions."
@@ -33,6 +33,7 @@ GROUP_HELP = {
     "uninstall": "Remove agentmsg from a host (what it wrote, the host's plugin, caches).",
     "run": "Start a host with the session identity its shell lacks.",
     "db": "The PostgreSQL store (--store URL or AGENTMSG_STORE): its schema.",
+    "guard": "Git hooks that refuse a commit or push touching paths another participant claimed.",
 }
 #: Settings of every Typer built here (the full tree's root, and a single command).
 _SETTINGS: dict[str, Any] = {"add_completion": False, "pretty_exceptions_enable": False, "rich_markup_mode": None}
@@ -550,6 +551,7 @@ COMMANDS: dict[str, Callable[..., int]] = {
     "notify": notify, "status": status, "roster": roster, "registry": registry, "leave": leave, "close": close,
     "watch": watch, "search": search, "top": top, "verify": verify, "repair": repair, "mcp": mcp, "doctor": doctor,
     "version": version, "sync": sync,
+    **claimcmds.COMMANDS,
 }
 #: Groups and their commands, in that order (``agentmsg --help`` lists groups after commands).
 GROUPS: dict[str, dict[str, Callable[..., int]]] = {
@@ -559,6 +561,7 @@ GROUPS: dict[str, dict[str, Callable[..., int]]] = {
     "wake": {"on": wake_on, "off": wake_off, "status": wake_status},
     **hostcmds.GROUPS,
     "db": {"migrate": db_migrate, "grant": db_grant, "move": db_move},
+    "guard": claimcmds.GUARD,
 }
 
 

@@ -238,6 +238,7 @@ def _status(p: Payload) -> None:
     here = [f"{visible.line(x['alias'])} {x['presence']['state']}" for x in p["participants"] if x.get("presence")]
     if here:
         say(f"presence: {', '.join(here)} (agentmsg roster)")
+    _claim_lines(p)
     say(f"awaiting notification: {', '.join(p['awaiting_notification']) or 'none'}")
 
 
@@ -505,9 +506,38 @@ def _roster(p: Payload) -> None:
         else:  # 80 columns: the reason on a line of its own
             say(pin)
             say(f"    {why[2:]}")
+    _claim_lines(p)
+
+
+def _claim_lines(p: Payload) -> None:
+    """Status and roster: each live claim on one line (docs/CLAIMS.md)."""
+    for c in p.get("claims") or []:
+        why = f" ({c['reason']})" if c.get("reason") else ""
+        say(f"claim: {c['alias']} holds {c['pattern']} {c['mode']}{why} until {c['until']}")
+
+
+def _claim(p: Payload) -> None:
+    verb = "renewed" if p.get("renewed") else "claimed"
+    for c in p["claims"]:
+        say(f"{verb} {c['pattern']} ({c['mode']}) as {c['alias']} until {c['expires_at']}")
+
+
+def _release(p: Payload) -> None:
+    for r in p["released"]:
+        what = ", ".join(r["patterns"]) if r["patterns"] else "every claim"
+        say(f"released {what} of {r['alias']}" + (" (forced)" if p.get("forced") else ""))
+
+
+def _claims(p: Payload) -> None:
+    if not p["claims"]:
+        say(f"no live claim in collaboration {p['collab']}")
+    for c in p["claims"]:
+        why = f" ({c['reason']})" if c["reason"] else ""
+        say(f"{c['alias']:<12} {c['mode']:<9} {c['pattern']}{why} until {c['until']}  [{c['repo'][:17]}]")
 
 
 HUMAN: dict[str, Callable[[Payload], None]] = {
+    "claim": _claim, "release": _release, "claims": _claims,
     "roster": _roster, "invite": _invite, "policy": _policy, "kill": _kill,
     "wake on": _wake_change, "wake off": _wake_change, "wake status": _wake_status,
     "open": _open, "join": _join, "send": _send, "inbox": _inbox, "show": _show, "ack": _ack,

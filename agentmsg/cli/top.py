@@ -317,6 +317,13 @@ class Top:
                               f"notify {p.notify:11} {env}"))
         if len(ov.people) > budget:
             lines.append(_line(f"  … {len(ov.people) - budget} more", style="dim"))
+        if ov.claims:  # docs/CLAIMS.md
+            lines.append(_line(f"Claims ({len(ov.claims)})", style="bold"))
+            for cid, c in ov.claims[:budget]:
+                lines.append(_line(f"  {self._collab(cid):24} {one(c.alias):12} {c.mode:9} {one(c.pattern)}  until "
+                                   f"{time.strftime('%H:%M', time.localtime(c.expires_at))}"))
+            if len(ov.claims) > budget:
+                lines.append(_line(f"  … {len(ov.claims) - budget} more: agentmsg claims", style="dim"))
         total_req = sum(p.requests for p in ov.people)
         lines.append(_line(f"Unacknowledged requests ({total_req})", style="bold"))
         shown = ov.requests[:budget]

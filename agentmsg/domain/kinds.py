@@ -16,7 +16,10 @@ POLICY_SET = "policy-set"
 INVITED = "invited"
 #: A session stopped through agentmsg (``agentmsg kill``): its alias stays, ``gone``, its inbox kept.
 KILLED = "killed"
-EVENTS = (OPENED, JOINED, SUCCEEDED, HANDOVER, LEFT, NOTIFY_SET, CLOSED, POLICY_SET, INVITED, KILLED)
+#: Claims (docs/CLAIMS.md, agentmsg/domain/claims.py): a participant reserves paths of a repository, or lets go.
+CLAIMED = "claimed"
+RELEASED = "released"
+EVENTS = (OPENED, JOINED, SUCCEEDED, HANDOVER, LEFT, NOTIFY_SET, CLOSED, POLICY_SET, INVITED, KILLED, CLAIMED, RELEASED)
 #: Contact policies: anyone who knows the collaboration's id may join, or only a ticket's holder.
 OPEN_POLICY, INVITE_ONLY = "open", "invite-only"
 POLICIES = (OPEN_POLICY, INVITE_ONLY)

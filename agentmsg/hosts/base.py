@@ -64,6 +64,12 @@ class Host:
         """The hook output that adds ``text`` to the model's context at ``event``."""
         return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
 
+    def refusal(self, reason: str) -> dict[str, Any]:
+        """The pre-tool hook's output that keeps a tool call from running; the model reads ``reason``
+        (docs/CLAIMS.md).  Claude Code's ``PreToolUse`` shape, which Codex honours too."""
+        return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                       "permissionDecisionReason": reason}}
+
     def session_started(self, env: Mapping[str, str], root: str) -> None:
         """Anything the host needs at SessionStart beyond the context (Claude: the env file)."""
 

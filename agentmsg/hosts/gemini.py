@@ -34,6 +34,10 @@ class Gemini(Host):
     def context(self, event: str, text: str) -> dict[str, Any]:
         return {"hookSpecificOutput": {"additionalContext": text}}
 
+    def refusal(self, reason: str) -> dict[str, Any]:
+        # BeforeTool ignores Claude's permissionDecision; its own shape blocks the tool (docs/CLAIMS.md).
+        return {"decision": "deny", "reason": reason}
+
 
     def install(self, env: Mapping[str, str], **options: str | None) -> dict[str, Any]:
         """Link this copy as an extension, through the host's own CLI, run in place."""

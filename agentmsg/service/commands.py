@@ -109,6 +109,7 @@ def kill(ctx: Ctx, *, collab: str | None, self_flag: str | None, alias: str, for
         raise NotFound(f"{alias}: {exc}; nothing was signalled") from None
     with ctx.store.transaction(cid) as tx:
         ev = tx.append_event(rules.kill_event(tx.registry(), who, alias, force=force, pid=pid))
+    _claims_changed(ctx)
     return {"collab": cid, "alias": alias, "pin": ev["pin"], "pid": pid, "signal": ended, "by": str(who)}
 
 
@@ -147,13 +148,16 @@ def handover(ctx: Ctx, *, collab: str | None, self_flag: str | None, to: str, al
 def leave(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
     who = ctx.who(self_flag)
     cid = ctx.collab(collab, who)
-    return {"collab": cid, "alias": ctx.mailbox.leave(cid, who), "pin": str(who)}
+    left = ctx.mailbox.leave(cid, who)
+    _claims_changed(ctx)
+    return {"collab": cid, "alias": left, "pin": str(who)}
 
 
 def close(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
     who = ctx.who(self_flag)
     cid = ctx.collab(collab, who)
     unresolved = ctx.mailbox.close(cid, who)
+    _claims_changed(ctx)
     return {"collab": cid, "closed_by": str(who), "unresolved": unresolved,
             "unresolved_count": sum(len(v) for v in unresolved.values())}
 
@@ -346,8 +350,21 @@ def status(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
         **base, "collab": cid, "label": reg.label, "task": reg.task, "self": str(who) if who else None,
         "binding": {"alias": reg.alias_of(str(who))} if who and reg.alias_of(str(who)) else None,
         "participants": people, "awaiting_notification": awaiting, "policy": reg.policy,
-        "closed_at": reg.closed_at, "closed": reg.closed,
+        "closed_at": reg.closed_at, "closed": reg.closed, "claims": _claims_of(ctx, cid),
     }
+
+
+def _claims_changed(ctx: Ctx) -> None:
+    """A holder left, was killed, or the collaboration closed: its claims no longer hold (docs/CLAIMS.md)."""
+    from agentmsg.service import claims
+
+    claims.refresh_if_indexed(ctx)
+
+
+def _claims_of(ctx: Ctx, cid: str) -> list[Payload]:
+    from agentmsg.service import claims  # docs/CLAIMS.md
+
+    return claims.shown(ctx, cid)
 
 
 def _wake_state(ctx: Ctx, cid: str, alias: str, pin: str, reg: Any) -> str:

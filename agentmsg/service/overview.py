@@ -65,6 +65,8 @@ class Overview:
     stuck: list[Stuck] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    #: live claims (docs/CLAIMS.md): (collaboration, claim), by repository and pattern
+    claims: list[tuple[str, Any]] = field(default_factory=list)
     seen_upto: dict[tuple[str, str], int] = field(default_factory=dict)
     #: The pin this view reads as (``service.readers``): None is the owner, who sees every collaboration;
     #: a pin sees those it is a current member of, asked again at every refresh (a takeover ends it).
@@ -146,9 +148,21 @@ class Overview:
                 self._error(key[0], key[1], exc)
                 del self.seen_upto[key]
         self.people = people
+        self.claims = self._claims(now)
         self.requests = sorted(requests, key=lambda m: m.ts)
         self.stuck = stuck
         self.poll()
+
+    def _claims(self, now: float) -> list[tuple[str, Any]]:
+        from agentmsg.domain import claims
+
+        out: list[tuple[str, Any]] = []
+        for cid in self.registries:
+            try:
+                out += [(cid, c) for c in claims.live(claims.fold(self.store.events(cid)), now)]
+            except (AgentmsgError, OSError) as exc:
+                self._error(cid, "", exc)
+        return out
 
     def _presence(self, cid: str, reg: Registry, alias: str, pin: str, now: float) -> str:
         from agentmsg.runtime import presence

@@ -31,7 +31,10 @@ def roster(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
     reg = ctx.store.registry(cid)
     now = time.time()
     rows = [row(ctx, cid, reg, alias, now) for alias in sorted(reg.participants)]
-    return {"collab": cid, "label": reg.label, "self": str(who) if who else None, "at": now, "participants": rows}
+    from agentmsg.service import claims  # docs/CLAIMS.md
+
+    return {"collab": cid, "label": reg.label, "self": str(who) if who else None, "at": now, "participants": rows,
+            "claims": claims.shown(ctx, cid)}
 
 
 def row(ctx: Ctx, cid: str, reg: Registry, alias: str, now: float) -> Payload:

@@ -84,6 +84,8 @@ _EVENTS = {
     "policy-set": "{alias} set who may join: {policy}",
     "invited": "{alias} issued a one-time ticket (for {for}; until {expires})",
     "killed": "{target}'s session was stopped by {by}",
+    "claimed": "{alias} claimed {pattern} ({mode}) until {expires}",
+    "released": "{alias}'s claim on {patterns} released{forced}",
 }
 
 
@@ -94,6 +96,8 @@ def event_text(ev: dict[str, Any]) -> str:
 
 def _shown(ev: dict[str, Any]) -> dict[str, Any]:
     """An event's fields as a line shows them: a ticket's alias (any, when it names none) and its expiry."""
+    if ev.get("type") in ("claimed", "released"):
+        return _claim_fields(ev)
     if ev.get("type") != "invited":
         return ev
     import time
@@ -101,6 +105,19 @@ def _shown(ev: dict[str, Any]) -> dict[str, Any]:
     at = ev.get("expires_at")
     expires = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(at)) if isinstance(at, (int, float)) else "?"
     return {**ev, "for": ev.get("for") or "any alias", "expires": expires}
+
+
+def _claim_fields(ev: dict[str, Any]) -> dict[str, Any]:
+    """A claim's line (docs/CLAIMS.md): its mode and expiry; a release's patterns, and who forced it."""
+    import time
+
+    at = ev.get("expires_at")
+    expires = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(at)) if isinstance(at, (int, float)) else "?"
+    pats = ev.get("patterns")
+    shown = ", ".join(str(p) for p in pats) if isinstance(pats, list) and pats else "everything"
+    return {**ev, "alias": ev.get("alias") or ev.get("target") or "?", "mode": "exclusive" if ev.get("exclusive")
+            else "shared", "expires": expires, "patterns": shown,
+            "forced": f" by {ev.get('by')} (forced)" if ev.get("force") else ""}
 
 
 def event_section(ev: dict[str, Any]) -> str:

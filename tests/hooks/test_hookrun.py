@@ -552,11 +552,13 @@ def test_launcher_without_python_fails_open(tmp_path, collab):
 def test_hooks_files_name_the_launcher_for_each_host():
     # hooks.json serves Claude Code and Gemini CLI (Gemini reads only hooks/hooks.json): Gemini's two events run
     # `gemini`, the shared SessionStart names both hosts' roots and no timeout (seconds vs milliseconds).
-    gemini = {"BeforeAgent": 15000, "AfterAgent": 60000}
+    gemini = {"BeforeAgent": 15000, "AfterAgent": 60000, "BeforeTool": 15000}
     for name, host in (("hooks.json", "claude"), ("codex-hooks.json", "codex"), ("copilot-hooks.json", "copilot")):
         doc = json.loads((REPO / "hooks" / name).read_text())
         # Claude Code and Codex also run PostToolUse: mid-turn delivery (docs/DELIVERY.md, "Mid-turn delivery")
-        extra = set(gemini) | {"PostToolUse"} if host == "claude" else {"PostToolUse"} if host == "codex" else set()
+        # ... and PreToolUse: claims refused before a tool runs (docs/CLAIMS.md)
+        extra = (set(gemini) | {"PostToolUse", "PreToolUse"} if host == "claude"
+                 else {"PostToolUse", "PreToolUse"} if host == "codex" else {"PreToolUse"})
         assert set(doc["hooks"]) == {"SessionStart", "UserPromptSubmit", "Stop"} | extra
         for event, groups in doc["hooks"].items():
             waiters = [g for g in groups if any(h.get("asyncRewake") for h in g["hooks"])]
@@ -566,6 +568,10 @@ def test_hooks_files_name_the_launcher_for_each_host():
             else:
                 assert not waiters
             (group,) = [g for g in groups if g not in waiters]
+            if (host, event) == ("claude", "PreToolUse"):  # the tools that write files (docs/CLAIMS.md)
+                assert group.pop("matcher") == "Edit|Write|MultiEdit|NotebookEdit|Bash"
+            if (host, event) == ("claude", "BeforeTool"):  # Gemini's, likewise
+                assert group.pop("matcher") == "write_file|replace|run_shell_command"
             assert set(group) == {"hooks"}
             (hook,) = group["hooks"]
             runs = "gemini" if event in gemini else host
@@ -576,6 +582,7 @@ def test_hooks_files_name_the_launcher_for_each_host():
             fast = " prompt" if fast and event in ("UserPromptSubmit", "BeforeAgent") else fast
             fast = " stop" if fast and event in ("Stop", "AfterAgent") else fast
             fast = " midturn" if event == "PostToolUse" else fast
+            fast = " pretool" if event in ("PreToolUse", "BeforeTool") else fast
             assert hook["command"].startswith('/bin/sh "${') and hook["command"].endswith(f'/hooks/run" {runs}{fast}')
             if (host, event) == ("claude", "SessionStart"):
                 assert hook["command"] == '/bin/sh "${CLAUDE_PLUGIN_ROOT}${extensionPath}/hooks/run" claude'

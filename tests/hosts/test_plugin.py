@@ -98,12 +98,14 @@ def test_claude_validates_the_plugin(tmp_path):
                           text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Validation passed" in proc.stdout
-    # Strict but for one thing: hooks/hooks.json also holds Gemini CLI's two events (Gemini reads no other file);
-    # Claude Code ignores them at run time, and nothing else may warn.
+    # Strict but for one thing: hooks/hooks.json also holds Gemini CLI's three events (Gemini reads no other
+    # file; BeforeTool refuses claimed edits, docs/CLAIMS.md); Claude Code ignores them at run time, and nothing
+    # else may warn.
     assert "❯ hooks: hooks.BeforeAgent: unknown hook event; entry ignored at runtime" in proc.stdout
     assert "❯ hooks: hooks.AfterAgent: unknown hook event; entry ignored at runtime" in proc.stdout
+    assert "❯ hooks: hooks.BeforeTool: unknown hook event; entry ignored at runtime" in proc.stdout
     warned = re.search(r"Found (\d+) warnings?:", proc.stdout)
-    assert warned and warned.group(1) == "2", proc.stdout
+    assert warned and warned.group(1) == "3", proc.stdout
     for event in ("SessionStart", "UserPromptSubmit", "Stop"):
         assert f"hooks: {event} command" in proc.stdout
 

@@ -58,6 +58,9 @@ PRESENCE = "presence.json"
 OUTBOX = "outbox.jsonl"
 OUTBOX_LOCK = "outbox.lock"
 OUTBOX_REJECTED = "outbox.rejected.jsonl"
+#: Every live claim of every collaboration under the root (docs/CLAIMS.md): the pre-tool hook's one read.  Its
+#: absence (or emptiness) tells ``hooks/run`` there is nothing to check, without an interpreter.
+CLAIMS = "claims.json"
 #: Wake-ups: per session, under ``wake/``.
 WAKE = "wake"
 #: Per session under ``wake/<pin key>.*``: the facts its hooks recorded, its waiter's lock and token, and a ring
@@ -102,6 +105,7 @@ FILES: tuple[tuple[str, str, str, str, str], ...] = (
     (f"{WAKE}/<pin key>.{WAITER_RING}", "transient", "hosts", "waiter", "a ring left for the waiter"),
     (f"{WAKE}/retry-<key>.json", "local", "service", "helper", "a deferred ring the helper rings again"),
     (SEARCH, "derived", "store", "store", "full-text index (SQLite FTS5) of every collaboration"),
+    (CLAIMS, "derived", "service", "hooks/run, hooks", "every live claim (absent: nothing to check before a tool)"),
     (REPLICA, "local", "mirror", "store, hooks, mirror", "a replica root: the store it mirrors"),
     (OUTBOX, "truth", "hooks", "mirror", "the hooks' receipts on their way to the mirrored store"),
     (OUTBOX_LOCK, "lock", "hooks, mirror", "hooks, mirror", "the outbox's writers"),

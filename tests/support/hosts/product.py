@@ -217,15 +217,15 @@ class Session:
         return f"{self.host.runtime}:{self.id}"
 
     def turn(self, stub: Any, prompt: str, replies: Sequence[stubs.Reply | str], *, root: Path,
-             env: Mapping[str, str] | None = None) -> Turn:
+             env: Mapping[str, str] | None = None, tools: Sequence[str] = ("Bash",)) -> Turn:
         """One host turn; the stub answers exactly ``replies`` (asserted), then ``ok``."""
         assert stub.remaining() == 0, "replies left over from an earlier turn"
         stub.push(*replies)
         n0 = len(stub.snapshot())
         if self.started:
-            run = self.host.run(stub, prompt, root=root, resume=self.id, env=env)
+            run = self.host.run(stub, prompt, root=root, resume=self.id, env=env, tools=tools)
         else:
-            run = self.host.run(stub, prompt, root=root, session_id=self.id, env=env)
+            run = self.host.run(stub, prompt, root=root, session_id=self.id, env=env, tools=tools)
             self.started = True
         run.check()
         assert run.session_id == self.id, (run.session_id, self.id)
@@ -303,12 +303,14 @@ class Host:
                 "copilot": stubs.ChatCompletionsStub}[self.name]()
 
     def run(self, stub: Any, prompt: str, *, root: Path, session_id: str | None = None, resume: str | None = None,
-            env: Mapping[str, str] | None = None) -> harness.HostRun:
+            env: Mapping[str, str] | None = None, tools: Sequence[str] = ("Bash",)) -> harness.HostRun:
+        """``tools``: Claude Code's ``--allowedTools``."""
         extra = {"AGENTMSG_HOME": str(root), "PATH": self.path, **(env or {})}
         if self.name == "claude":
             plugin_dir = REPO if self.mode == "plugin-dir" else None
             return harness.run_claude(prompt, cwd=self.cwd, home=self.home, stub=stub, plugin_dir=plugin_dir,
-                                      env_extra=extra, session_id=session_id, resume=resume, timeout=90)
+                                      env_extra=extra, session_id=session_id, resume=resume, timeout=90,
+                                      allowed_tools=tools)
         if self.name == "gemini":  # through `agentmsg run gemini`, which exports the id to the agent's shell
             return harness.run_gemini(prompt, cwd=self.cwd, home=self.home, stub=stub, session_id=session_id,
                                       resume=resume, env_extra=extra, timeout=90, launcher=LAUNCHER)

@@ -83,8 +83,14 @@ def shell(cmd: str) -> Reply:
 def tool(name: str, args: dict[str, Any]) -> Reply:
     """A reply that calls the host's tool ``name`` (as the host names it, e.g.
     ``agentmsg-inbox`` for an MCP tool in Copilot CLI) with ``args``.
-    Only :class:`ChatCompletionsStub` answers with it."""
+    The Anthropic and Responses stubs answer with it too (a ``tool_use`` block, a ``function_call`` item)."""
     return Reply("tool", cmd=name, args=json.dumps(args))
+
+
+def custom(name: str, text: str) -> Reply:
+    """A freeform (``custom``) tool call, as Codex's Responses API names one: ``custom_tool_call`` of ``name``
+    with ``text`` as its input (Codex's ``apply_patch`` with a patch).  Only :class:`OpenAIResponsesStub`."""
+    return Reply("custom", cmd=name, args=text)
 
 
 def _coerce(entry: Reply | str | Any) -> Any:
@@ -357,6 +363,9 @@ class AnthropicStub(_StubBase):
         )
 
     def _content(self, reply: Reply) -> tuple[dict, str]:
+        if reply.kind == "tool":  # any of the host's tools by name (Edit, Write, ...), its input as JSON text
+            return {"type": "tool_use", "id": self._next_id("toolu"), "name": reply.cmd,
+                    "input": json.loads(reply.args)}, "tool_use"
         if reply.kind == "shell":
             return (
                 {
@@ -474,13 +483,13 @@ class OpenAIResponsesStub(_StubBase):
 
     def _response_events(self, reply: Reply) -> list[tuple[str, dict]]:
         resp_id = self._next_id("resp")
-        if reply.kind == "shell":
+        if reply.kind in ("shell", "tool"):
             item = {
                 "type": "function_call",
                 "id": self._next_id("fc"),
                 "call_id": self._next_id("call"),
-                "name": self.tool_name,
-                "arguments": json.dumps({"cmd": reply.cmd}),
+                "name": self.tool_name if reply.kind == "shell" else reply.cmd,
+                "arguments": json.dumps({"cmd": reply.cmd}) if reply.kind == "shell" else reply.args,
                 "status": "completed",
             }
             added = dict(item, status="in_progress", arguments="")
@@ -504,6 +513,16 @@ class OpenAIResponsesStub(_StubBase):
                     },
                 ),
             ]
+        elif reply.kind == "custom":
+            item = {"type": "custom_tool_call", "id": self._next_id("ctc"), "call_id": self._next_id("call"),
+                    "name": reply.cmd, "input": reply.args, "status": "completed"}
+            added = dict(item, status="in_progress", input="")
+            middle = [("response.custom_tool_call_input.delta",
+                       {"type": "response.custom_tool_call_input.delta", "item_id": item["id"], "output_index": 0,
+                        "delta": reply.args}),
+                      ("response.custom_tool_call_input.done",
+                       {"type": "response.custom_tool_call_input.done", "item_id": item["id"], "output_index": 0,
+                        "input": reply.args})]
         else:
             msg_id = self._next_id("msg")
             item = {
