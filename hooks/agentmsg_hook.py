@@ -24,11 +24,10 @@ def _main():
             # A read-only checkout: keep compiled modules in the plugin's data folder instead.
             data = os.environ.get("CLAUDE_PLUGIN_DATA") or os.environ.get("PLUGIN_DATA")
             sys.pycache_prefix = os.path.join(data, "pycache")
-        if len(sys.argv) > 2 and sys.argv[2] == "wait":  # Claude Code's asyncRewake waiter (agentmsg/hooks/waiter.py)
+        mode = sys.argv[2] if len(sys.argv) > 2 else ""
+        if mode == "wait":  # Claude Code's asyncRewake waiter (agentmsg/hooks/waiter.py)
             from agentmsg.hooks.waiter import main
-        elif len(sys.argv) > 2 and sys.argv[2] == "pretool":  # claims before a tool runs (agentmsg/hooks/pretool.py)
-            from agentmsg.hooks.pretool import main
-        elif len(sys.argv) > 2 and sys.argv[2] == "helper":  # the resident helper (agentmsg/resident/helper.py)
+        elif mode == "helper":  # the resident helper (agentmsg/resident/helper.py)
             from agentmsg.resident.helper import main as helper
 
             return helper(sys.argv[3:])
@@ -37,8 +36,10 @@ def _main():
 
             finder = bundle.load(plugin_root)
             try:
-                from agentmsg.hooks.entry import main
-
+                if mode == "pretool":  # claims before a tool runs (agentmsg/hooks/pretool.py)
+                    from agentmsg.hooks.pretool import main
+                else:
+                    from agentmsg.hooks.entry import main
                 return main(host)
             finally:
                 bundle.save(finder)
