@@ -1,0 +1,182 @@
+"""Typed handoffs on the command line (issue 31): reading a payload file (YAML or JSON), and the commands
+``handoffs``, ``gates`` and ``task show``.  The rules are ``domain/handoffs.py``; the work is
+``service/handoffs.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+
+from agentmsg.cli.options import Collab, Json, Root, Self, _ctx, _done
+
+#: A payload file is read up to this size (the payload's own limit is smaller: domain/handoffs.py).
+PAYLOAD_FILE_MAX_BYTES = 256 * 1024
+
+
+def read_payload(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(payload, envelope)`` from a YAML or JSON file (``-``: stdin).
+
+    The file holds the payload itself, or the seed's whole message (one ``message:`` key holding ``type``,
+    ``from``, ``to``, ``workflow_run_id``, ``phase``, ``correlation_id`` and ``payload``).  A ``from`` and
+    ``to`` either way are handed on as ``declared`` so the send checks them against the real parties.
+    """
+    from agentmsg.errors import PayloadInvalid, TooLarge, UsageError
+
+    try:
+        raw = sys.stdin.buffer.read(PAYLOAD_FILE_MAX_BYTES + 1) if path == "-" else _read(path)
+    except OSError as exc:
+        raise UsageError(f"cannot read payload file: {exc.strerror or exc}") from None
+    if len(raw) > PAYLOAD_FILE_MAX_BYTES:
+        raise TooLarge(f"payload file is over {PAYLOAD_FILE_MAX_BYTES} bytes; nothing was stored")
+    doc = _parse(raw, path)
+    if not isinstance(doc, dict):
+        raise PayloadInvalid("payload: must be a mapping (YAML or JSON object); nothing was stored")
+    envelope: dict[str, Any] = {}
+    if set(doc) == {"message"} and isinstance(doc["message"], dict):
+        message = dict(doc["message"])
+        doc = message.pop("payload", None) or {}
+        if not isinstance(doc, dict):
+            raise PayloadInvalid("message.payload: must be a mapping; nothing was stored")
+        envelope = {k: message[k] for k in ("type", "workflow_run_id", "phase", "correlation_id", "from", "to")
+                    if message.get(k) is not None}
+    else:
+        doc = dict(doc)
+        for key in ("from", "to"):
+            if key in doc:
+                envelope[key] = doc.pop(key)
+    return doc, envelope
+
+
+def _read(path: str) -> bytes:
+    import stat
+
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise OSError(0, f"{path} is not a regular file")
+    with open(path, "rb") as fh:
+        return fh.read(PAYLOAD_FILE_MAX_BYTES + 1)
+
+
+def _parse(raw: bytes, path: str) -> Any:
+    from agentmsg.errors import PayloadInvalid
+
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PayloadInvalid(f"payload file is not valid UTF-8 (byte {exc.start}); nothing was stored") from None
+    if path.endswith(".json"):
+        import json
+
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise PayloadInvalid(f"payload file is not JSON: {str(exc)[:120]}; nothing was stored") from None
+    import yaml
+
+    try:
+        return _plain(yaml.safe_load(text))
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        at = f" at line {where.line + 1}" if where is not None else ""
+        raise PayloadInvalid(f"payload file is not YAML{at}: {getattr(exc, 'problem', None) or 'parse error'}; "
+                             "nothing was stored") from None
+
+
+def _plain(value: Any) -> Any:
+    """YAML's values as JSON's: a timestamp becomes its ISO-8601 text (the seed's ``timestamp`` fields)."""
+    import datetime
+
+    if isinstance(value, dict):
+        return {str(k) if isinstance(k, (int, float, bool, datetime.date)) else k: _plain(v)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, datetime.datetime):
+        return value.isoformat().replace("+00:00", "Z")
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    return value
+
+
+def typed_draft(type_: str | None, payload_file: str | None, workflow_run_id: str | None,
+                phase: str | None) -> tuple[dict[str, Any] | None, str | None]:
+    """The ``handoff`` of a typed send from its options (None: an untyped one), and the correlation_id the
+    file's message names, if any."""
+    from agentmsg.errors import UsageError
+
+    if payload_file is None:
+        if type_ is not None:
+            raise UsageError(f"--type {type_} needs --payload-file FILE (YAML or JSON, or - for stdin)")
+        if workflow_run_id or phase:
+            raise UsageError("--workflow-run-id and --phase belong to a typed message (--type)")
+        return None, None
+    payload, envelope = read_payload(payload_file)
+    named = envelope.get("type")
+    if type_ and named and named != type_:
+        raise UsageError(f"--type {type_} but the file's message is a {str(named)[:40]}")
+    out: dict[str, Any] = {"type": type_ or named, "payload": payload,
+                           "workflow_run_id": workflow_run_id or envelope.get("workflow_run_id"),
+                           "phase": phase or envelope.get("phase")}
+    if not out["type"]:
+        raise UsageError("name the message's type: --type task|result|gate_request|gate_response|status")
+    declared = {k: envelope[k] for k in ("from", "to") if k in envelope}
+    if declared:
+        out["declared"] = declared
+    correlation = envelope.get("correlation_id")
+    return out, str(correlation) if correlation is not None else None
+
+
+# ---- commands ----------------------------------------------------------------------------
+
+
+def _service() -> Any:
+    from agentmsg.service import handoffs
+
+    return handoffs
+
+
+def handoffs(
+    workflow_run_id: Annotated[str | None, typer.Option(help="Only the tasks of this workflow run.")] = None,
+    phase: Annotated[str | None, typer.Option(help="Only the tasks of this phase.")] = None,
+    collab: Collab = None,
+    self_: Self = None,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """List typed tasks with the results tied to them, their gates, and each artifact's state now."""
+    return _done("handoffs", _service().listing(_ctx(root), collab=collab, self_flag=self_, cwd=os.getcwd(),
+                                                workflow_run_id=workflow_run_id, phase=phase), json_)
+
+
+def gates(
+    open_: Annotated[bool, typer.Option("--open", help="Only gates still waiting (open or timed out).")] = False,
+    collab: Collab = None,
+    self_: Self = None,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """List gate requests with their state: open, approved, aborted or timed out."""
+    return _done("gates", _service().gates(_ctx(root), collab=collab, self_flag=self_, open_only=open_), json_)
+
+
+def task_show(
+    message_id: Annotated[str, typer.Argument(metavar="MESSAGE_ID", help="The task's (or any typed message's) "
+                                                                         "UUID.")],
+    collab: Collab = None,
+    self_: Self = None,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Show a task's thread: its results, statuses and gates, and each artifact as it is in this checkout."""
+    return _done("task show", _service().task_show(_ctx(root), collab=collab, self_flag=self_,
+                                                   message_id=message_id, cwd=os.getcwd()), json_)
+
+
+COMMANDS: dict[str, Callable[..., int]] = {"handoffs": handoffs, "gates": gates}
+GROUP_HELP = {"task": "Typed handoffs: a task's thread (docs/HANDOFFS.md)."}
+GROUPS: dict[str, dict[str, Callable[..., int]]] = {"task": {"show": task_show}}
