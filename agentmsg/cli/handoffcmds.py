@@ -131,6 +131,83 @@ def typed_draft(type_: str | None, payload_file: str | None, workflow_run_id: st
     return out, str(correlation) if correlation is not None else None
 
 
+# ---- printing ----------------------------------------------------------------------------
+
+
+def _emit(command: str, payload: dict[str, Any], as_json: bool) -> int:
+    if as_json:
+        return _done(command, payload, True)
+    PRINTERS[command](payload)
+    return 0
+
+
+def _line(m: dict[str, Any]) -> str:
+    from agentmsg.domain import handoffs as rules
+
+    return f"{m['ts'][:19].replace('T', ' ')}  {m['from']}->{m['to']}  {rules.summary(m)}  ({m['id']})"
+
+
+def _artifacts(arts: list[dict[str, Any]], pad: str) -> None:
+    from agentmsg.cli.output import say
+
+    for a in arts:
+        pinned = f"sha256 {a['sha256'][:12]}" if a.get("sha256") else f"version {a.get('version', '?')}"
+        say(f"{pad}artifact {a['location']} ({pinned}): {a['state']}")
+
+
+def _task_lines(t: dict[str, Any]) -> None:
+    from agentmsg.cli.output import say
+
+    run = " ".join(f"{k}={t[k]}" for k in ("workflow_run_id", "phase") if t.get(k))
+    say(_line(t) + (f"  [{run}]" if run else ""))
+    _artifacts(t.get("artifacts") or [], "    ")
+    for r in t["results"]:
+        say("  " + _line(r))
+        _artifacts(r.get("artifacts") or [], "      ")
+    for st in t["statuses"]:
+        say("  " + _line(st))
+    for g in t["gates"]:
+        say(f"  gate {g['gate_id']}: {g['state']} (expires {g['expires']})  ({g['id']})")
+    if not t["results"]:
+        say("  no result yet")
+
+
+def _print_handoffs(p: dict[str, Any]) -> None:
+    from agentmsg.cli.output import say
+
+    if not p["tasks"]:
+        say("no tasks")
+    for t in p["tasks"]:
+        _task_lines(t)
+
+
+def _print_task(p: dict[str, Any]) -> None:
+    from agentmsg.cli.output import say
+
+    if p["task"] is not None:
+        _task_lines(p["task"])
+        return
+    for m in p["thread_messages"]:
+        say(_line(m))
+
+
+def _print_gates(p: dict[str, Any]) -> None:
+    from agentmsg.cli.output import say
+
+    if not p["gates"]:
+        say("no gates")
+    for g in p["gates"]:
+        say(f"gate {g['gate_id']} {g['required_action']} {g['from']}->{g['to']}: {g['state']} "
+            f"(expires {g['expires']})  ({g['id']})")
+        question = str((g.get("payload") or {}).get("question", "")).splitlines()
+        if question:
+            say(f"  question: {question[0][:200]}")
+
+
+PRINTERS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "handoffs": _print_handoffs, "task show": _print_task, "gates": _print_gates}
+
+
 # ---- commands ----------------------------------------------------------------------------
 
 
@@ -149,7 +226,7 @@ def handoffs(
     json_: Json = False,
 ) -> int:
     """List typed tasks with the results tied to them, their gates, and each artifact's state now."""
-    return _done("handoffs", _service().listing(_ctx(root), collab=collab, self_flag=self_, cwd=os.getcwd(),
+    return _emit("handoffs", _service().listing(_ctx(root), collab=collab, self_flag=self_, cwd=os.getcwd(),
                                                 workflow_run_id=workflow_run_id, phase=phase), json_)
 
 
@@ -161,7 +238,7 @@ def gates(
     json_: Json = False,
 ) -> int:
     """List gate requests with their state: open, approved, aborted or timed out."""
-    return _done("gates", _service().gates(_ctx(root), collab=collab, self_flag=self_, open_only=open_), json_)
+    return _emit("gates", _service().gates(_ctx(root), collab=collab, self_flag=self_, open_only=open_), json_)
 
 
 def task_show(
@@ -173,7 +250,7 @@ def task_show(
     json_: Json = False,
 ) -> int:
     """Show a task's thread: its results, statuses and gates, and each artifact as it is in this checkout."""
-    return _done("task show", _service().task_show(_ctx(root), collab=collab, self_flag=self_,
+    return _emit("task show", _service().task_show(_ctx(root), collab=collab, self_flag=self_,
                                                    message_id=message_id, cwd=os.getcwd()), json_)
 
 

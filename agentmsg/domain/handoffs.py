@@ -326,7 +326,17 @@ def _scalar(value: Any) -> str:
             and text.lower() not in ("null", "true", "false", "yes", "no", "on", "off", "~") \
             and not text.replace(".", "").replace("-", "").isdigit():
         return text
-    return records.dumps(text)  # a JSON string is a YAML double-quoted scalar
+    # a JSON string is a YAML double-quoted scalar; YAML reads a few characters JSON keeps as line breaks
+    odd = any(c in "\x85\u2028\u2029\ufeff" or 0xD800 <= ord(c) <= 0xDFFF for c in text)
+    return records.dumps_plain(text) if odd else records.dumps(text)
+
+
+def _block_ok(text: str) -> bool:
+    """Whether a multi-line text reads back exactly as a YAML literal block (else it is quoted)."""
+    lines = text.removesuffix("\n").split("\n")
+    return (len(lines) > 1 and not text.endswith("\n\n") and lines[0][:1] not in (" ", "\t", "")
+            and all(not line.endswith((" ", "\t")) for line in lines)
+            and all(c in "\n\t" or (ord(c) >= 32 and c not in "\x7f\x85\u2028\u2029\ufeff") for c in text))
 
 
 def _yaml(value: Any, indent: int) -> list[str]:
@@ -337,9 +347,9 @@ def _yaml(value: Any, indent: int) -> list[str]:
             if isinstance(v, (dict, list)) and v:
                 lines.append(f"{pad}{_scalar(k)}:")
                 lines += _yaml(v, indent + 1)
-            elif isinstance(v, str) and "\n" in v:
-                lines.append(f"{pad}{_scalar(k)}: |")
-                lines += [f"{pad}  {line}" for line in v.splitlines()]
+            elif isinstance(v, str) and _block_ok(v):
+                lines.append(f"{pad}{_scalar(k)}: {'|' if v.endswith(chr(10)) else '|-'}")
+                lines += [f"{pad}  {line}" if line else "" for line in v.removesuffix("\n").split("\n")]
             else:
                 lines.append(f"{pad}{_scalar(k)}: {_scalar(v)}")
     elif isinstance(value, list):
@@ -359,7 +369,7 @@ def render(handoff: dict[str, Any]) -> str:
     for key in ("correlation_id", "thread", "workflow_run_id", "phase"):
         if handoff.get(key):
             head[key] = handoff[key]
-    return "\n".join([*_yaml(head, 0), "payload:", *_yaml(handoff["payload"], 1)])
+    return "\n".join([*_yaml(head, 0), "payload:", *_yaml(handoff["payload"], 1)]) + "\n"
 
 
 def summary(handoff: dict[str, Any]) -> str:

@@ -163,7 +163,8 @@ class Mailbox:
             for rec in tx.message_receipts(parent):
                 answer = tx.message(rec["by"]) if rec["type"] == kinds.REPLIED else None
                 if answer is not None and (answer.handoff or {}).get("type") == "gate_response":
-                    closed_by = str(answer.handoff["payload"]["decision"]).lower()  # type: ignore[index]
+                    closed_by = handoffs.gate_state(0, 1, answer.handoff["payload"]["decision"],  # type: ignore[index]
+                                                    0)
         if given["type"] in handoffs.ANSWERS and parent is None:
             raise handoffs._invalid("correlation_id", f"required: a {given['type']} names what it answers "
                                                       "(--correlation-id MESSAGE_ID)")
