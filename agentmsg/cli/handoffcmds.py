@@ -18,7 +18,7 @@ from agentmsg.cli.options import Collab, Json, Root, Self, _ctx, _done
 PAYLOAD_FILE_MAX_BYTES = 256 * 1024
 
 
-def read_payload(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def read_payload(path: str) -> tuple[Any, dict[str, Any]]:
     """``(payload, envelope)`` from a YAML or JSON file (``-``: stdin).
 
     The file holds the payload itself, or the seed's whole message (one ``message:`` key holding ``type``,
@@ -35,7 +35,7 @@ def read_payload(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
         raise TooLarge(f"payload file is over {PAYLOAD_FILE_MAX_BYTES} bytes; nothing was stored")
     doc = _parse(raw, path)
     if not isinstance(doc, dict):
-        raise PayloadInvalid("payload: must be a mapping (YAML or JSON object); nothing was stored")
+        return doc, {}  # the type's schema refuses it, naming the type
     envelope: dict[str, Any] = {}
     if set(doc) == {"message"} and isinstance(doc["message"], dict):
         message = dict(doc["message"])
