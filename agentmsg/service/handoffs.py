@@ -248,10 +248,9 @@ def _task(task: Message, msgs: list[Message], cwd: str, now: float) -> Payload:
 
 def task_show(ctx: Ctx, *, collab: str | None, self_flag: str | None, message_id: str, cwd: str) -> Payload:
     """One typed message's thread: the task with its results, statuses and gates, each artifact's state now."""
-    from agentmsg.service import commands
-
     who = readers.reader(ctx, self_flag)
-    msg = commands.shown(ctx, who, collab, message_id)
+    cid = ctx.collab(collab, who) if collab or ctx.env.get("AGENTMSG_COLLAB") else None
+    msg = readers.message(ctx, who, message_id, cid)  # as ``show`` reads it (commands.shown)
     if not msg.handoff:
         from agentmsg.errors import NotFound
 
