@@ -177,6 +177,9 @@ def attribution(msg: Any, number: int, with_collab: bool, room: int | None = Non
         tail.append(f"  reply to: {one_line(msg.reply_to)}\n")
     if msg.flags:
         tail.append(f"  flags: instruction-like text ({one_line(', '.join(msg.flags[:12]))})\n")
+    typed = handoff_line(getattr(msg, "handoff", None))
+    if typed:
+        tail.append(typed)
     tail.append(f"  body, {_n(len(msg.body), 'character')}:\n" if msg.body else "  body: (empty)\n")
     rest = head + "".join(tail)
     subject = _subject_line(msg)
@@ -191,6 +194,26 @@ def attribution(msg: Any, number: int, with_collab: bool, room: int | None = Non
         else:
             high = mid - 1
     return None if low < 0 else head + _subject_line(msg, low) + "".join(tail)
+
+
+#: A typed message's key fields, in the order its attribution line names them (issue 31).
+HANDOFF_KEYS = ("task_id", "gate_id", "status", "required_action", "decision", "state", "timeout_minutes")
+
+
+def handoff_line(handoff: Any) -> str:
+    """A typed message's type and key payload fields on one attribution line ('' for an untyped message).
+
+    The values are the sender's (ids and enumerations its schema checked): each is one line, escaped and
+    cut at 64 characters, after a label, as a subject is; the whole payload is in the quoted body."""
+    if not isinstance(handoff, dict):
+        return ""
+    payload = handoff.get("payload") if isinstance(handoff.get("payload"), dict) else {}
+    parts = [f"type {one_line(str(handoff.get('type', '?'))[:32])}"]
+    parts += [f"{key} {one_line(str(payload[key])[:64])}" for key in HANDOFF_KEYS if key in payload]
+    for key in ("correlation_id", "thread", "workflow_run_id", "phase"):
+        if handoff.get(key):
+            parts.append(f"{key.replace('_', ' ')} {one_line(str(handoff[key])[:64])}")
+    return f"  handoff: {' · '.join(parts)}\n"
 
 
 def _cut_marker(msg: Any, shown: int) -> str:
