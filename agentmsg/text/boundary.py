@@ -205,15 +205,22 @@ def handoff_line(handoff: Any) -> str:
 
     The values are the sender's (ids and enumerations its schema checked): each is one line, escaped and
     cut at 64 characters, after a label, as a subject is; the whole payload is in the quoted body."""
+    fields = handoff_fields(handoff)
+    return f"  handoff: {' · '.join(f'{k} {one_line(v)}' for k, v in fields)}\n" if fields else ""
+
+
+def handoff_fields(handoff: Any) -> list[tuple[str, str]]:
+    """``(label, value)`` of a typed message's type, key payload fields, correlation, thread, run and phase,
+    each value cut (not escaped: each view escapes in its own way); [] for an untyped message."""
     if not isinstance(handoff, dict):
-        return ""
-    payload = handoff.get("payload") if isinstance(handoff.get("payload"), dict) else {}
-    parts = [f"type {one_line(str(handoff.get('type', '?'))[:32])}"]
-    parts += [f"{key} {one_line(str(payload[key])[:64])}" for key in HANDOFF_KEYS if key in payload]
-    for key in ("correlation_id", "thread", "workflow_run_id", "phase"):
-        if handoff.get(key):
-            parts.append(f"{key.replace('_', ' ')} {one_line(str(handoff[key])[:64])}")
-    return f"  handoff: {' · '.join(parts)}\n"
+        return []
+    raw = handoff.get("payload")
+    payload: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    out = [("type", str(handoff.get("type", "?"))[:32])]
+    out += [(key, str(payload[key])[:64]) for key in HANDOFF_KEYS if key in payload]
+    out += [(key.replace("_", " "), str(handoff[key])[:64])
+            for key in ("correlation_id", "thread", "workflow_run_id", "phase") if handoff.get(key)]
+    return out
 
 
 def _cut_marker(msg: Any, shown: int) -> str:

@@ -99,6 +99,11 @@ def _open_article(msg: Message, state: MessageState | None, depth: int = 0, note
     if msg.reply_to:
         target = msg.reply_to.rpartition("/")[2]
         rows.append(("reply to", f'<a href="#m-{text(target)}"><code>{text(msg.reply_to)}</code></a>'))
+    if getattr(msg, "handoff", None):  # a typed message (issue 31)
+        from agentmsg.text.boundary import handoff_fields
+
+        rows.append(("handoff", " · ".join(f"{text(k)} <code>{text(v)}</code>" for k, v in
+                                          handoff_fields(msg.handoff))))
     if depth or note:
         rows.append(("thread", text("; ".join(filter(None, [f"reply depth {depth}" if depth else "", note])))))
     if msg.broadcast:
