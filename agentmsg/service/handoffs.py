@@ -184,7 +184,7 @@ def _typed(ctx: Ctx, cids: list[str]) -> list[Message]:
         reg = ctx.store.registry(cid)
         for alias in reg.participants:
             out += [m for m in ctx.store.history(cid, alias) if m.handoff]
-    return sorted(out, key=lambda m: (m.ts, m.id))
+    return sorted(out, key=lambda m: (m.ts, m.cseq, m.id))  # cseq: the collaboration's order within a millisecond
 
 
 def _cids(ctx: Ctx, who: Pin | None, collab: str | None) -> list[str]:
