@@ -161,7 +161,8 @@ class Mailbox:
         closed_by = None
         if parent is not None and given["type"] == "gate_response":
             for rec in tx.message_receipts(parent):
-                answer = tx.message(rec["by"]) if rec["type"] == kinds.REPLIED else None
+                # (a re-send of the answer itself, with its --id, is the same message: not a second answer)
+                answer = tx.message(rec["by"]) if rec["type"] == kinds.REPLIED and rec["by"] != base_id else None
                 if answer is not None and (answer.handoff or {}).get("type") == "gate_response":
                     closed_by = handoffs.gate_state(0, 1, answer.handoff["payload"]["decision"],  # type: ignore[index]
                                                     0)

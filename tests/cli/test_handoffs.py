@@ -200,7 +200,10 @@ def test_a_gate_for_a_human(team: Team) -> None:
         ("alice", "gate_response", {**response, "gate_id": "G-2"}, ["--correlation-id", gate_id], 2,
          "payload: gate_response.gate_id: must equal the gate_request's gate_id (G-1)"),
     ])
-    team.sent_id(team.send("alice", "gate_response", response, "--correlation-id", gate_id))
+    answer = "5a1e0000-0000-4000-8000-000000000001"
+    team.sent_id(team.send("alice", "gate_response", response, "--correlation-id", gate_id, "--id", answer))
+    again = team.send("alice", "gate_response", response, "--correlation-id", gate_id, "--id", answer)
+    assert again.code == 0 and again.doc["result"]["results"][0]["state"] == "already stored", again.stderr
     team.refusals([("alice", "gate_response", response, ["--correlation-id", gate_id], 5,
                     "conflict: gate G-1 is closed (approved)")])
     code, doc, err = team.json("gates", "--collab", team.collab)
