@@ -254,6 +254,39 @@ def task_show(
                                                    message_id=message_id, cwd=os.getcwd()), json_)
 
 
+def template_list(json_: Json = False) -> int:
+    """List the typed messages' types, each with its required fields."""
+    from agentmsg.domain import handoffs as rules
+
+    rows = [{"type": t, "kind": rules.KIND_OF[t], "required": [k for k, s in rules.SCHEMAS[t].items()
+                                                               if s.get("required")],
+             "fields": list(rules.SCHEMAS[t])} for t in rules.TYPES]
+    if json_:
+        return _done("template list", {"templates": rows}, True)
+    from agentmsg.cli.output import say
+
+    for r in rows:
+        say(f"{r['type']} ({r['kind']}): requires {', '.join(r['required'])}; fields {', '.join(r['fields'])}")
+    return 0
+
+
+def template_show(
+    type_: Annotated[str, typer.Argument(metavar="TYPE", help="task, result, gate_request, gate_response or "
+                                                              "status.")],
+    json_: Json = False,
+) -> int:
+    """Print a payload of TYPE that validates as it is (YAML, each field's rule above it): edit it and send."""
+    from agentmsg.domain import handoffs as rules
+
+    text = rules.template(type_)
+    if json_:
+        return _done("template show", {"type": type_, "yaml": text, "payload": rules.EXAMPLES[type_]}, True)
+    sys.stdout.write(text)
+    return 0
+
+
 COMMANDS: dict[str, Callable[..., int]] = {"handoffs": handoffs, "gates": gates}
-GROUP_HELP = {"task": "Typed handoffs: a task's thread (docs/HANDOFFS.md)."}
-GROUPS: dict[str, dict[str, Callable[..., int]]] = {"task": {"show": task_show}}
+GROUP_HELP = {"task": "Typed handoffs: a task's thread (docs/HANDOFFS.md).",
+              "template": "Typed handoffs: each type's payload, as a template to fill in."}
+GROUPS: dict[str, dict[str, Callable[..., int]]] = {"task": {"show": task_show},
+                                                    "template": {"list": template_list, "show": template_show}}

@@ -257,6 +257,51 @@ def subject(handoff: dict[str, Any]) -> str:
     return f"{head}: {tail}" if tail else head
 
 
+# ---- templates ------------------------------------------------------------------------------
+
+#: Example values per field: ``agentmsg template show TYPE`` prints a payload that validates as it is.
+EXAMPLES: dict[str, dict[str, Any]] = {
+    "task": {"task_id": "T-1", "task_text": "What to do, in full (inline, not a file reference).\n",
+             "input_artifacts": ["src/module.py"], "acceptance_criteria": ["the tests pass"],
+             "constraints": ["the public API does not change"], "known_complications": ["what earlier agents found"],
+             "timeout_minutes": 30},
+    "result": {"task_id": "T-1", "status": "DONE_WITH_CONCERNS",
+               "evidence": {"gate_1_functional": "test output", "gate_2_spec": "spec reference",
+                            "gate_3_governance": "commit message", "gate_4_regressions": "test count"},
+               "concerns": ["a concern (required with DONE_WITH_CONCERNS)"], "blockers": [],
+               "artifacts": ["src/module.py"]},
+    "gate_request": {"gate_id": "G-1", "required_action": "APPROVE", "question": "The specific question?",
+                     "context": "Evidence or state for the decision.", "timeout_minutes": 60, "approver": "human"},
+    "gate_response": {"gate_id": "G-1", "decision": "APPROVE", "evidence": "Rationale or added context.",
+                      "conditions": ["a condition of a conditional approval"]},
+    "status": {"state": "working", "summary": "What is happening now.", "task_id": "T-1", "progress": 50},
+}
+
+
+def template(type_: str) -> str:
+    """A payload of ``type_`` that validates as it is, as YAML, each field's rule in a comment above it."""
+    if type_ not in SCHEMAS:
+        from agentmsg.errors import UsageError
+
+        raise UsageError(f"no template {type_[:40]!r}: the types are {' | '.join(TYPES)}")
+    lines = [f"# agentmsg send --type {type_} --payload-file FILE (docs/HANDOFFS.md)"]
+    for key, spec in SCHEMAS[type_].items():
+        lines.append(f"# {key}: {_rule(spec)}")
+        lines += _yaml({key: EXAMPLES[type_][key]}, 0) if EXAMPLES[type_].get(key) not in (None, []) else \
+            [f"{key}: []"]
+    return "\n".join(lines) + "\n"
+
+
+def _rule(spec: dict[str, Any]) -> str:
+    kind = spec["kind"]
+    what = {"id": f"one line, at most {ID_MAX_CHARS} characters", "text": f"text, at most {spec.get('max')} characters",
+            "int": f"an integer from {spec.get('min')} to {spec.get('max')}",
+            "enum": " | ".join(spec.get("values", ())), "list": f"a list of at most {LIST_MAX_ITEMS} lines",
+            "map": "a mapping of names to text", "artifacts": "paths (hashed at send), or {location, sha256 | version}",
+            }.get(kind, kind)
+    return ("required; " if spec.get("required") else "") + str(what)
+
+
 # ---- answers ----------------------------------------------------------------------------------
 
 

@@ -278,3 +278,17 @@ def test_a_typed_message_in_the_hook_the_transcript_and_the_html_log(team: Team,
     code, _doc, err = team.json("log", "render", "--collab", team.collab, "--html", "--out", str(page))
     assert code == 0, err
     assert "task_id <code>T-1</code>" in page.read_text()
+
+
+def test_templates_list_and_show(team: Team) -> None:
+    code, doc, err = team.json("template", "list")
+    assert code == 0, err
+    assert [t["type"] for t in doc["result"]["templates"]] == ["task", "result", "gate_request", "gate_response",
+                                                               "status"]
+    code, out, err = run("template", "show", "status", root=team.root)
+    assert code == 0, err
+    (team.repo / "status.yaml").write_text(out)
+    team.sent_id(team.json("send", "--collab", team.collab, "--self", ORCH, "--to", "spec", "--type", "status",
+                           "--payload-file", "status.yaml"))
+    code, _out, err = run("template", "show", "memo", root=team.root)
+    assert code == 2 and err.startswith("usage: no template 'memo'")

@@ -225,3 +225,14 @@ def test_render_is_yaml_that_reads_back() -> None:
 def test_any_text_reads_back_exactly(text: str) -> None:
     back = yaml.safe_load(handoffs.render({"type": "status", "payload": {"state": "working", "summary": text}}))
     assert back["payload"]["summary"] == text
+
+
+@pytest.mark.parametrize("type_", handoffs.TYPES)
+def test_each_template_validates_as_it_is(type_: str) -> None:
+    text = handoffs.template(type_)
+    assert text.startswith(f"# agentmsg send --type {type_} ")
+    payload = yaml.safe_load(text)
+    assert set(payload) == set(handoffs.SCHEMAS[type_])  # every field, each with its rule above it
+    assert handoffs.validate(type_, payload)
+    for key, spec in handoffs.SCHEMAS[type_].items():
+        assert f"# {key}: {'required; ' if spec.get('required') else ''}" in text
