@@ -76,10 +76,23 @@ def _parse(raw: bytes, path: str) -> Any:
             return json.loads(text)
         except ValueError as exc:
             raise PayloadInvalid(f"payload file is not JSON: {str(exc)[:120]}; nothing was stored") from None
+        except RecursionError:
+            raise PayloadInvalid("payload file is nested too deeply; nothing was stored") from None
     import yaml
 
+    class NoAliases(yaml.SafeLoader):
+        """YAML without aliases: ``*name`` repeats a node, and a few of them nest into an exponential payload."""
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                raise PayloadInvalid("payload file uses a YAML alias (*name); write the value out; "
+                                     "nothing was stored")
+            return super().compose_node(parent, index)
+
     try:
-        return _plain(yaml.safe_load(text))
+        return _plain(yaml.load(text, Loader=NoAliases))  # a SafeLoader subclass
+    except RecursionError:
+        raise PayloadInvalid("payload file is nested too deeply; nothing was stored") from None
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         at = f" at line {where.line + 1}" if where is not None else ""
