@@ -298,7 +298,12 @@ def show(ctx: Ctx, *, collab: str | None, message_id: str, self_flag: str | None
     """One message, if the reader may read its collaboration (``readers``: a member, or the owner)."""
     msg = shown(ctx, readers.reader(ctx, self_flag), collab, message_id)
     state = ctx.mailbox.state(msg)
-    return {"message": payloads.message(msg), "state": state.label, "states": state.as_dict()}
+    out: Payload = {"message": payloads.message(msg), "state": state.label, "states": state.as_dict()}
+    if msg.handoff:  # a typed message: the other messages of its thread (issue 31; task show has them in full)
+        from agentmsg.service import handoffs
+
+        out["thread"] = handoffs.thread_of(ctx, msg)
+    return out
 
 
 def shown(ctx: Ctx, who: Pin | None, collab: str | None, message_id: str) -> Message:

@@ -246,6 +246,14 @@ def _task(task: Message, msgs: list[Message], cwd: str, now: float) -> Payload:
                                 for m in thread]}
 
 
+def thread_of(ctx: Ctx, msg: Message) -> list[Payload]:
+    """Every typed message of ``msg``'s thread, in order: id, type, sender, recipient, time, what it answers."""
+    thread = str((msg.handoff or {}).get("thread") or msg.id)
+    return [{"id": m.id, "type": (m.handoff or {}).get("type"), "from": m.sender, "to": m.to, "ts": m.ts,
+             "correlation_id": (m.handoff or {}).get("correlation_id")}
+            for m in _typed(ctx, [msg.collab]) if (m.handoff or {}).get("thread") == thread]
+
+
 def task_show(ctx: Ctx, *, collab: str | None, self_flag: str | None, message_id: str, cwd: str) -> Payload:
     """One typed message's thread: the task with its results, statuses and gates, each artifact's state now."""
     who = readers.reader(ctx, self_flag)

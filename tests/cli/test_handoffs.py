@@ -130,6 +130,13 @@ def test_a_task_its_result_and_its_artifacts(team: Team) -> None:
     assert res["payload"]["status"] == "DONE_WITH_CONCERNS"
     assert res["payload"]["evidence"] == {"gate_1_functional": "14 passed", "gate_4_regressions": "14"}
     assert [m["type"] for m in task["thread_messages"]] == ["task", "result"]
+    # show gives a typed message's thread; the task lists the result as its reply
+    code, doc, err = team.json("show", result_id, "--collab", team.collab)
+    assert code == 0, err
+    assert [(m["id"], m["type"]) for m in doc["result"]["thread"]] == [(task_id, "task"), (result_id, "result")]
+    assert doc["result"]["message"]["handoff"]["correlation_id"] == task_id
+    code, out, err = run("show", task_id, "--collab", team.collab, root=team.root)
+    assert code == 0 and "thread: " in out and f"result spec->orch ({result_id})" in out, err
     # the list of handoffs says the same, filtered by run; the text view names each state
     code, doc, err = team.json("handoffs", "--collab", team.collab, "--workflow-run-id", "run-9")
     assert code == 0 and [t["id"] for t in doc["result"]["tasks"]] == [task_id], err
