@@ -113,7 +113,8 @@ ENVELOPE: dict[str, dict[str, Any]] = {
 }
 
 
-def _invalid(where: str, rule: str) -> Exception:
+def invalid(where: str, rule: str) -> Exception:
+    """The one-line refusal (exit 2) naming ``where`` and its ``rule``."""
     from agentmsg.errors import PayloadInvalid
 
     return PayloadInvalid(f"{where}: {rule}; nothing was stored")
@@ -128,40 +129,40 @@ def _check(where: str, value: Any, spec: dict[str, Any]) -> Any:
     kind = spec["kind"]
     if kind in ("id", "line", "text", "sha256", "enum"):
         if not isinstance(value, str):
-            raise _invalid(where, f"must be a string, not {_json_type(value)}")
+            raise invalid(where, f"must be a string, not {_json_type(value)}")
         if kind == "enum":
             if value not in spec["values"]:
-                raise _invalid(where, f"must be one of {' | '.join(spec['values'])}")
+                raise invalid(where, f"must be one of {' | '.join(spec['values'])}")
             return value
         if kind == "sha256":
             if len(value) != 64 or any(c not in "0123456789abcdef" for c in value):
-                raise _invalid(where, "must be 64 lowercase hex digits")
+                raise invalid(where, "must be 64 lowercase hex digits")
             return value
         limit = ID_MAX_CHARS if kind == "id" else spec.get("max", LINE_MAX_CHARS if kind == "line" else TEXT_MAX_CHARS)
         if len(value) > limit:
-            raise _invalid(where, f"is {len(value)} characters; the limit is {limit}")
+            raise invalid(where, f"is {len(value)} characters; the limit is {limit}")
         if kind != "text" and not _line_ok(value):
-            raise _invalid(where, "must be one line without control characters")
+            raise invalid(where, "must be one line without control characters")
         if kind == "id" and not value.strip():
-            raise _invalid(where, "must not be blank")
+            raise invalid(where, "must not be blank")
         return value
     if kind == "int":
         if isinstance(value, bool) or not isinstance(value, int):
-            raise _invalid(where, f"must be an integer, not {_json_type(value)}")
+            raise invalid(where, f"must be an integer, not {_json_type(value)}")
         if not spec["min"] <= value <= spec["max"]:
-            raise _invalid(where, f"must be between {spec['min']} and {spec['max']}")
+            raise invalid(where, f"must be between {spec['min']} and {spec['max']}")
         return value
     if kind == "list":
         if not isinstance(value, list):
-            raise _invalid(where, f"must be a list, not {_json_type(value)}")
+            raise invalid(where, f"must be a list, not {_json_type(value)}")
         if len(value) > LIST_MAX_ITEMS:
-            raise _invalid(where, f"has {len(value)} items; the limit is {LIST_MAX_ITEMS}")
+            raise invalid(where, f"has {len(value)} items; the limit is {LIST_MAX_ITEMS}")
         return [_check(f"{where}[{i}]", v, {"kind": "text", "max": LINE_MAX_CHARS}) for i, v in enumerate(value)]
     if kind == "map":
         if not isinstance(value, dict):
-            raise _invalid(where, f"must be a mapping, not {_json_type(value)}")
+            raise invalid(where, f"must be a mapping, not {_json_type(value)}")
         if len(value) > MAP_MAX_KEYS:
-            raise _invalid(where, f"has {len(value)} keys; the limit is {MAP_MAX_KEYS}")
+            raise invalid(where, f"has {len(value)} keys; the limit is {MAP_MAX_KEYS}")
         out = {}
         for k, v in value.items():
             _check(f"{where} key", k, {"kind": "id"})
@@ -171,9 +172,9 @@ def _check(where: str, value: Any, spec: dict[str, Any]) -> Any:
         return out
     if kind == "artifacts":
         if not isinstance(value, list):
-            raise _invalid(where, f"must be a list, not {_json_type(value)}")
+            raise invalid(where, f"must be a list, not {_json_type(value)}")
         if len(value) > ARTIFACTS_MAX:
-            raise _invalid(where, f"has {len(value)} items; the limit is {ARTIFACTS_MAX}")
+            raise invalid(where, f"has {len(value)} items; the limit is {ARTIFACTS_MAX}")
         return [artifact(f"{where}[{i}]", v) for i, v in enumerate(value)]
     raise AssertionError(f"unknown field kind {kind}")  # pragma: no cover - the schemas are data above
 
@@ -196,16 +197,16 @@ def _json_type(value: Any) -> str:
 
 def _fields(where: str, doc: Any, schema: dict[str, dict[str, Any]]) -> dict[str, Any]:
     if not isinstance(doc, dict):
-        raise _invalid(where, f"must be a mapping, not {_json_type(doc)}")
+        raise invalid(where, f"must be a mapping, not {_json_type(doc)}")
     for key in doc:
         if key not in schema:
-            raise _invalid(f"{where}.{key}", f"unknown field (known: {', '.join(schema)})")
+            raise invalid(f"{where}.{key}", f"unknown field (known: {', '.join(schema)})")
     out: dict[str, Any] = {}
     for key, spec in schema.items():
         value = doc.get(key)
         if value is None or value in ("", [], {}):
             if spec.get("required"):
-                raise _invalid(f"{where}.{key}", "required")
+                raise invalid(f"{where}.{key}", "required")
             continue
         out[key] = _check(f"{where}.{key}", value, spec)
     return out
@@ -221,14 +222,14 @@ def artifact(where: str, value: Any) -> dict[str, Any]:
 def validate(type_: str, payload: Any) -> dict[str, Any]:
     """The payload of a ``type_`` message, checked against its schema and normalized (empty fields dropped)."""
     if type_ not in SCHEMAS:
-        raise _invalid("type", f"must be one of {' | '.join(TYPES)}")
+        raise invalid("type", f"must be one of {' | '.join(TYPES)}")
     out = _fields(type_, payload, SCHEMAS[type_])
     for field, value, then in WHEN.get(type_, ()):
         if out.get(field) == value and not out.get(then):
-            raise _invalid(f"{type_}.{then}", f"required when {field} is {value}")
+            raise invalid(f"{type_}.{then}", f"required when {field} is {value}")
     size = len(records.canonical(out))
     if size > PAYLOAD_MAX_BYTES:
-        raise _invalid(type_, f"payload is {size} bytes; the limit is {PAYLOAD_MAX_BYTES}")
+        raise invalid(type_, f"payload is {size} bytes; the limit is {PAYLOAD_MAX_BYTES}")
     return out
 
 
@@ -325,7 +326,7 @@ def answer(handoff: dict[str, Any], parent: dict[str, Any] | None, *, parent_id:
     if closed_by is not None:
         raise errors.Conflict(f"gate {key_of(parent)} is closed ({closed_by}); nothing was stored")
     if handoff["payload"][key] != parent["payload"][key]:
-        raise _invalid(f"{type_}.{key}", f"must equal the {want}'s {key} ({parent['payload'][key]})")
+        raise invalid(f"{type_}.{key}", f"must equal the {want}'s {key} ({parent['payload'][key]})")
     if sender != parent_to:
         raise errors.IdentityError(f"{sender} may not answer {want} {key_of(parent)}: it is addressed to "
                                    f"{parent_to}; nothing was stored")

@@ -32,13 +32,13 @@ def prepare(given: Payload, *, attach: Iterable[str], cwd: str, redact: bool) ->
     (or redacted, with how many).  Raises before anything is stored."""
     type_ = given.get("type") or ""
     if type_ not in handoffs.TYPES:
-        raise handoffs._invalid("--type", f"must be one of {' | '.join(handoffs.TYPES)}")
+        raise handoffs.invalid("--type", f"must be one of {' | '.join(handoffs.TYPES)}")
     payload = dict(given.get("payload") or {}) if isinstance(given.get("payload"), dict) else given.get("payload")
     attach = list(attach)
     field = handoffs.artifacts_of(type_)
     if attach:
         if field is None:
-            raise handoffs._invalid("--attach", f"a {type_} carries no artifacts (a task or a result does)")
+            raise handoffs.invalid("--attach", f"a {type_} carries no artifacts (a task or a result does)")
         if isinstance(payload, dict):
             payload[field] = [*(payload.get(field) or []), *attach]
     payload = handoffs.validate(type_, payload)
@@ -110,13 +110,13 @@ def _hashed(where: str, art: Payload, cwd: str, repo: str | None) -> Payload:
     try:
         digest, size = _sha256(path)
     except FileNotFoundError:
-        raise handoffs._invalid(f"{where}.location", f"no such file {art['location']!r}") from None
+        raise handoffs.invalid(f"{where}.location", f"no such file {art['location']!r}") from None
     except IsADirectoryError:
-        raise handoffs._invalid(f"{where}.location", f"{art['location']!r} is a directory, not a file") from None
+        raise handoffs.invalid(f"{where}.location", f"{art['location']!r} is a directory, not a file") from None
     except ValueError as exc:
-        raise handoffs._invalid(f"{where}.location", f"{art['location']!r} {exc}") from None
+        raise handoffs.invalid(f"{where}.location", f"{art['location']!r} {exc}") from None
     except OSError as exc:
-        raise handoffs._invalid(f"{where}.location", f"cannot read {art['location']!r}: "
+        raise handoffs.invalid(f"{where}.location", f"cannot read {art['location']!r}: "
                                                      f"{exc.strerror or exc}") from None
     real = os.path.abspath(path)
     inside = repo is not None and os.path.commonpath([real, repo]) == repo

@@ -156,7 +156,7 @@ class Mailbox:
 
         given = dict(draft.handoff or {})
         if to == "all":
-            raise handoffs._invalid("--to", f"a {given['type']} goes to one recipient, not all")
+            raise handoffs.invalid("--to", f"a {given['type']} goes to one recipient, not all")
         handoffs.declared_parties(given.pop("declared", None) or {}, sender, to)
         closed_by = None
         if parent is not None and given["type"] == "gate_response":
@@ -167,7 +167,7 @@ class Mailbox:
                     closed_by = handoffs.gate_state(0, 1, answer.handoff["payload"]["decision"],  # type: ignore[index]
                                                     0)
         if given["type"] in handoffs.ANSWERS and parent is None:
-            raise handoffs._invalid("correlation_id", f"required: a {given['type']} names what it answers "
+            raise handoffs.invalid("correlation_id", f"required: a {given['type']} names what it answers "
                                                       "(--correlation-id MESSAGE_ID)")
         if parent is not None:
             handoffs.answer(given, parent.handoff, parent_id=parent.id, parent_to=parent.to, sender=sender,
