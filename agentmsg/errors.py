@@ -25,6 +25,12 @@ class UsageError(AgentmsgError):
     prefix = "usage"
 
 
+class PayloadInvalid(UsageError):
+    """A typed message's payload breaks its schema (issue 31): the field and the rule, nothing stored."""
+
+    prefix = "payload"
+
+
 class NotFound(AgentmsgError):
     code = 3
     prefix = "not found"

@@ -20,7 +20,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agentmsg.cli import claimcmds, hostcmds
+from agentmsg.cli import claimcmds, handoffcmds, hostcmds
 from agentmsg.cli.options import Collab, Json, Notify, NotifyCommand, Root, Self, _ctx, _done
 
 HELP = "Durable, addressed messaging between coding-agent sessions."
@@ -34,6 +34,7 @@ GROUP_HELP = {
     "run": "Start a host with the session identity its shell lacks.",
     "db": "The PostgreSQL store (--store URL or AGENTMSG_STORE): its schema.",
     "guard": "Git hooks that refuse a commit or push touching paths another participant claimed.",
+    **handoffcmds.GROUP_HELP,
 }
 #: Settings of every Typer built here (the full tree's root, and a single command).
 _SETTINGS: dict[str, Any] = {"add_completion": False, "pretty_exceptions_enable": False, "rich_markup_mode": None}
@@ -168,17 +169,46 @@ def send(
         help="The message this answers: MESSAGE_ID, or ALIAS/MESSAGE_ID with ALIAS its sender or its recipient; "
              "recorded as RECIPIENT/MESSAGE_ID. The reply goes to the other party unless --to is given.")] = None,
     redact: Annotated[bool, typer.Option(help="Replace detected secrets with [REDACTED:kind] and send.")] = False,
+    type_: Annotated[str | None, typer.Option(
+        "--type", help="A typed handoff: task, result, gate_request, gate_response or status "
+                       "(docs/HANDOFFS.md); needs --payload-file.")] = None,
+    payload_file: Annotated[str | None, typer.Option(
+        help="The typed message's payload: a YAML or JSON file, or - for stdin; checked against its type's "
+             "schema.")] = None,
+    correlation_id: Annotated[str | None, typer.Option(
+        help="The message a result or gate_response answers (its task's or gate's MESSAGE_ID; the same as "
+             "--reply-to).")] = None,
+    workflow_run_id: Annotated[str | None, typer.Option(help="The workflow run a typed message belongs to.")] = None,
+    phase: Annotated[str | None, typer.Option(help="The phase of the workflow a typed message belongs to.")] = None,
+    attach: Annotated[list[str] | None, typer.Option(
+        help="An artifact of a task or result (repeatable): recorded by path, size and sha256, never copied.",
+        show_default=False)] = None,
     collab: Collab = None,
     self_: Self = None,
     root: Root = None,
     json_: Json = False,
 ) -> int:
     """Store a message durably, then notify the recipient."""
+    import os
+
+    from agentmsg.cli import handoffcmds
     from agentmsg.domain.values import Draft
 
-    text = _read_body(body, body_stdin, body_file)
-    draft = Draft(to=to, kind=kind, priority=priority, subject=subject, body=text, id=id_, reply_to=reply_to)
-    payload = _actions().send(_ctx(root), collab=collab, self_flag=self_, draft=draft, redact=redact)
+    handoff, correlation = handoffcmds.typed_draft(type_, payload_file, workflow_run_id, phase)
+    if handoff is not None and body is None and not body_stdin and body_file is None:
+        text = ""  # a typed message's body is its payload, rendered
+    else:
+        text = _read_body(body, body_stdin, body_file)
+    answers = {r for r in (reply_to, correlation_id) if r}
+    if len(answers) > 1:
+        from agentmsg.errors import UsageError
+
+        raise UsageError("--reply-to and --correlation-id name different messages; give one")
+    reply = next(iter(answers), None) or correlation
+    draft = Draft(to=to, kind=kind, priority=priority, subject=subject, body=text, id=id_, reply_to=reply,
+                  handoff=handoff)
+    payload = _actions().send(_ctx(root), collab=collab, self_flag=self_, draft=draft, redact=redact,
+                              attach=attach or (), cwd=os.getcwd())
     return _done("send", payload, json_)
 
 
@@ -551,7 +581,7 @@ COMMANDS: dict[str, Callable[..., int]] = {
     "notify": notify, "status": status, "roster": roster, "registry": registry, "leave": leave, "close": close,
     "watch": watch, "search": search, "top": top, "verify": verify, "repair": repair, "mcp": mcp, "doctor": doctor,
     "version": version, "sync": sync,
-    **claimcmds.COMMANDS,
+    **claimcmds.COMMANDS, **handoffcmds.COMMANDS,
 }
 #: Groups and their commands, in that order (``agentmsg --help`` lists groups after commands).
 GROUPS: dict[str, dict[str, Callable[..., int]]] = {
@@ -560,6 +590,7 @@ GROUPS: dict[str, dict[str, Callable[..., int]]] = {
                  "retry": delivery_retry, "midturn": delivery_midturn},
     "wake": {"on": wake_on, "off": wake_off, "status": wake_status},
     **hostcmds.GROUPS,
+    **handoffcmds.GROUPS,
     "db": {"migrate": db_migrate, "grant": db_grant, "move": db_move},
     "guard": claimcmds.GUARD,
 }

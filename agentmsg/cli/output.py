@@ -27,7 +27,9 @@ Payload = dict[str, Any]
 
 def command_name(args: Sequence[str]) -> str:
     words = [a for a in args if not a.startswith("-")]
-    if words[:1] and words[0] in ("log", "delivery", "wake", "install", "uninstall", "run", "db") and len(words) > 1:
+    if words[:1] and words[0] in ("log", "delivery", "wake", "install", "uninstall", "run", "db", "task",
+                                           "template") \
+            and len(words) > 1:
         return f"{words[0]} {words[1]}"
     return words[0] if words else ""
 
@@ -83,7 +85,7 @@ def to_message(p: Payload) -> Message:
         id=p["id"], collab=p["collab"], sender=p["from"], sender_runtime=p["from_runtime"], to=p["to"],
         kind=p["kind"], priority=p["priority"], subject=p["subject"], body=p["body"],
         reply_to=p["reply_to"], ts=p["ts"], seq=p["seq"], digest="", broadcast=p["broadcast"],
-        flags=tuple(p["flags"]),
+        flags=tuple(p["flags"]), handoff=p.get("handoff"),
     )
 
 
@@ -189,6 +191,10 @@ def _show(p: Payload) -> None:
     say(f"  replied: {visible.line(', '.join(s['replied'])) or 'no'}")
     if s["notify"]:
         say(f"  notify: {'ok' if s['notify']['ok'] else 'failed'} ({visible.line(str(s['notify']['detail']))})")
+    for m in p.get("thread") or ():  # a typed message's thread (issue 31)
+        mark = "  <- this message" if m["id"] == p["message"]["id"] else ""
+        say(f"thread: {m['ts'][:19].replace('T', ' ')} {visible.line(str(m['type']))} {m['from']}->{m['to']} "
+            f"({m['id']}){mark}")
 
 
 def _ack(p: Payload) -> None:

@@ -350,7 +350,10 @@ DIGEST_FIELDS = ("sender", "to", "kind", "priority", "subject", "body", "reply_t
 
 def digest(fields: Mapping[str, Any]) -> str:
     """Same id and same digest: the same message (a re-send is a no-op)."""
-    return records.sha256_hex(records.canonical({k: fields[k] for k in DIGEST_FIELDS}))
+    named = {k: fields[k] for k in DIGEST_FIELDS}
+    if fields.get("handoff") is not None:  # a typed message (issue 31); untyped digests stay as they were
+        named["handoff"] = fields["handoff"]
+    return records.sha256_hex(records.canonical(named))
 
 
 def same_message(existing: Message, digest_: str) -> bool:

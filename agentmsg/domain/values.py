@@ -129,8 +129,8 @@ class Registry(Value):
 
 
 class Message(Value):
-    __slots__ = ("body", "broadcast", "collab", "cseq", "digest", "flags", "id", "kind", "priority", "reply_to",
-                 "sender", "sender_pin", "sender_runtime", "seq", "subject", "to", "ts")
+    __slots__ = ("body", "broadcast", "collab", "cseq", "digest", "flags", "handoff", "id", "kind", "priority",
+                 "reply_to", "sender", "sender_pin", "sender_runtime", "seq", "subject", "to", "ts")
     id: str
     collab: str
     sender: str
@@ -148,15 +148,18 @@ class Message(Value):
     broadcast: str | None
     flags: tuple[str, ...]
     cseq: int
+    #: a typed message's type, payload, correlation, run, phase and thread (domain/handoffs.py); None: untyped
+    handoff: dict[str, Any] | None
 
     def __init__(self, *, id: str, collab: str, sender: str, sender_runtime: str, to: str, kind: str,
                  priority: str, subject: str, body: str, reply_to: str | None, ts: str, seq: int, digest: str,
                  broadcast: str | None = None, flags: tuple[str, ...] = (), cseq: int = 0,
-                 sender_pin: str = "") -> None:
+                 sender_pin: str = "", handoff: dict[str, Any] | None = None) -> None:
         self.id, self.collab, self.sender, self.sender_runtime, self.to = id, collab, sender, sender_runtime, to
         self.kind, self.priority, self.subject, self.body, self.reply_to = kind, priority, subject, body, reply_to
         self.ts, self.seq, self.digest, self.broadcast = ts, seq, digest, broadcast
         self.flags, self.cseq, self.sender_pin = tuple(flags), cseq, sender_pin
+        self.handoff = handoff
 
     @classmethod
     def from_record(cls, rec: Mapping[str, Any]) -> Message:
@@ -164,13 +167,13 @@ class Message(Value):
                    to=rec["to"], kind=rec["kind"], priority=rec["priority"], subject=rec["subject"],
                    body=rec["body"], reply_to=rec.get("reply_to"), ts=rec["ts"], seq=rec["seq"],
                    digest=rec["digest"], broadcast=rec.get("broadcast"), flags=tuple(rec.get("flags") or ()),
-                   cseq=rec.get("cseq", 0), sender_pin=rec.get("sender_pin", ""))
+                   cseq=rec.get("cseq", 0), sender_pin=rec.get("sender_pin", ""), handoff=rec.get("handoff"))
 
 
 class Draft(Value):
     """What a sender asks to send: the request object of ``send``."""
 
-    __slots__ = ("body", "id", "kind", "priority", "reply_to", "subject", "to")
+    __slots__ = ("body", "handoff", "id", "kind", "priority", "reply_to", "subject", "to")
     to: str
     kind: str
     priority: str
@@ -178,11 +181,14 @@ class Draft(Value):
     body: str
     id: str | None
     reply_to: str | None
+    #: a typed send: ``{"type", "payload", "workflow_run_id", "phase", "declared"}`` (domain/handoffs.py)
+    handoff: dict[str, Any] | None
 
     def __init__(self, to: str = "", kind: str = "update", priority: str = "normal", subject: str = "",
-                 body: str = "", id: str | None = None, reply_to: str | None = None) -> None:
+                 body: str = "", id: str | None = None, reply_to: str | None = None,
+                 handoff: dict[str, Any] | None = None) -> None:
         self.to, self.kind, self.priority, self.subject, self.body = to, kind, priority, subject, body
-        self.id, self.reply_to = id, reply_to
+        self.id, self.reply_to, self.handoff = id, reply_to, handoff
 
 
 class Sent(Value):

@@ -132,11 +132,14 @@ class Tools:
     # ---- tools ----------------------------------------------------------------------------------
 
     def send(self, to: str, subject: str, body: str, kind: str, priority: str, reply_to: str | None,
-             id: str | None, collab: str | None, redact: bool) -> CallToolResult:
-        draft = Draft(to=to, kind=kind, priority=priority, subject=subject, body=body, id=id, reply_to=reply_to)
+             id: str | None, collab: str | None, redact: bool, typed: dict[str, Any] | None = None) -> CallToolResult:
+        """``typed``: a typed handoff's ``type``, ``payload``, ``workflow_run_id`` and ``phase`` (issue 31)."""
+        draft = Draft(to=to, kind=kind, priority=priority, subject=subject, body=body, id=id, reply_to=reply_to,
+                      handoff=typed)
 
         def run() -> CallToolResult:
-            payload = commands.send(self.ctx, collab=collab, self_flag=self.self_flag, draft=draft, redact=redact)
+            payload = commands.send(self.ctx, collab=collab, self_flag=self.self_flag, draft=draft, redact=redact,
+                                    cwd=os.getcwd())
             lines = [f"{r['state']}: id {r['id']} to {r['to']}"
                      + (f" (wake: {r['wake']['outcome']})" if r.get("wake", {}).get("outcome") not in (None, "wake off")
                         else "") + (f"; {r['next']}" if r.get("next") else "") for r in payload["results"]]
@@ -384,8 +387,22 @@ def build(ctx: Ctx, who: Pin, env: Mapping[str, str] | None = None) -> MCPServer
         collab: CollabArg = None,
         redact: Annotated[bool, Field(
             description="Replace detected secrets with [REDACTED:kind] instead of refusing.")] = False,
+        type: Annotated[Literal["task", "result", "gate_request", "gate_response", "status"] | None, Field(
+            description="A typed handoff (docs/HANDOFFS.md): payload is then checked against the type's schema. "
+                        "A result or gate_response names what it answers with reply_to (the task's or gate's "
+                        "message id); body may be empty (the payload is shown as YAML).")] = None,
+        payload: Annotated[dict[str, Any] | None, Field(
+            description="The typed message's payload, e.g. a task: {task_id, task_text, input_artifacts: [paths], "
+                        "acceptance_criteria: [...], timeout_minutes}; a result: {task_id, status: DONE | "
+                        "DONE_WITH_CONCERNS | NEEDS_CONTEXT | BLOCKED, evidence: {...}, concerns: [...]}.")] = None,
+        workflow_run_id: Annotated[str | None, Field(description="The workflow run of a typed message.")] = None,
+        phase: Annotated[str | None, Field(description="The workflow phase of a typed message.")] = None,
     ) -> CallToolResult:
-        return tools.send(to, subject, body, kind, priority, reply_to, id, collab, redact)
+        typed = None
+        if type is not None or payload is not None:
+            typed = {"type": type or "", "payload": payload if payload is not None else {},
+                     "workflow_run_id": workflow_run_id, "phase": phase}
+        return tools.send(to, subject, body, kind, priority, reply_to, id, collab, redact, typed)
 
     @server.tool(annotations=read, description=(
         "List this session's unacknowledged messages, oldest first (or high priority first), quoted inside an "

@@ -8,6 +8,8 @@ session variable.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from typing import Any
 
 from agentmsg import records
@@ -165,19 +167,29 @@ def close(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
 # ---- messages ----------------------------------------------------------------------------
 
 
-def send(ctx: Ctx, *, collab: str | None, self_flag: str | None, draft: Draft, redact: bool = False) -> Payload:
+def send(ctx: Ctx, *, collab: str | None, self_flag: str | None, draft: Draft, redact: bool = False,
+         attach: Sequence[str] = (), cwd: str | None = None) -> Payload:
+    """``draft.handoff`` (a typed message, issue 31): its payload checked, ``attach`` hashed in ``cwd``."""
     who = ctx.who(self_flag)
     cid = ctx.collab(collab, who)
     subject = validate.text(draft.subject, "subject", validate.SUBJECT_MAX_CHARS)
     body = validate.body(draft.body)
     subject, body, redacted = _guard_secrets(subject, body, redact)
+    typed_text = ""
+    if draft.handoff is not None or attach:
+        from agentmsg.service import handoffs
+
+        if draft.handoff is None:
+            raise UsageError("--attach needs --type task or --type result")
+        typed, in_payload = handoffs.prepare(draft.handoff, attach=attach, cwd=cwd or os.getcwd(), redact=redact)
+        draft, redacted, typed_text = draft.replace(handoff=typed), redacted + in_payload, handoffs.flags_text(typed)
     if not draft.to and not draft.reply_to:
         raise UsageError("--to ALIAS is required (or --reply-to to answer a message)")
     draft = draft.replace(
         subject=subject, body=body, kind=validate.choice(draft.kind, validate.KINDS, "kind"),
         priority=validate.choice(draft.priority, validate.PRIORITIES, "priority"),
         id=validate.message_id(draft.id) if draft.id else None, reply_to=_reply_ref(draft.reply_to))
-    sent = ctx.mailbox.send(cid, who, draft, flags=_flags(subject + "\n" + body))
+    sent = ctx.mailbox.send(cid, who, draft, flags=_flags(subject + "\n" + body + "\n" + typed_text))
     reg = ctx.mailbox.registry(cid)
     results = [_notify(ctx, cid, s, reg.participants[s.message.to].notify) for s in sent]
     _wake(ctx, cid, sent, results)
@@ -290,7 +302,12 @@ def show(ctx: Ctx, *, collab: str | None, message_id: str, self_flag: str | None
     """One message, if the reader may read its collaboration (``readers``: a member, or the owner)."""
     msg = shown(ctx, readers.reader(ctx, self_flag), collab, message_id)
     state = ctx.mailbox.state(msg)
-    return {"message": payloads.message(msg), "state": state.label, "states": state.as_dict()}
+    out: Payload = {"message": payloads.message(msg), "state": state.label, "states": state.as_dict()}
+    if msg.handoff:  # a typed message: the other messages of its thread (issue 31; task show has them in full)
+        from agentmsg.service import handoffs
+
+        out["thread"] = handoffs.thread_of(ctx, msg)
+    return out
 
 
 def shown(ctx: Ctx, who: Pin | None, collab: str | None, message_id: str) -> Message:

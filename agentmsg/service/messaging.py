@@ -98,10 +98,20 @@ class Mailbox:
         with self.store.transaction(collab) as tx:
             reg = rules.require_open(tx.registry())
             sender = rules.require_alias(reg, who)
-            parent, reply_to = self._reply(tx, sender, draft.reply_to)
+            try:
+                parent, reply_to = self._reply(tx, sender, draft.reply_to)
+            except NotFound as exc:
+                if draft.handoff is None or draft.handoff["type"] not in ("result", "gate_response"):
+                    raise
+                from agentmsg.errors import Conflict  # issue 31: nothing open to answer is exit 5
+
+                raise Conflict(f"{exc}: a {draft.handoff['type']} has nothing open to answer; "
+                               "nothing was stored") from None
             to = draft.to or (rules.other_party(parent, sender) if parent else "")
             base_id = draft.id or records.uuid4()
             wanted = rules.recipients(reg, sender, to)
+            if draft.handoff is not None:  # a typed message (issue 31): checked against what it answers
+                draft = self._typed(tx, draft, parent, base_id, sender, who, to)
             if draft.id:
                 was_broadcast, stored = tx.broadcast(base_id)
                 wanted = rules.replayed_recipients(stored, was_broadcast, to, wanted, base_id)
@@ -113,6 +123,8 @@ class Mailbox:
                     "to": alias, "kind": draft.kind, "priority": draft.priority, "subject": draft.subject,
                     "body": draft.body, "reply_to": reply_to, "broadcast": base_id if to == "all" else None,
                 }
+                if draft.handoff is not None:
+                    fields["handoff"] = draft.handoff
                 fields["digest"] = rules.digest(fields)
                 # A fresh id (no --id) names no stored message: only a caller's id needs the lookup.
                 existing = tx.message(fields["id"]) if draft.id else None
@@ -135,6 +147,38 @@ class Mailbox:
                 copies = {f["to"]: f["id"] for f, _e in planned} if fresh and i == 0 else None
                 out.append(Sent(tx.append_message(fields, broadcast_of=copies), already=False))
             return out
+
+    @staticmethod
+    def _typed(tx: Txn, draft: Draft, parent: Message | None, base_id: str, sender: str, who: Pin,
+               to: str) -> Draft:
+        """A typed draft as stored: checked against the message it answers, in its thread, its body rendered."""
+        from agentmsg.domain import handoffs, validate
+
+        given = dict(draft.handoff or {})
+        if to == "all":
+            raise handoffs.invalid("--to", f"a {given['type']} goes to one recipient, not all")
+        handoffs.declared_parties(given.pop("declared", None) or {}, sender, to)
+        closed_by = None
+        if parent is not None and given["type"] == "gate_response":
+            for rec in tx.message_receipts(parent):
+                # (a re-send of the answer itself, with its --id, is the same message: not a second answer)
+                answer = tx.message(rec["by"]) if rec["type"] == kinds.REPLIED and rec["by"] != base_id else None
+                if answer is not None and (answer.handoff or {}).get("type") == "gate_response":
+                    closed_by = handoffs.gate_state(0, 1, answer.handoff["payload"]["decision"],  # type: ignore[index]
+                                                    0)
+        if given["type"] in handoffs.ANSWERS and parent is None:
+            raise handoffs.invalid("correlation_id", f"required: a {given['type']} names what it answers "
+                                                      "(--correlation-id MESSAGE_ID)")
+        if parent is not None:
+            handoffs.answer(given, parent.handoff, parent_id=parent.id, parent_to=parent.to, sender=sender,
+                            sender_human=who.human, closed_by=closed_by)
+            given["correlation_id"] = parent.id
+            given["thread"] = (parent.handoff or {}).get("thread") or parent.id
+        else:
+            given["thread"] = base_id
+        body = handoffs.render(given) if not draft.body else f"{draft.body}\n\n{handoffs.render(given)}"
+        return draft.replace(handoff=given, body=validate.body(body), kind=handoffs.KIND_OF[given["type"]],
+                             subject=draft.subject or handoffs.subject(given)[:validate.SUBJECT_MAX_CHARS])
 
     def _reply(self, tx: Txn, sender: str, ref: str | None) -> tuple[Message | None, str | None]:
         if not ref:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import shlex
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from agentmsg.domain.search import Hit, Query
 from agentmsg.domain.values import Message, Page
+
+if TYPE_CHECKING:
+    from typing_extensions import NotRequired
 
 Payload = dict[str, Any]
 
@@ -15,7 +18,7 @@ Payload = dict[str, Any]
 MessagePayload = TypedDict("MessagePayload", {
     "id": str, "collab": str, "from": str, "from_runtime": str, "to": str, "kind": str, "priority": str,
     "subject": str, "body": str, "reply_to": "str | None", "broadcast": "str | None", "ts": str, "seq": int,
-    "flags": list[str]})
+    "flags": list[str], "handoff": "NotRequired[dict[str, Any]]"})
 
 
 class PagePayload(TypedDict):
@@ -44,12 +47,15 @@ class NotePayload(TypedDict):
 
 
 def message(msg: Message) -> MessagePayload:
-    return {
+    out: MessagePayload = {
         "id": msg.id, "collab": msg.collab, "from": msg.sender, "from_runtime": msg.sender_runtime,
         "to": msg.to, "kind": msg.kind, "priority": msg.priority, "subject": msg.subject,
         "body": msg.body, "reply_to": msg.reply_to, "broadcast": msg.broadcast, "ts": msg.ts,
         "seq": msg.seq, "flags": list(msg.flags),
     }
+    if msg.handoff is not None:  # a typed message (issue 31): its parsed payload; untyped output is unchanged
+        out["handoff"] = msg.handoff
+    return out
 
 
 def page(page_: Page, *, offset: int = 0) -> PagePayload:

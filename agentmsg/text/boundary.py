@@ -177,6 +177,9 @@ def attribution(msg: Any, number: int, with_collab: bool, room: int | None = Non
         tail.append(f"  reply to: {one_line(msg.reply_to)}\n")
     if msg.flags:
         tail.append(f"  flags: instruction-like text ({one_line(', '.join(msg.flags[:12]))})\n")
+    typed = handoff_line(getattr(msg, "handoff", None))
+    if typed:
+        tail.append(typed)
     tail.append(f"  body, {_n(len(msg.body), 'character')}:\n" if msg.body else "  body: (empty)\n")
     rest = head + "".join(tail)
     subject = _subject_line(msg)
@@ -191,6 +194,33 @@ def attribution(msg: Any, number: int, with_collab: bool, room: int | None = Non
         else:
             high = mid - 1
     return None if low < 0 else head + _subject_line(msg, low) + "".join(tail)
+
+
+#: A typed message's key fields, in the order its attribution line names them (issue 31).
+HANDOFF_KEYS = ("task_id", "gate_id", "status", "required_action", "decision", "state", "timeout_minutes")
+
+
+def handoff_line(handoff: Any) -> str:
+    """A typed message's type and key payload fields on one attribution line ('' for an untyped message).
+
+    The values are the sender's (ids and enumerations its schema checked): each is one line, escaped and
+    cut at 64 characters, after a label, as a subject is; the whole payload is in the quoted body."""
+    fields = handoff_fields(handoff)
+    return f"  handoff: {' · '.join(f'{k} {one_line(v)}' for k, v in fields)}\n" if fields else ""
+
+
+def handoff_fields(handoff: Any) -> list[tuple[str, str]]:
+    """``(label, value)`` of a typed message's type, key payload fields, correlation, thread, run and phase,
+    each value cut (not escaped: each view escapes in its own way); [] for an untyped message."""
+    if not isinstance(handoff, dict):
+        return []
+    raw = handoff.get("payload")
+    payload: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    out = [("type", str(handoff.get("type", "?"))[:32])]
+    out += [(key, str(payload[key])[:64]) for key in HANDOFF_KEYS if key in payload]
+    out += [(key.replace("_", " "), str(handoff[key])[:64])
+            for key in ("correlation_id", "thread", "workflow_run_id", "phase") if handoff.get(key)]
+    return out
 
 
 def _cut_marker(msg: Any, shown: int) -> str:

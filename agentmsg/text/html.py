@@ -99,6 +99,11 @@ def _open_article(msg: Message, state: MessageState | None, depth: int = 0, note
     if msg.reply_to:
         target = msg.reply_to.rpartition("/")[2]
         rows.append(("reply to", f'<a href="#m-{text(target)}"><code>{text(msg.reply_to)}</code></a>'))
+    if getattr(msg, "handoff", None):  # a typed message (issue 31)
+        from agentmsg.text.boundary import handoff_fields
+
+        rows.append(("handoff", " · ".join(f"{text(k)} <code>{text(v)}</code>" for k, v in
+                                          handoff_fields(msg.handoff))))
     if depth or note:
         rows.append(("thread", text("; ".join(filter(None, [f"reply depth {depth}" if depth else "", note])))))
     if msg.broadcast:
@@ -194,6 +199,24 @@ class Threads:
         return "".join(out)
 
 
+def _gates(messages: list[Message]) -> list[tuple[str, str]]:
+    """A header row listing each gate_request (issue 31): open with its timeout, or its answer's decision."""
+    decided = {str(m.handoff.get("correlation_id")): str((m.handoff.get("payload") or {}).get("decision"))
+               for m in messages if m.handoff and m.handoff.get("type") == "gate_response"}
+    rows = []
+    for m in messages:
+        if not m.handoff or m.handoff.get("type") != "gate_request":
+            continue
+        p = m.handoff.get("payload") or {}
+        if m.id in decided:
+            state = text({"APPROVE": "approved", "ABORT": "aborted"}.get(decided[m.id], decided[m.id]))
+        else:
+            state = f"open (times out {text(p.get('timeout_minutes'))} min after {text(when(m.ts))})"
+        rows.append(f'<a href="#m-{text(m.id)}">{text(p.get("gate_id"))}</a> {text(p.get("required_action"))} '
+                    f"{text(m.sender)} → {text(m.to)}: {state}")
+    return [("gates", "<br>".join(rows))] if rows else []
+
+
 def collaboration_html(reg: Registry, events: list[dict[str, Any]], messages: list[Message],
                        notes: list[dict[str, Any]], states: Mapping[str, MessageState]) -> str:
     """Every event, note and message in collaboration order; a reply sits under the message it answers.
@@ -210,7 +233,7 @@ def collaboration_html(reg: Registry, events: list[dict[str, Any]], messages: li
     closed = f"closed {text(when(reg.closed_at))}" if reg.closed_at else "open"
     head = _dl([("id", f"<code>{text(reg.collab)}</code>"), ("task", text(reg.task)),
                 ("opened", f"{text(when(reg.opened_at))} by {text(reg.opener_alias or reg.opener)}"),
-                ("status", closed), ("messages", str(len(messages)))])
+                ("status", closed), ("messages", str(len(messages))), *_gates(messages)])
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'

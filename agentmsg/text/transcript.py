@@ -71,6 +71,10 @@ def message_section(msg: Message) -> str:
         lines.append(f"- broadcast: `{msg.broadcast}`")
     if msg.flags:
         lines.append(f"- flags: instruction-like text ({', '.join(msg.flags)})")
+    if getattr(msg, "handoff", None):  # a typed message (issue 31): its payload is the body's YAML
+        from agentmsg.text.boundary import handoff_fields
+
+        lines.append("- handoff: " + " · ".join(f"{k} {one_line(v)}" for k, v in handoff_fields(msg.handoff)))
     return _lines(lines) + "\n\n" + body_block(msg.body) + "\n"
 
 

@@ -630,6 +630,7 @@ _LINES = {
     "subject": re.compile(r"  subject: (?P<subject>.*)"),
     "reply_to": re.compile(r"  reply to: (?P<reply_to>.*)"),
     "flags": re.compile(r"  flags: (?P<flags>.*)"),
+    "handoff": re.compile(r"  handoff: (?P<handoff>.*)"),  # a typed message (issue 31)
     "length": re.compile(r"  body, (?P<length>[\d,]+) characters?:"),
     "empty": re.compile(r"  body: \(empty\)"),
     "quoted": re.compile(r"│ (?P<line>.*)"),
@@ -650,6 +651,7 @@ class Quoted:
     subject: str = ""
     reply_to: str | None = None
     flags: str | None = None
+    handoff: str | None = None
     length: int = 0
     lines: list[str] = field(default_factory=list)
     cut: tuple[int, int, str] | None = None  # (shown, total, command)
@@ -708,7 +710,7 @@ def parse_block(text: str) -> Block:
             cur.sender, cur.runtime, cur.kind, cur.priority = mm["sender"], mm["runtime"], mm["kind"], mm["priority"]
         elif kind == "subject":
             cur.subject = mm["subject"]
-        elif kind in ("reply_to", "flags"):
+        elif kind in ("reply_to", "flags", "handoff"):
             setattr(cur, kind, mm[kind])
         elif kind == "length":
             cur.length = int(mm["length"].replace(",", ""))
