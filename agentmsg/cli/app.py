@@ -55,6 +55,12 @@ def _wake() -> Any:
     return wake_commands
 
 
+def _lifecycle() -> Any:
+    from agentmsg.service import lifecycle
+
+    return lifecycle
+
+
 def _admin() -> Any:
     from agentmsg.cli import admin
 
@@ -122,9 +128,56 @@ def kill(
     root: Root = None,
     json_: Json = False,
 ) -> int:
-    """Stop a participant's session (its alias stays, gone; sends to it are still stored)."""
-    return _done("kill", _actions().kill(_ctx(root), collab=collab, self_flag=self_, alias=alias, force=force),
+    """Stop a participant's session: one agentmsg spawned (its spawner, the opener or a human: pin), or another
+    with --force (a human: pin). Its alias stays, gone; sends to it are still stored."""
+    return _done("kill", _lifecycle().kill(_ctx(root), collab=collab, self_flag=self_, alias=alias, force=force),
                  json_)
+
+
+HostArgs = Annotated[list[str] | None, typer.Argument(metavar="[-- HOST ARGS]",
+                                                      help="The host CLI's own arguments, after `--`, as given.")]
+Timeout = Annotated[str | None, typer.Option("--timeout", help="How long to wait for the session to get ready "
+                                                                "(default 60s, at most 10m).")]
+Where = Annotated[str, typer.Option("--where", metavar="tmux|headless",
+                                    help="tmux: a new window in the tmux you run in ($TMUX); headless: agentmsg's "
+                                         "own detached tmux server under the state root.")]
+
+
+def spawn(
+    host: Annotated[str, typer.Argument(metavar="HOST", help="claude, codex, gemini, copilot or opencode.")],
+    alias: Annotated[str, typer.Option(help="The new session's alias (free in the collaboration).")],
+    task: Annotated[str | None, typer.Option(help="Sent to it as your request once it is ready.")] = None,
+    cwd: Annotated[str | None, typer.Option(help="Its working folder (default: this one).")] = None,
+    where: Where = "tmux",
+    timeout: Timeout = None,
+    args: HostArgs = None,
+    collab: Collab = None,
+    self_: Self = None,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Start a host's interactive session bound to ALIAS (a one-time ticket its own SessionStart hook uses);
+    returns once it is bound and has answered, with its pin and where it runs."""
+    return _done("spawn", _lifecycle().spawn(_ctx(root), collab=collab, self_flag=self_, host=host, alias=alias,
+                                             task=task, cwd=cwd, where=where, timeout=timeout, args=args or []),
+                 json_)
+
+
+def resume(
+    alias: Annotated[str, typer.Argument(metavar="ALIAS", help="The participant whose session to start again.")],
+    cwd: Annotated[str | None, typer.Option(help="Its working folder (default: this one).")] = None,
+    where: Where = "tmux",
+    timeout: Timeout = None,
+    args: HostArgs = None,
+    collab: Collab = None,
+    self_: Self = None,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Start ALIAS's ended session again through its host's own resume (same alias; a new session id moves the
+    alias by an audited takeover, reason resume)."""
+    return _done("resume", _lifecycle().resume(_ctx(root), collab=collab, self_flag=self_, alias=alias, cwd=cwd,
+                                               where=where, timeout=timeout, args=args or []), json_)
 
 
 def policy(
@@ -545,7 +598,8 @@ def db_move(
 
 #: Top-level commands, in the order ``agentmsg --help`` lists them.
 COMMANDS: dict[str, Callable[..., int]] = {
-    "open": open_, "join": join, "invite": invite, "policy": policy, "kill": kill, "handover": handover, "send": send,
+    "open": open_, "join": join, "invite": invite, "policy": policy, "spawn": spawn, "kill": kill,
+    "resume": resume, "handover": handover, "send": send,
     "inbox": inbox, "show": show, "ack": ack,
     "notify": notify, "status": status, "roster": roster, "registry": registry, "leave": leave, "close": close,
     "watch": watch, "search": search, "top": top, "verify": verify, "repair": repair, "mcp": mcp, "doctor": doctor,

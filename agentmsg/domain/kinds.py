@@ -16,7 +16,11 @@ POLICY_SET = "policy-set"
 INVITED = "invited"
 #: A session stopped through agentmsg (``agentmsg kill``): its alias stays, ``gone``, its inbox kept.
 KILLED = "killed"
-EVENTS = (OPENED, JOINED, SUCCEEDED, HANDOVER, LEFT, NOTIFY_SET, CLOSED, POLICY_SET, INVITED, KILLED)
+#: A session agentmsg started (``agentmsg spawn``, ``resume``) got ready: who, which pin, where it runs.  A spawn
+#: that failed: its ticket revoked and, if its session had bound, that binding undone.
+SPAWNED, SPAWN_FAILED = "spawned", "spawn-failed"
+EVENTS = (OPENED, JOINED, SUCCEEDED, HANDOVER, LEFT, NOTIFY_SET, CLOSED, POLICY_SET, INVITED, KILLED, SPAWNED,
+          SPAWN_FAILED)
 #: Contact policies: anyone who knows the collaboration's id may join, or only a ticket's holder.
 OPEN_POLICY, INVITE_ONLY = "open", "invite-only"
 POLICIES = (OPEN_POLICY, INVITE_ONLY)

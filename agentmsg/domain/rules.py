@@ -77,6 +77,13 @@ def apply_event(reg: Registry | None, ev: Mapping[str, Any]) -> Registry | None:
         people[ev["alias"]] = people[ev["alias"]].replace(notify=ev["notify"])
     elif kind == kinds.CLOSED:
         return reg.replace(closed_at=ev["ts"], participants=people, handovers={})
+    elif kind == kinds.SPAWN_FAILED:  # the ticket admits nobody now; a binding its session made is undone
+        held = people.get(ev["target"])
+        if ev.get("pin") and held is not None and held.pin == ev["pin"]:
+            del people[ev["target"]]
+            handovers.pop(ev["target"], None)
+        return reg.replace(participants=people, handovers=handovers,
+                           tickets={h: t for h, t in reg.tickets.items() if h != ev.get("ticket")})
     else:
         return reg
     return reg.replace(participants=people, handovers=handovers)
@@ -252,12 +259,23 @@ def leave_event(reg: Registry, who: Pin) -> dict[str, Any]:
     return {"type": kinds.LEFT, "alias": alias, "pin": str(who)}
 
 
-def kill_event(reg: Registry, who: Pin, alias: str, *, force: bool, pid: int) -> dict[str, Any]:
-    """Stopping a session is a person's act: agentmsg spawned none of the sessions it knows today, so only a
-    ``human:`` pin with ``--force`` may stop one (docs/LIFECYCLE.md, "Stopping a session")."""
+def kill_event(reg: Registry, who: Pin, alias: str, *, force: bool, pid: int,
+               spawned: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Who may stop a session (docs/LIFECYCLE.md, "Stopping a session").  One agentmsg spawned (``spawned``: the
+    ``spawned`` event of the alias's current pin): its spawner (that pin, or the current holder of the spawner's
+    alias), the opener's alias, or a ``human:`` pin.  Any other: only a ``human:`` pin, with ``--force``."""
     pin = reg.holder(alias)
     if pin is None:
         raise _errors().NotFound(f"no active participant {alias} in collaboration {reg.collab}")
+    mine = reg.alias_of(str(who))
+    if spawned is not None and spawned.get("pin") == pin:
+        spawner = spawned.get("alias")
+        if not (who.human or str(who) == spawned.get("by") or (mine is not None and mine in (spawner,
+                                                                                             reg.opener_alias))):
+            raise _errors().IdentityError(f"only {alias}'s spawner ({spawner}), the opener's alias "
+                                          f"({reg.opener_alias}) or a human: pin may stop it; nothing was signalled")
+        ev = {"type": kinds.KILLED, "target": alias, "pin": pin, "by": str(who), "pid": pid, "spawned": True}
+        return {**ev, "alias": mine} if mine is not None and not who.human else ev
     if not who.human:
         raise _errors().IdentityError("only a human: pin may stop a session agentmsg did not spawn; "
                                       "nothing was signalled")
@@ -265,6 +283,49 @@ def kill_event(reg: Registry, who: Pin, alias: str, *, force: bool, pid: int) ->
         raise _errors().UsageError(f"{alias}'s session was not spawned by agentmsg: stopping it needs --force "
                                    "(it signals the host process its own hooks recorded)")
     return {"type": kinds.KILLED, "target": alias, "pin": pin, "by": str(who), "pid": pid}
+
+
+# ---- spawned sessions (docs/LIFECYCLE.md, "Spawning a session") ----------------------------------------------
+
+
+def spawn_target(reg: Registry, who: Pin, alias: str) -> str:
+    """A member (the spawner, whose alias it returns) may spawn a session into a free alias."""
+    require_open(reg)
+    mine = require_alias(reg, who)
+    held = reg.participants.get(alias)
+    if held is not None:
+        raise _errors().Conflict(f"alias {alias} is taken by {held.pin}; spawn a session under a free alias, or "
+                                 f"agentmsg resume {alias}")
+    return mine
+
+
+def spawned_event(reg: Registry, who: Pin, alias: str, pin: str, place: Mapping[str, Any], *, host: str,
+                  how: str) -> dict[str, Any]:
+    """The record a kill later verifies against: who spawned which pin, and where it runs."""
+    return {"type": kinds.SPAWNED, "alias": require_alias(reg, who), "by": str(who), "target": alias, "pin": pin,
+            "host": host, "how": how, **{k: place.get(k) for k in SPAWN_PLACE}}
+
+
+#: Where a spawned session runs, as recorded: the tmux socket, window and pane, and its first process.
+SPAWN_PLACE = ("where", "socket", "target_window", "window", "pane", "pid", "pid_start")
+
+
+def spawn_failed_event(reg: Registry, who: Pin, alias: str, ticket: str, why: str) -> dict[str, Any]:
+    """A spawn that failed: its ticket revoked, and the binding its session made (if any) undone."""
+    held = reg.participants.get(alias)
+    joined = held.pin if held is not None and held.active else None
+    ev = {"type": kinds.SPAWN_FAILED, "alias": require_alias(reg, who), "by": str(who), "target": alias,
+          "ticket": ticket, "why": why[:500]}
+    return {**ev, "pin": joined} if joined is not None else ev
+
+
+def latest_spawn(events: Iterable[Mapping[str, Any]], alias: str, pin: str | None) -> dict[str, Any] | None:
+    """The newest ``spawned`` event of ``alias`` for ``pin`` (its current holder), or None."""
+    found = None
+    for ev in events:
+        if ev.get("type") == kinds.SPAWNED and ev.get("target") == alias and ev.get("pin") == pin:
+            found = dict(ev)
+    return found
 
 
 def may_close(reg: Registry, who: Pin) -> None:
