@@ -299,6 +299,20 @@ def spawn_target(reg: Registry, who: Pin, alias: str) -> str:
     return mine
 
 
+def may_restart(reg: Registry, who: Pin, alias: str, spawned: Mapping[str, Any] | None) -> str:
+    """``agentmsg resume``: the alias's last spawner, the opener's alias or a ``human:`` pin; the alias's pin."""
+    require_open(reg)
+    pin = reg.holder(alias)
+    if pin is None:
+        raise _errors().NotFound(f"no active participant {alias} in collaboration {reg.collab}")
+    mine = reg.alias_of(str(who))
+    by_spawner = spawned is not None and (str(who) == spawned.get("by") or mine == spawned.get("alias"))
+    if not (who.human or by_spawner or (mine is not None and mine == reg.opener_alias)):
+        raise _errors().IdentityError(f"only {alias}'s spawner, the opener's alias ({reg.opener_alias}) or a human: "
+                                      "pin may resume it")
+    return pin
+
+
 def spawned_event(reg: Registry, who: Pin, alias: str, pin: str, place: Mapping[str, Any], *, host: str,
                   how: str) -> dict[str, Any]:
     """The record a kill later verifies against: who spawned which pin, and where it runs."""
@@ -307,7 +321,7 @@ def spawned_event(reg: Registry, who: Pin, alias: str, pin: str, place: Mapping[
 
 
 #: Where a spawned session runs, as recorded: the tmux socket, window and pane, and its first process.
-SPAWN_PLACE = ("where", "socket", "target_window", "window", "pane", "pid", "pid_start")
+SPAWN_PLACE = ("where", "socket", "target_window", "window", "pane", "pid", "pid_start", "cwd")
 
 
 def spawn_failed_event(reg: Registry, who: Pin, alias: str, ticket: str, why: str) -> dict[str, Any]:

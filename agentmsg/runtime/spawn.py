@@ -288,7 +288,7 @@ def start_session(root: str, argv: Sequence[str], env: Mapping[str, str], *, cwd
     stat = proc_stat(pid)
     place: dict[str, object] = {"where": where, "socket": socket, "target_window": target, "window": window,
                                 "pane": pane,
-                                "pid": pid, "pid_start": stat[2] if stat else None}
+                                "pid": pid, "pid_start": stat[2] if stat else None, "cwd": cwd}
     try:
         spawned.keep_dead(socket, window, True)
     except SpawnFailed:

@@ -95,6 +95,79 @@ def spawn(ctx: Ctx, *, collab: str | None, self_flag: str | None, host: str, ali
     return _started(ctx, cid, who, alias, pin, place, spec.name, "spawn", task)
 
 
+def resume(ctx: Ctx, *, collab: str | None, self_flag: str | None, alias: str, cwd: str | None, where: str,
+           timeout: str | None, args: list[str]) -> Payload:
+    """Start an ended session again through its host's own resume (``Host.resume_argv``), under its alias.
+
+    Both hosts checked here keep the session id on resume, so the pin and its binding stay; readiness is its
+    SessionStart recording a new host process, and a first turn ending, after the resume began."""
+    from agentmsg.errors import Conflict
+    from agentmsg.runtime import facts as sessionfacts
+
+    where = validate.choice(where, WHERE, "--where")
+    seconds = validate.duration(timeout, "--timeout", maximum=TIMEOUT_MAX) if timeout else TIMEOUT_DEFAULT
+    alias = validate.alias(alias)
+    who = ctx.who(self_flag)
+    cid = ctx.collab(collab, who)
+    _file_store(ctx)
+    reg = ctx.store.registry(cid)
+    last = spawn_of(ctx, cid, alias, reg.holder(alias))
+    pin = rules.may_restart(reg, who, alias, last)
+    runtime, _, session = pin.partition(":")
+    spec = registry.of_runtime(runtime)
+    if spec is None or not spec.resumes or spec.program is None:
+        raise UsageError(f"{spec.title if spec else runtime} sessions cannot be resumed from agentmsg "
+                         "(docs/LIFECYCLE.md)")
+    found = sessionfacts.load(str(ctx.root), pin).get("facts")
+    if isinstance(found, dict) and type(found.get("pid")) is int and sessionfacts.alive(found):
+        raise Conflict(f"{alias}'s session is still running (pid {found['pid']}); agentmsg kill {alias} first")
+    folder = _folder(cwd or (str(last["cwd"]) if last and isinstance(last.get("cwd"), str) else None))
+    program = _program(spec.program, ctx.env)
+    spawner = reg.alias_of(str(who)) or str(who)
+    line = (f"agentmsg: {spawner} resumed this session as participant {alias} of collaboration {cid}. "
+            "Reply with one short line to say you are ready.")
+    argv = spec.resume_argv(program, session, args, line)
+    env = {k: v for k, v in child_env(dict(ctx.env), str(ctx.root), "", cid).items()
+           if k not in (TICKET_VAR, TICKET_COLLAB_VAR)}
+    since = time.time()
+    place = starter.start_session(str(ctx.root), argv, env, cwd=folder, where=where, name=alias, caller_env=ctx.env)
+    try:
+        _resumed(ctx, pin, place, since, seconds, spec.title)
+    except BaseException:
+        try:
+            spawned.stop(place)
+        except LookupError:
+            pass
+        raise
+    if reg.alias_of(str(who)) is None:  # a human: pin outside the collaboration: no alias to record it under
+        return _place_payload(cid, who, alias, pin, place, spec.name, "resume", None)
+    return _started(ctx, cid, who, alias, pin, place, spec.name, "resume", None)
+
+
+def _resumed(ctx: Ctx, pin: str, place: dict[str, Any], since: float, seconds: float, title: str) -> None:
+    """Wait until the resumed session's SessionStart recorded its new host process and a first turn ended."""
+    from agentmsg.backends.file import idle
+    from agentmsg.runtime import facts as sessionfacts
+
+    deadline = time.monotonic() + seconds
+    while True:
+        found = sessionfacts.load(str(ctx.root), pin)
+        facts = found.get("facts")
+        fresh = (isinstance(facts, dict) and type(facts.get("pid")) is int and sessionfacts.alive(facts)
+                 and float(found.get("turn_at") or 0) >= since - 1)
+        turn_at, rest_at = idle.presence_marks(str(ctx.root), pin)
+        if fresh and turn_at is not None and rest_at is not None and since <= turn_at < rest_at:
+            return
+        running, _ = spawned.pane_state(str(place["socket"]), str(place["pane"]))
+        if not running:
+            why = spawned.last_line(str(place["socket"]), str(place["pane"]))
+            raise SpawnFailed(f"{title} exited before the resumed session was ready" + (f": {why}" if why else ""))
+        if time.monotonic() >= deadline:
+            raise SpawnFailed(f"{title} did not resume {pin} within {seconds:g}s (a host that gave the session a new "
+                              "id is not followed yet: join --succeeds moves the alias)")
+        time.sleep(POLL)
+
+
 def _folder(cwd: str | None) -> str:
     folder = os.path.abspath(os.path.expanduser(cwd)) if cwd else os.getcwd()
     if not os.path.isdir(folder):
@@ -179,13 +252,18 @@ def _started(ctx: Ctx, cid: str, who: Pin, alias: str, pin: str, place: dict[str
         spawned.keep_dead(str(place["socket"]), str(place["window"]), False)
     except SpawnFailed:
         pass
-    out: Payload = {"collab": cid, "alias": alias, "pin": pin, "host": host, "how": how, "by": str(who),
-                    "where": place["where"], "tmux": {"socket": place["socket"], "target": place["target_window"],
-                                                      "window": place["window"], "pane": place["pane"]},
-                    "pid": place["pid"], "seq": ev["seq"], "task": None}
+    out = _place_payload(cid, who, alias, pin, place, host, how, ev["seq"])
     if task is not None:
         out["task"] = _hand_task(ctx, cid, who, alias, place, task)
     return out
+
+
+def _place_payload(cid: str, who: Pin, alias: str, pin: str, place: dict[str, Any], host: str, how: str,
+                   seq: int | None) -> Payload:
+    return {"collab": cid, "alias": alias, "pin": pin, "host": host, "how": how, "by": str(who),
+            "where": place["where"], "tmux": {"socket": place["socket"], "target": place["target_window"],
+                                              "window": place["window"], "pane": place["pane"]},
+            "pid": place["pid"], "seq": seq, "task": None}
 
 
 def _hand_task(ctx: Ctx, cid: str, who: Pin, alias: str, place: dict[str, Any], task: str) -> Payload:
