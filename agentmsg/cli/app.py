@@ -144,7 +144,7 @@ Where = Annotated[str, typer.Option("--where", metavar="tmux|headless",
 
 
 def spawn(
-    host: Annotated[str, typer.Argument(metavar="HOST", help="claude, codex, gemini, copilot or opencode.")],
+    host: Annotated[str, typer.Argument(metavar="HOST", help="The host to start (docs/LIFECYCLE.md lists them).")],
     alias: Annotated[str, typer.Option(help="The new session's alias (free in the collaboration).")],
     task: Annotated[str | None, typer.Option(help="Sent to it as your request once it is ready.")] = None,
     cwd: Annotated[str | None, typer.Option(help="Its working folder (default: this one).")] = None,

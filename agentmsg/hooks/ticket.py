@@ -20,12 +20,12 @@ from agentmsg.runtime.spawn import TICKET_COLLAB_VAR, TICKET_VAR
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from typing import Any
 
-    from agentmsg.hooks.base import HookBase
 
-
-def admit(hook: HookBase, env: Mapping[str, str]) -> str | None:
-    """Join with the environment's ticket; the alias joined, or None when there is nothing to do."""
+def admit(hook: Any, env: Mapping[str, str]) -> str | None:
+    """Join with the environment's ticket; the alias joined, or None when there is nothing to do.  ``hook``: the
+    running ``hooks.base.HookBase`` (its store, pin and locked transactions; not imported: it imports this)."""
     import hashlib
 
     ticket, collab = env.get(TICKET_VAR, ""), env.get(TICKET_COLLAB_VAR, "")

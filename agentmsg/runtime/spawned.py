@@ -116,7 +116,7 @@ def stop(where: Mapping[str, Any], *, grace: float = GRACE) -> str:
             if not same_process(pid, started):
                 break
             try:
-                os.killpg(pid, sig)  # the pane's first process leads its own process group (tmux: setsid)
+                os.killpg(pid, sig)  # tmux makes a pane's first process lead its own session and group
             except (ProcessLookupError, PermissionError):
                 os.kill(pid, sig)
             how = sig.name
