@@ -537,7 +537,10 @@ def wake_status(collab: Collab = None, self_: Self = None, root: Root = None, js
     return _done("wake status", _wake().status(_ctx(root), collab=collab, self_flag=self_), json_)
 
 
-def mcp(self_: Self = None, root: Root = None) -> int:
+def mcp(self_: Self = None, root: Root = None,
+        allow_spawn: Annotated[bool, typer.Option("--allow-spawn", help="Also serve the spawn and kill tools "
+                                                                        "(they start and stop sessions here).")]
+        = False) -> int:
     """Serve the messaging tools over MCP on stdio (needs agentmsg[mcp]); the pin is fixed at start."""
     try:
         from agentmsg.mcp import server as mcpserver
@@ -546,7 +549,7 @@ def mcp(self_: Self = None, root: Root = None) -> int:
 
         raise UsageError(f"agentmsg mcp needs the MCP SDK ({exc.name} is missing): "
                          "pip install 'agentmsg[mcp]'") from None
-    return mcpserver.serve(root, self_)
+    return mcpserver.serve(root, self_, allow_spawn=allow_spawn)
 
 
 def doctor(root: Root = None, json_: Json = False) -> int:
