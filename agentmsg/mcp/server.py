@@ -437,13 +437,13 @@ def _lifecycle_tools(server: MCPServer, tools: Tools) -> None:
     start = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True)
 
     @server.tool(annotations=start, description=(
-        "Start a new interactive coding-agent session (host: claude, codex, gemini, copilot, opencode) bound to "
+        "Start a new interactive coding-agent session (a host agentmsg spawn knows) bound to "
         "a new alias in the collaboration, in tmux (where='tmux': the tmux this server runs in; 'headless': a "
         "private detached tmux server). Returns once the session's own hooks bound it and its first turn ended, "
         "with its pin and where it runs; on failure it is stopped and nothing stays bound (exit code 17). The "
         "task, if given, is sent to it as your request."))
     def spawn(
-        host: Annotated[str, Field(description="The host CLI to start: claude, codex, gemini, copilot, opencode.")],
+        host: Annotated[str, Field(description="The host CLI to start, by its agentmsg name (docs/LIFECYCLE.md).")],
         alias: Annotated[str, Field(description="The new session's alias (free in the collaboration).")],
         task: Annotated[str | None, Field(description="Sent to it as your request once it is ready.")] = None,
         cwd: Annotated[str | None, Field(description="Its working folder (default: the server's).")] = None,

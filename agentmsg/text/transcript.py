@@ -84,6 +84,8 @@ _EVENTS = {
     "policy-set": "{alias} set who may join: {policy}",
     "invited": "{alias} issued a one-time ticket (for {for}; until {expires})",
     "killed": "{target}'s session was stopped by {by}",
+    "spawned": "{alias} started {target} ({host}, {how}; {where} {target_window}, pid {pid}): {pin}",
+    "spawn-failed": "{alias}'s spawn of {target} failed: {why}",
 }
 
 
