@@ -191,9 +191,10 @@ def test_claude_spawned_in_tmux_gets_its_task_is_seen_killed_and_resumed(tmp_pat
             world.close()
 
 
-def test_codex_spawned_headless_is_ready_and_killed(tmp_path: Path) -> None:
+def test_codex_spawned_headless_into_an_invite_only_collaboration_is_ready_and_killed(tmp_path: Path) -> None:
     with OpenAIResponsesStub() as stub:
         world, args = codex_world(tmp_path, stub)
+        world.ok("policy", "invite-only", "--collab", world.cid, "--self", LEAD)
         try:
             out = world.ok("spawn", "codex", "--alias", "impl", "--collab", world.cid, "--self", LEAD,
                            "--where", "headless", "--timeout", "90s", *args)
@@ -203,6 +204,21 @@ def test_codex_spawned_headless_is_ready_and_killed(tmp_path: Path) -> None:
             world.ok("kill", "impl", "--collab", world.cid, "--self", LEAD)
             assert not _alive(out["pid"])
             wait_for(lambda: world.roster()["impl"]["presence"]["state"] == "gone", 10, "impl gone")
+        finally:
+            world.close()
+
+
+def test_claude_spawned_headless_is_ready_and_killed(tmp_path: Path) -> None:
+    with AnthropicStub() as stub:
+        world, args = claude_world(tmp_path, stub)
+        try:
+            out = world.ok("spawn", "claude", "--alias", "rev", "--collab", world.cid, "--self", LEAD,
+                           "--where", "headless", "--timeout", "90s", *args)
+            assert out["where"] == "headless" and out["tmux"]["target"].startswith("rev:") and _alive(out["pid"])
+            assert world.roster()["rev"]["presence"]["state"] in ("idle", "working")
+            world.ok("kill", "rev", "--collab", world.cid, "--self", LEAD)
+            assert not _alive(out["pid"])
+            wait_for(lambda: world.roster()["rev"]["presence"]["state"] == "gone", 10, "rev gone")
         finally:
             world.close()
 
@@ -230,10 +246,10 @@ def test_a_codex_spawn_with_a_dead_model_server_fails_within_its_timeout(tmp_pat
         world, args = codex_world(tmp_path, stub)
     try:  # the stub is closed: nothing answers at its address
         code, doc = world.cli("spawn", "codex", "--alias", "impl", "--collab", world.cid, "--self", LEAD,
-                              "--where", "headless", "--timeout", "15s", *args)
+                              "--where", "headless", "--timeout", "10s", *args)
         assert code == 17, doc
         message = doc["error"]["message"]
-        assert "within 15s" in message or "exited" in message, message
+        assert "within 10s" in message or "exited" in message, message
         _nothing_left(world, "impl")
         listed = subprocess.run(["tmux", "-S", str(world.root / "spawn" / "tmux.sock"), "list-sessions"],
                                 capture_output=True, text=True, check=False)
@@ -248,7 +264,7 @@ def test_codex_without_trusted_hooks_never_binds_and_says_how(tmp_path: Path) ->
         args = [a for a in args if a != "--dangerously-bypass-hook-trust"]
         try:
             code, doc = world.cli("spawn", "codex", "--alias", "impl", "--collab", world.cid, "--self", LEAD,
-                                  "--where", "headless", "--timeout", "20s", *args)
+                                  "--where", "headless", "--timeout", "10s", *args)
             assert code == 17, doc
             assert "/hooks" in doc["error"]["message"] and "--dangerously-bypass-hook-trust" in doc["error"]["message"]
             _nothing_left(world, "impl")
