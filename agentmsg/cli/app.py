@@ -163,6 +163,25 @@ def spawn(
                  json_)
 
 
+def fork(
+    alias: Annotated[str, typer.Argument(metavar="ALIAS", help="The participant whose conversation to fork.")],
+    new_alias: Annotated[str, typer.Option("--alias", help="The forked session's alias (free).")],
+    cwd: Annotated[str | None, typer.Option(help="Its working folder (default: where ALIAS was spawned).")] = None,
+    where: Where = "tmux",
+    timeout: Timeout = None,
+    args: HostArgs = None,
+    collab: Collab = None,
+    self_: Self = None,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Start a new session from ALIAS's conversation (the host's own fork) under a new alias, bound and
+    awaited as a spawn is."""
+    return _done("fork", _lifecycle().fork(_ctx(root), collab=collab, self_flag=self_, alias=alias,
+                                           new_alias=new_alias, cwd=cwd, where=where, timeout=timeout,
+                                           args=args or []), json_)
+
+
 def resume(
     alias: Annotated[str, typer.Argument(metavar="ALIAS", help="The participant whose session to start again.")],
     cwd: Annotated[str | None, typer.Option(help="Its working folder (default: this one).")] = None,
@@ -602,7 +621,7 @@ def db_move(
 #: Top-level commands, in the order ``agentmsg --help`` lists them.
 COMMANDS: dict[str, Callable[..., int]] = {
     "open": open_, "join": join, "invite": invite, "policy": policy, "spawn": spawn, "kill": kill,
-    "resume": resume, "handover": handover, "send": send,
+    "resume": resume, "fork": fork, "handover": handover, "send": send,
     "inbox": inbox, "show": show, "ack": ack,
     "notify": notify, "status": status, "roster": roster, "registry": registry, "leave": leave, "close": close,
     "watch": watch, "search": search, "top": top, "verify": verify, "repair": repair, "mcp": mcp, "doctor": doctor,

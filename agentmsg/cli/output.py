@@ -522,7 +522,7 @@ def _roster(p: Payload) -> None:
 
 HUMAN: dict[str, Callable[[Payload], None]] = {
     "roster": _roster, "invite": _invite, "policy": _policy, "kill": _kill, "spawn": _spawn,
-    "resume": _spawn,
+    "resume": _spawn, "fork": _spawn,
     "wake on": _wake_change, "wake off": _wake_change, "wake status": _wake_status,
     "open": _open, "join": _join, "send": _send, "inbox": _inbox, "show": _show, "ack": _ack,
     "status": _status, "search": _search, "close": _close, "leave": _leave, "log show": _log_show,

@@ -74,6 +74,12 @@ class Host:
 
         raise UsageError(f"{self.title} cannot resume a session from agentmsg (docs/LIFECYCLE.md)")
 
+    def fork_argv(self, program: str, session: str, args: Sequence[str], prompt: str) -> list[str]:
+        """A new session from this one's conversation, with its own new session id (``agentmsg fork``)."""
+        from agentmsg.errors import UsageError
+
+        raise UsageError(f"{self.title} cannot fork a session from agentmsg (docs/LIFECYCLE.md)")
+
     def spawn_hint(self, args: Sequence[str]) -> str:
         """Why a spawned session may never have run agentmsg's hooks, and what to do (one clause)."""
         return f"are agentmsg's hooks installed for {self.title} (agentmsg install {self.name}, or its plugin)?"

@@ -50,6 +50,10 @@ class Claude(Host):
         """``claude --resume ID``: the same session id, so the alias stays with its pin."""
         return [program, "--resume", session, *args, "--", prompt]
 
+    def fork_argv(self, program: str, session: str, args: Sequence[str], prompt: str) -> list[str]:
+        """``claude --resume ID --fork-session``: the conversation so far, under a new session id."""
+        return [program, "--resume", session, "--fork-session", *args, "--", prompt]
+
     def session_started(self, env: Mapping[str, str], root: str) -> None:
         """The state root for later Bash commands, idempotently (SessionStart fires again on resume/clear).
 

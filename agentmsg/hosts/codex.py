@@ -52,6 +52,10 @@ class Codex(Host):
         """``codex resume ID``: the same thread id, so the alias stays with its pin."""
         return [program, "resume", *args, session, prompt]
 
+    def fork_argv(self, program: str, session: str, args: Sequence[str], prompt: str) -> list[str]:
+        """``codex fork ID``: the thread so far, as a new thread."""
+        return [program, "fork", *args, session, prompt]
+
     def spawn_hint(self, args: Sequence[str]) -> str:
         if TRUST_FLAG in args:
             return super().spawn_hint(args)

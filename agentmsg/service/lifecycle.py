@@ -78,12 +78,55 @@ def spawn(ctx: Ctx, *, collab: str | None, self_flag: str | None, host: str, ali
     _file_store(ctx)
     spawner = rules.spawn_target(ctx.store.registry(cid), who, alias)
     program = _program(spec.program, ctx.env)
+
+    def argv(prompt: str) -> list[str]:
+        return spec.spawn_argv(program, args, prompt)
+
+    return _launch(ctx, cid, who, spawner, alias, spec, argv, folder=folder, where=where, seconds=seconds,
+                   args=args, task=task, how="spawn")
+
+
+def fork(ctx: Ctx, *, collab: str | None, self_flag: str | None, alias: str, new_alias: str, cwd: str | None,
+         where: str, timeout: str | None, args: list[str]) -> Payload:
+    """A new session that starts from ALIAS's conversation (the host's own fork), bound to a new alias with a
+    ticket, exactly as a spawn: the forked session gets a new session id, so a new pin."""
+    where = validate.choice(where, WHERE, "--where")
+    seconds = validate.duration(timeout, "--timeout", maximum=TIMEOUT_MAX) if timeout else TIMEOUT_DEFAULT
+    alias, new_alias = validate.alias(alias), validate.alias(new_alias)
+    who = ctx.who(self_flag)
+    cid = ctx.collab(collab, who)
+    _file_store(ctx)
+    reg = ctx.store.registry(cid)
+    source = reg.holder(alias)
+    if source is None:
+        from agentmsg.errors import NotFound
+
+        raise NotFound(f"no active participant {alias} in collaboration {cid}")
+    spawner = rules.spawn_target(reg, who, new_alias)
+    runtime, _, session = source.partition(":")
+    spec = registry.of_runtime(runtime)
+    if spec is None or not spec.resumes or spec.program is None:
+        raise UsageError(f"{spec.title if spec else runtime} sessions cannot be forked from agentmsg "
+                         "(docs/LIFECYCLE.md)")
+    last = spawn_of(ctx, cid, alias, source)
+    folder = _folder(cwd or (str(last["cwd"]) if last and isinstance(last.get("cwd"), str) else None))
+    program = _program(spec.program, ctx.env)
+
+    def argv(prompt: str) -> list[str]:
+        return spec.fork_argv(program, session, args, prompt)
+
+    return _launch(ctx, cid, who, spawner, new_alias, spec, argv, folder=folder, where=where, seconds=seconds,
+                   args=args, task=None, how="fork")
+
+
+def _launch(ctx: Ctx, cid: str, who: Pin, spawner: str, alias: str, spec: Any, argv: Any, *, folder: str,
+            where: str, seconds: float, args: list[str], task: str | None, how: str) -> Payload:
+    """A ticket for ``alias``, the session started with it, the handshake awaited; undone on any failure."""
     ticket, digest = _ticket(ctx, cid, who, alias, seconds)
-    argv = spec.spawn_argv(program, args, hello(spawner, alias, cid, task is not None))
     env = child_env(dict(ctx.env), str(ctx.root), ticket, cid)
     try:
-        place = starter.start_session(str(ctx.root), argv, env, cwd=folder, where=where, name=alias,
-                                      caller_env=ctx.env)
+        place = starter.start_session(str(ctx.root), argv(hello(spawner, alias, cid, task is not None)), env,
+                                      cwd=folder, where=where, name=alias, caller_env=ctx.env)
     except SpawnFailed as exc:
         _abandon(ctx, cid, who, alias, digest, None, str(exc))
         raise
@@ -92,7 +135,7 @@ def spawn(ctx: Ctx, *, collab: str | None, self_flag: str | None, host: str, ali
     except BaseException as exc:  # a timeout, the host's exit, Ctrl-C: stop it, unbind, revoke
         _abandon(ctx, cid, who, alias, digest, place, str(exc) or type(exc).__name__)
         raise
-    return _started(ctx, cid, who, alias, pin, place, spec.name, "spawn", task)
+    return _started(ctx, cid, who, alias, pin, place, spec.name, how, task)
 
 
 def resume(ctx: Ctx, *, collab: str | None, self_flag: str | None, alias: str, cwd: str | None, where: str,

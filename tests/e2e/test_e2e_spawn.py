@@ -131,7 +131,7 @@ def _type(world: World, socket: Path, pane: str, text: str) -> None:
     subprocess.run(["tmux", "-S", str(socket), "send-keys", "-t", pane, "Enter"], check=True, timeout=10)
 
 
-def test_claude_spawned_in_tmux_gets_its_task_is_seen_killed_and_resumed(tmp_path: Path) -> None:
+def test_claude_spawned_in_tmux_gets_its_task_is_seen_killed_resumed_and_forked(tmp_path: Path) -> None:
     with AnthropicStub() as stub:
         world, args = claude_world(tmp_path, stub)
         world.user_tmux()
@@ -185,8 +185,15 @@ def test_claude_spawned_in_tmux_gets_its_task_is_seen_killed_and_resumed(tmp_pat
             assert back["pin"] == pin and back["how"] == "resume" and _alive(back["pid"])
             assert world.roster()["rev"]["presence"]["state"] in ("idle", "working")
             wait_for(lambda: any("PEER-BODY-3" in r.text_blob() for r in stub.agent_requests()), 30, "PEER-BODY-3")
-            world.ok("kill", "rev", "--collab", world.cid, "--self", LEAD)
-            assert not _alive(back["pid"])
+            # fork: a new session from rev's conversation, under a new alias and a new pin, bound by its ticket
+            forked = world.ok("fork", "rev", "--alias", "rev2", "--collab", world.cid, "--self", LEAD,
+                              "--timeout", "90s", *args)
+            assert forked["how"] == "fork" and forked["pin"].startswith("claude-code:") and forked["pin"] != pin
+            roster = world.roster()
+            assert roster["rev2"]["pin"] == forked["pin"] and roster["rev"]["pin"] == pin
+            for alias, started in (("rev", back), ("rev2", forked)):
+                world.ok("kill", alias, "--collab", world.cid, "--self", LEAD)
+                assert not _alive(started["pid"])
         finally:
             world.close()
 
