@@ -198,7 +198,7 @@ def test_claude_spawned_in_tmux_gets_its_task_is_seen_killed_resumed_and_forked(
             world.close()
 
 
-def test_codex_spawned_headless_into_an_invite_only_collaboration_is_ready_and_killed(tmp_path: Path) -> None:
+def test_codex_spawned_headless_into_an_invite_only_collaboration_is_ready_killed_and_resumed(tmp_path: Path) -> None:
     with OpenAIResponsesStub() as stub:
         world, args = codex_world(tmp_path, stub)
         world.ok("policy", "invite-only", "--collab", world.cid, "--self", LEAD)
@@ -211,6 +211,11 @@ def test_codex_spawned_headless_into_an_invite_only_collaboration_is_ready_and_k
             world.ok("kill", "impl", "--collab", world.cid, "--self", LEAD)
             assert not _alive(out["pid"])
             wait_for(lambda: world.roster()["impl"]["presence"]["state"] == "gone", 10, "impl gone")
+            back = world.ok("resume", "impl", "--collab", world.cid, "--self", LEAD, "--where", "headless",
+                            "--timeout", "90s", *args)  # codex resume THREAD: the same thread, the same pin
+            assert back["pin"] == out["pin"] and _alive(back["pid"])
+            world.ok("kill", "impl", "--collab", world.cid, "--self", LEAD)
+            assert not _alive(back["pid"])
         finally:
             world.close()
 
