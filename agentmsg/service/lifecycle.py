@@ -255,7 +255,7 @@ def _ready(ctx: Ctx, cid: str, alias: str, digest: str, place: dict[str, Any], s
             reg = ctx.store.registry(cid)
             held = reg.participants.get(alias)
             if held is not None and held.active and digest not in reg.tickets:
-                pin = held.pin
+                pin = _joined_with(ctx, cid, alias, digest)
         if pin is not None:
             turn_at, rest_at = idle.presence_marks(str(ctx.root), pin)
             if turn_at is not None and rest_at is not None and rest_at > turn_at:
@@ -273,6 +273,14 @@ def _ready(ctx: Ctx, cid: str, alias: str, digest: str, place: dict[str, Any], s
             raise SpawnFailed(f"{title} bound {alias} but its first turn did not end within {seconds:g}s: is its "
                               f"model reachable?{screen}")
         time.sleep(POLL)
+
+
+def _joined_with(ctx: Ctx, cid: str, alias: str, digest: str) -> str | None:
+    """The pin that joined ``alias`` with this very ticket (never one that took the alias another way)."""
+    for ev in ctx.store.events(cid):
+        if ev.get("type") == kinds.JOINED and ev.get("alias") == alias and ev.get("ticket") == digest:
+            return str(ev["pin"])
+    return None
 
 
 def _abandon(ctx: Ctx, cid: str, who: Pin, alias: str, digest: str, place: dict[str, Any] | None, why: str) -> None:
@@ -337,7 +345,9 @@ def kill(ctx: Ctx, *, collab: str | None, self_flag: str | None, alias: str, for
     cid = ctx.collab(collab, who)
     alias = validate.alias(alias)
     found = spawn_of(ctx, cid, alias, ctx.store.registry(cid).holder(alias))
-    if found is None:
+    if found is None or (force and not spawned.same_process(found.get("pid"), found.get("pid_start"))):
+        # not spawned, or its spawned process ended and the session was restarted by hand: a person's --force,
+        # through the host process its own hooks recorded
         return commands.kill(ctx, collab=cid, self_flag=self_flag, alias=alias, force=force)
     return kill_spawned(ctx, cid, who, alias, found)
 
@@ -353,7 +363,8 @@ def kill_spawned(ctx: Ctx, cid: str, who: Pin, alias: str, spawn_ev: dict[str, A
     try:
         ended = spawned.stop(spawn_ev)
     except LookupError as exc:
-        raise NotFound(f"{alias}: {exc}; nothing was signalled") from None
+        raise NotFound(f"{alias}: {exc}; nothing was signalled (a session restarted by hand since: a human: pin "
+                       "with --force stops it through the process its hooks recorded)") from None
     with ctx.store.transaction(cid) as tx:
         ev = tx.append_event(rules.kill_event(tx.registry(), who, alias, force=False, pid=pid, spawned=spawn_ev))
     return {"collab": cid, "alias": alias, "pin": ev["pin"], "pid": pid, "signal": ended, "by": str(who),

@@ -194,6 +194,8 @@ def test_claude_spawned_in_tmux_gets_its_task_is_seen_killed_resumed_and_forked(
             for alias, started in (("rev", back), ("rev2", forked)):
                 world.ok("kill", alias, "--collab", world.cid, "--self", LEAD)
                 assert not _alive(started["pid"])
+            code, doc = world.cli("kill", "rev", "--collab", world.cid, "--self", LEAD)  # nothing runs now
+            assert code == 3 and "nothing was signalled" in doc["error"]["message"]
         finally:
             world.close()
 
