@@ -63,11 +63,20 @@ def apply_event(reg: Registry | None, ev: Mapping[str, Any]) -> Registry | None:
         return reg.replace(policy=ev["policy"])
     elif kind == kinds.INVITED:
         entry = {"for": ev.get("for"), "expires_at": ev["expires_at"], "by": ev.get("by")}
+        if ev.get("succeeds"):  # a resume's ticket: it moves the alias from that pin (docs/LIFECYCLE.md)
+            entry["succeeds"] = ev["succeeds"]
         return reg.replace(tickets={**reg.tickets, ev["ticket"]: entry})
+    elif kind == kinds.SPAWNED:  # a resume's ticket its session did not need (same id) is spent here
+        if ev.get("ticket") in reg.tickets:
+            return reg.replace(tickets={h: t for h, t in reg.tickets.items() if h != ev["ticket"]})
+        return reg
     elif kind == kinds.SUCCEEDED:
         # The old session's wake-up adapter named its pane or thread, not the new one's.
         people[ev["alias"]] = Participant(ev["alias"], ev["pin"], ev["runtime"], {"adapter": "hook"}, ev["ts"])
         handovers.pop(ev["alias"], None)
+        if ev.get("ticket") in reg.tickets:  # a resume's ticket admits once
+            return reg.replace(participants=people, handovers=handovers,
+                               tickets={h: t for h, t in reg.tickets.items() if h != ev["ticket"]})
     elif kind == kinds.HANDOVER:
         handovers[ev["alias"]] = ev["to"]
     elif kind == kinds.LEFT:
@@ -313,6 +322,31 @@ def may_restart(reg: Registry, who: Pin, alias: str, spawned: Mapping[str, Any] 
     return pin
 
 
+def resume_ticket_event(reg: Registry, who: Pin, alias: str, ticket: str, *, expires_at: float) -> dict[str, Any]:
+    """A one-time ticket for the session that resumes ``alias``: should its host give it a new session id, its
+    SessionStart hook moves the alias to it by the audited takeover (reason ``resume``)."""
+    require_open(reg)
+    holder = reg.holder(alias)
+    if holder is None:
+        raise _errors().NotFound(f"no active participant {alias} in collaboration {reg.collab}")
+    return {"type": kinds.INVITED, "alias": require_alias(reg, who), "by": str(who), "ticket": ticket, "for": alias,
+            "expires_at": expires_at, "succeeds": holder}
+
+
+def resume_takeover(reg: Registry, who: Pin, ticket: str, now: float | None = None) -> dict[str, Any] | None:
+    """The takeover a resumed session with a new id makes with its resume ticket; None when nothing moves (the
+    host kept the id, or the alias moved on since)."""
+    entry = reg.tickets.get(ticket)
+    old = entry.get("succeeds") if entry is not None else None
+    alias = entry.get("for") if entry is not None else None
+    if not isinstance(old, str) or not isinstance(alias, str) or str(who) == old or reg.holder(alias) != old:
+        return None
+    admitted(reg, alias, ticket, now)
+    runtime, _, session = old.partition(":")
+    ev = join_event(reg, who, alias, succeeds=Pin(runtime, session), reason="resume", now=now)
+    return {**ev, "ticket": ticket} if ev is not None else None
+
+
 def spawned_event(reg: Registry, who: Pin, alias: str, pin: str, place: Mapping[str, Any], *, host: str,
                   how: str) -> dict[str, Any]:
     """The record a kill later verifies against: who spawned which pin, and where it runs."""
@@ -324,13 +358,15 @@ def spawned_event(reg: Registry, who: Pin, alias: str, pin: str, place: Mapping[
 SPAWN_PLACE = ("where", "socket", "target_window", "window", "pane", "pid", "pid_start", "cwd")
 
 
-def spawn_failed_event(reg: Registry, who: Pin, alias: str, ticket: str, why: str) -> dict[str, Any]:
-    """A spawn that failed: its ticket revoked, and the binding its session made (if any) undone."""
+def spawn_failed_event(reg: Registry, who: Pin, alias: str, ticket: str, why: str,
+                       joined: str | None = None) -> dict[str, Any]:
+    """A spawn that failed: its ticket revoked and, when ``joined`` (the pin that joined ``alias`` with this very
+    ticket) still holds it, that binding undone."""
     held = reg.participants.get(alias)
-    joined = held.pin if held is not None and held.active else None
     ev = {"type": kinds.SPAWN_FAILED, "alias": require_alias(reg, who), "by": str(who), "target": alias,
           "ticket": ticket, "why": why[:500]}
-    return {**ev, "pin": joined} if joined is not None else ev
+    bound = joined is not None and held is not None and held.active and held.pin == joined
+    return {**ev, "pin": joined} if bound else ev
 
 
 def latest_spawn(events: Iterable[Mapping[str, Any]], alias: str, pin: str | None) -> dict[str, Any] | None:

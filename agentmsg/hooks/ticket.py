@@ -36,6 +36,11 @@ def admit(hook: Any, env: Mapping[str, str]) -> str | None:
     with hook.txn(collab) as tx:
         reg = tx.registry()
         entry = reg.tickets.get(digest)
+        if entry is not None and entry.get("succeeds"):  # a resume's: moves the alias only to a new session id
+            moved = rules.resume_takeover(reg, Pin(runtime, session), digest)
+            if moved is not None:
+                tx.append_event(moved)
+            return str(moved["alias"]) if moved is not None else None
         alias = entry.get("for") if entry is not None else None
         if not rules.is_alias(alias):
             return None  # used already (this session, started again), revoked, or not a spawn's ticket

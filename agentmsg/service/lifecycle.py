@@ -170,44 +170,72 @@ def resume(ctx: Ctx, *, collab: str | None, self_flag: str | None, alias: str, c
     line = (f"agentmsg: {spawner} resumed this session as participant {alias} of collaboration {cid}. "
             "Reply with one short line to say you are ready.")
     argv = spec.resume_argv(program, session, args, line)
-    env = {k: v for k, v in child_env(dict(ctx.env), str(ctx.root), "", cid).items()
-           if k not in (TICKET_VAR, TICKET_COLLAB_VAR)}
+    digest = None
+    if reg.alias_of(str(who)) is not None:  # a member's resume carries a ticket, should the host change the id
+        import secrets
+
+        ticket = commands.TICKET_PREFIX + secrets.token_urlsafe(24)
+        digest = commands.ticket_hash(ticket)
+        with ctx.store.transaction(cid) as tx:
+            tx.append_event(rules.resume_ticket_event(tx.registry(), who, alias, digest,
+                                                      expires_at=time.time() + seconds + TICKET_SLACK))
+        env = child_env(dict(ctx.env), str(ctx.root), ticket, cid)
+    else:
+        env = {k: v for k, v in child_env(dict(ctx.env), str(ctx.root), "", cid).items()
+               if k not in (TICKET_VAR, TICKET_COLLAB_VAR)}
     since = time.time()
-    place = starter.start_session(str(ctx.root), argv, env, cwd=folder, where=where, name=alias, caller_env=ctx.env)
     try:
-        _resumed(ctx, pin, place, since, seconds, spec.title)
-    except BaseException:
-        try:
-            spawned.stop(place)
-        except LookupError:
-            pass
+        place = starter.start_session(str(ctx.root), argv, env, cwd=folder, where=where, name=alias,
+                                      caller_env=ctx.env)
+    except SpawnFailed as exc:
+        if digest is not None:
+            _abandon(ctx, cid, who, alias, digest, None, str(exc), undo=False)
+        raise
+    try:
+        now_pin = _resumed(ctx, cid, alias, pin, digest, place, since, seconds, spec.title)
+    except BaseException as exc:
+        if digest is not None:
+            _abandon(ctx, cid, who, alias, digest, place, str(exc) or type(exc).__name__, undo=False)
+        else:
+            try:
+                spawned.stop(place)
+            except LookupError:
+                pass
         raise
     if reg.alias_of(str(who)) is None:  # a human: pin outside the collaboration: no alias to record it under
-        return _place_payload(cid, who, alias, pin, place, spec.name, "resume", None)
-    return _started(ctx, cid, who, alias, pin, place, spec.name, "resume", None)
+        return _place_payload(cid, who, alias, now_pin, place, spec.name, "resume", None)
+    out = _started(ctx, cid, who, alias, now_pin, place, spec.name, "resume", None, ticket=digest)
+    out["succeeded"] = pin if now_pin != pin else None
+    return out
 
 
-def _resumed(ctx: Ctx, pin: str, place: dict[str, Any], since: float, seconds: float, title: str) -> None:
-    """Wait until the resumed session's SessionStart recorded its new host process and a first turn ended."""
+def _resumed(ctx: Ctx, cid: str, alias: str, pin: str, digest: str | None, place: dict[str, Any], since: float,
+             seconds: float, title: str) -> str:
+    """Wait until the resumed session is ready; its pin: the same one (the host kept the id), or the new one
+    its SessionStart moved the alias to with the resume ticket (a ``succeeded`` event, reason ``resume``)."""
     from agentmsg.backends.file import idle
     from agentmsg.runtime import facts as sessionfacts
 
     deadline = time.monotonic() + seconds
     while True:
-        found = sessionfacts.load(str(ctx.root), pin)
+        now_pin = pin
+        if digest is not None:
+            for ev in ctx.store.events(cid):
+                if ev.get("type") == kinds.SUCCEEDED and ev.get("ticket") == digest and ev.get("alias") == alias:
+                    now_pin = str(ev["pin"])
+        found = sessionfacts.load(str(ctx.root), now_pin)
         facts = found.get("facts")
         fresh = (isinstance(facts, dict) and type(facts.get("pid")) is int and sessionfacts.alive(facts)
                  and float(found.get("turn_at") or 0) >= since - 1)
-        turn_at, rest_at = idle.presence_marks(str(ctx.root), pin)
+        turn_at, rest_at = idle.presence_marks(str(ctx.root), now_pin)
         if fresh and turn_at is not None and rest_at is not None and since <= turn_at < rest_at:
-            return
+            return now_pin
         running, _ = spawned.pane_state(str(place["socket"]), str(place["pane"]))
         if not running:
             why = spawned.last_line(str(place["socket"]), str(place["pane"]))
             raise SpawnFailed(f"{title} exited before the resumed session was ready" + (f": {why}" if why else ""))
         if time.monotonic() >= deadline:
-            raise SpawnFailed(f"{title} did not resume {pin} within {seconds:g}s (a host that gave the session a new "
-                              "id is not followed yet: join --succeeds moves the alias)")
+            raise SpawnFailed(f"{title} did not resume {pin} within {seconds:g}s")
         time.sleep(POLL)
 
 
@@ -283,22 +311,27 @@ def _joined_with(ctx: Ctx, cid: str, alias: str, digest: str) -> str | None:
     return None
 
 
-def _abandon(ctx: Ctx, cid: str, who: Pin, alias: str, digest: str, place: dict[str, Any] | None, why: str) -> None:
-    """After a failed spawn: the half-started session stopped, then its ticket revoked and its binding undone."""
+def _abandon(ctx: Ctx, cid: str, who: Pin, alias: str, digest: str, place: dict[str, Any] | None, why: str, *,
+             undo: bool = True) -> None:
+    """After a failed spawn: the half-started session stopped, then its ticket revoked and the binding it made
+    with that ticket undone (``undo``; a failed resume leaves the alias where it is)."""
     if place is not None:
         try:
             spawned.stop(place)
         except LookupError:
             pass  # it ended by itself
+    joined = _joined_with(ctx, cid, alias, digest) if undo else None
     with ctx.store.transaction(cid) as tx:
-        tx.append_event(rules.spawn_failed_event(tx.registry(), who, alias, digest, why))
+        tx.append_event(rules.spawn_failed_event(tx.registry(), who, alias, digest, why, joined))
 
 
 def _started(ctx: Ctx, cid: str, who: Pin, alias: str, pin: str, place: dict[str, Any], host: str, how: str,
-             task: str | None) -> Payload:
-    """Ready: record where it runs, let its window close as usual from now on, and hand it its task."""
+             task: str | None, ticket: str | None = None) -> Payload:
+    """Ready: record where it runs (spending a resume's unused ticket), let its window close as usual from now
+    on, and hand it its task."""
     with ctx.store.transaction(cid) as tx:
-        ev = tx.append_event(rules.spawned_event(tx.registry(), who, alias, pin, place, host=host, how=how))
+        made = rules.spawned_event(tx.registry(), who, alias, pin, place, host=host, how=how)
+        ev = tx.append_event({**made, "ticket": ticket} if ticket else made)
     try:
         spawned.keep_dead(str(place["socket"]), str(place["window"]), False)
     except SpawnFailed:

@@ -47,3 +47,31 @@ def test_a_ticket_never_issued_here_binds_nothing(tmp_path: Path) -> None:
     out = _start(tmp_path, root, {"AGENTMSG_TICKET": "amt-" + "x" * 32, "AGENTMSG_TICKET_COLLAB": cid})
     assert out.returncode == 0 and "participant" not in out.stdout
     assert set(_cli(root, "registry", "--collab", cid)["participants"]) == {"lead"}
+
+
+def test_a_resumed_session_with_a_new_id_takes_its_alias_over_with_reason_resume(tmp_path: Path) -> None:
+    import time
+
+    from agentmsg.backends.file.store import FileStore
+    from agentmsg.domain import rules
+    from agentmsg.domain.values import Pin
+    from agentmsg.service.commands import ticket_hash
+
+    root = tmp_path / "root"
+    cid = _cli(root, "open", "--self", LEAD, "--alias", "lead", "--label", "l", "--task", "t")["collab"]
+    _cli(root, "join", "--collab", cid, "--self", f"claude-code:{REVIEWER_SESSION}", "--alias", "rev")
+    ticket = "amt-" + "r" * 32
+    with FileStore(root).transaction(cid) as tx:
+        tx.append_event(rules.resume_ticket_event(tx.registry(), Pin("human", "lead"), "rev", ticket_hash(ticket),
+                                                  expires_at=time.time() + 60))
+    env = {"AGENTMSG_TICKET": ticket, "AGENTMSG_TICKET_COLLAB": cid}
+    same = _start(tmp_path, root, env, source="resume")  # the host kept the id: nothing moves
+    assert "participant rev" in same.text
+    new = "8888c0de-1111-4222-8333-944455556666"
+    out = _start(tmp_path / "n", root, env, session=new, source="resume")
+    assert "participant rev" in out.text, (out.stdout, log_lines(root))
+    events = [json.loads(e) for e in (root / "collabs" / cid / "collab.jsonl").read_text().splitlines()]
+    moved = [e for e in events if e["type"] == "succeeded"]
+    assert [(e["pin"], e["old_pin"], e["reason"]) for e in moved] == [
+        (f"claude-code:{new}", f"claude-code:{REVIEWER_SESSION}", "resume")]
+    assert _cli(root, "registry", "--collab", cid)["tickets"] == {}

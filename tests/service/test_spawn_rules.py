@@ -72,7 +72,8 @@ def test_a_failed_spawn_revokes_its_ticket_and_undoes_the_binding_it_made(box) -
     box.invite(cid, DRIVER, "c" * 64, for_alias="imp", expires_at=time.time() + 60)
     box.join(cid, REVIEWER, "rev", ticket="b" * 64)  # its hook bound it, then its first turn never ended
     with box.store.transaction(cid) as tx:
-        ev = tx.append_event(rules.spawn_failed_event(tx.registry(), DRIVER, "rev", "b" * 64, "timed out"))
+        ev = tx.append_event(rules.spawn_failed_event(tx.registry(), DRIVER, "rev", "b" * 64, "timed out",
+                                                      str(REVIEWER)))
         assert ev["pin"] == str(REVIEWER)
         ev = tx.append_event(rules.spawn_failed_event(tx.registry(), DRIVER, "imp", "c" * 64, "no hooks"))
         assert "pin" not in ev  # it never bound: only its ticket goes
@@ -82,3 +83,26 @@ def test_a_failed_spawn_revokes_its_ticket_and_undoes_the_binding_it_made(box) -
     box.invite(cid, DRIVER, "d" * 64, for_alias="rev", expires_at=time.time() + 60)  # the alias is free again
     box.join(cid, NEW, "rev", ticket="d" * 64)
     assert box.registry(cid).holder("rev") == str(NEW)
+
+
+def test_a_resume_ticket_moves_the_alias_only_to_a_new_session_id_and_only_once(box) -> None:
+    cid = box.open(DRIVER, "driver", "review", "t").collab
+    box.join(cid, REVIEWER, "rev")
+    with box.store.transaction(cid) as tx:
+        tx.append_event(rules.resume_ticket_event(tx.registry(), DRIVER, "rev", "e" * 64,
+                                                  expires_at=time.time() + 60))
+    reg = box.registry(cid)
+    assert reg.tickets["e" * 64]["succeeds"] == str(REVIEWER)
+    assert rules.resume_takeover(reg, REVIEWER, "e" * 64) is None  # the host kept the id: nothing moves
+    with box.store.transaction(cid) as tx:
+        ev = tx.append_event(rules.resume_takeover(tx.registry(), NEW, "e" * 64))
+    assert (ev["type"], ev["reason"], ev["old_pin"], ev["pin"]) == ("succeeded", "resume", str(REVIEWER), str(NEW))
+    reg = box.registry(cid)
+    assert reg.holder("rev") == str(NEW) and reg.tickets == {}
+    assert rules.resume_takeover(reg, Pin("claude-code", "third"), "e" * 64) is None  # spent
+    with box.store.transaction(cid) as tx:  # a ticket a same-id resume did not need is spent by its spawned event
+        tx.append_event(rules.resume_ticket_event(tx.registry(), DRIVER, "rev", "f" * 64,
+                                                  expires_at=time.time() + 60))
+        made = rules.spawned_event(tx.registry(), DRIVER, "rev", str(NEW), PLACE, host="claude", how="resume")
+        tx.append_event({**made, "ticket": "f" * 64})
+    assert box.registry(cid).tickets == {}
