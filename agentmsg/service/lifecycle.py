@@ -77,6 +77,7 @@ def spawn(ctx: Ctx, *, collab: str | None, self_flag: str | None, host: str, ali
     cid = ctx.collab(collab, who)
     _file_store(ctx)
     spawner = rules.spawn_target(ctx.store.registry(cid), who, alias)
+    _where_ok(ctx, where)
     program = _program(spec.program, ctx.env)
 
     def argv(prompt: str) -> list[str]:
@@ -110,6 +111,7 @@ def fork(ctx: Ctx, *, collab: str | None, self_flag: str | None, alias: str, new
                          "(docs/LIFECYCLE.md)")
     last = spawn_of(ctx, cid, alias, source)
     folder = _folder(cwd or (str(last["cwd"]) if last and isinstance(last.get("cwd"), str) else None))
+    _where_ok(ctx, where)
     program = _program(spec.program, ctx.env)
 
     def argv(prompt: str) -> list[str]:
@@ -122,6 +124,7 @@ def fork(ctx: Ctx, *, collab: str | None, self_flag: str | None, alias: str, new
 def _launch(ctx: Ctx, cid: str, who: Pin, spawner: str, alias: str, spec: Any, argv: Any, *, folder: str,
             where: str, seconds: float, args: list[str], task: str | None, how: str) -> Payload:
     """A ticket for ``alias``, the session started with it, the handshake awaited; undone on any failure."""
+    _where_ok(ctx, where)
     ticket, digest = _ticket(ctx, cid, who, alias, seconds)
     env = child_env(dict(ctx.env), str(ctx.root), ticket, cid)
     try:
@@ -170,6 +173,7 @@ def resume(ctx: Ctx, *, collab: str | None, self_flag: str | None, alias: str, c
     line = (f"agentmsg: {spawner} resumed this session as participant {alias} of collaboration {cid}. "
             "Reply with one short line to say you are ready.")
     argv = spec.resume_argv(program, session, args, line)
+    _where_ok(ctx, where)
     digest = None
     if reg.alias_of(str(who)) is not None:  # a member's resume carries a ticket, should the host change the id
         import secrets
@@ -237,6 +241,13 @@ def _resumed(ctx: Ctx, cid: str, alias: str, pin: str, digest: str | None, place
         if time.monotonic() >= deadline:
             raise SpawnFailed(f"{title} did not resume {pin} within {seconds:g}s")
         time.sleep(POLL)
+
+
+def _where_ok(ctx: Ctx, where: str) -> None:
+    """``--where tmux`` needs the tmux the caller runs in: refused before anything is written."""
+    if where == "tmux" and starter.user_tmux(ctx.env) is None:
+        raise UsageError("--where tmux opens a window in the tmux you run in, and $TMUX is not set: run it inside "
+                         "tmux, or use --where headless")
 
 
 def _folder(cwd: str | None) -> str:

@@ -245,7 +245,7 @@ def _nothing_left(world: World, alias: str) -> None:
     assert not _events(world, "spawned")
 
 
-def test_a_spawn_whose_program_is_missing_fails_at_once_and_leaves_nothing(tmp_path: Path) -> None:
+def test_a_spawn_that_cannot_start_fails_at_once_and_leaves_nothing(tmp_path: Path) -> None:
     root = tmp_path / "root"
     world = World(tmp_path, {"PATH": "/usr/bin:/bin"}, root)
     code, doc = world.cli("spawn", "claude", "--alias", "rev", "--collab", world.cid, "--self", LEAD,
@@ -253,6 +253,9 @@ def test_a_spawn_whose_program_is_missing_fails_at_once_and_leaves_nothing(tmp_p
     assert code == 17 and "claude: not found on PATH" in doc["error"]["message"]
     reg = world.ok("registry", "--collab", world.cid)
     assert "rev" not in reg["participants"] and reg["tickets"] == {}
+    code, doc = world.cli("spawn", "claude", "--alias", "rev", "--collab", world.cid, "--self", LEAD)
+    assert code == 2 and "$TMUX is not set" in doc["error"]["message"]  # --where tmux outside tmux
+    assert not _events(world, "invited") and not _events(world, "spawn-failed")
 
 
 def test_a_codex_spawn_with_a_dead_model_server_fails_within_its_timeout(tmp_path: Path) -> None:
