@@ -125,6 +125,13 @@ class Disagreement(AgentmsgError):
     prefix = "doctor"
 
 
+class SpawnFailed(AgentmsgError):
+    """A spawned (or resumed) session did not start or never got ready: it was stopped, nothing stays bound."""
+
+    code = 17
+    prefix = "spawn failed"
+
+
 class StoreUnreachable(AgentmsgError):
     """The database store could not be reached, or went away mid-command: nothing was stored."""
 
@@ -160,6 +167,8 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     (WatchTimeout.code, "watch timed out with no matching event"),
     (DeliveryInactive.code, "delivery envelope missing, expired or spent"),
     (Disagreement.code, "doctor: entry points disagree or did not answer"),
+    (SpawnFailed.code, "spawn or resume failed: the host did not start or never got ready; it was stopped and "
+                       "nothing stays bound"),
     (StoreUnreachable.code, "store unreachable: the PostgreSQL store could not be reached or went away; "
                             "nothing was stored (retry with the same --id)"),
     (SchemaMismatch.code, "schema: the PostgreSQL schema is missing, too old (run `agentmsg db migrate`) or newer "

@@ -57,6 +57,12 @@ def _wake() -> Any:
     return wake_commands
 
 
+def _lifecycle() -> Any:
+    from agentmsg.service import lifecycle
+
+    return lifecycle
+
+
 def _admin() -> Any:
     from agentmsg.cli import admin
 
@@ -124,9 +130,75 @@ def kill(
     root: Root = None,
     json_: Json = False,
 ) -> int:
-    """Stop a participant's session (its alias stays, gone; sends to it are still stored)."""
-    return _done("kill", _actions().kill(_ctx(root), collab=collab, self_flag=self_, alias=alias, force=force),
+    """Stop a participant's session: one agentmsg spawned (its spawner, the opener or a human: pin), or another
+    with --force (a human: pin). Its alias stays, gone; sends to it are still stored."""
+    return _done("kill", _lifecycle().kill(_ctx(root), collab=collab, self_flag=self_, alias=alias, force=force),
                  json_)
+
+
+HostArgs = Annotated[list[str] | None, typer.Argument(metavar="[-- HOST ARGS]",
+                                                      help="The host CLI's own arguments, after `--`, as given.")]
+Timeout = Annotated[str | None, typer.Option("--timeout", help="How long to wait for the session to get ready "
+                                                                "(default 60s, at most 10m).")]
+Where = Annotated[str, typer.Option("--where", metavar="tmux|headless",
+                                    help="tmux: a new window in the tmux you run in ($TMUX); headless: agentmsg's "
+                                         "own detached tmux server under the state root.")]
+
+
+def spawn(
+    host: Annotated[str, typer.Argument(metavar="HOST", help="The host to start (docs/LIFECYCLE.md lists them).")],
+    alias: Annotated[str, typer.Option(help="The new session's alias (free in the collaboration).")],
+    task: Annotated[str | None, typer.Option(help="Sent to it as your request once it is ready.")] = None,
+    cwd: Annotated[str | None, typer.Option(help="Its working folder (default: this one).")] = None,
+    where: Where = "tmux",
+    timeout: Timeout = None,
+    args: HostArgs = None,
+    collab: Collab = None,
+    self_: Self = None,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Start a host's interactive session bound to ALIAS (a one-time ticket its own SessionStart hook uses);
+    returns once it is bound and has answered, with its pin and where it runs."""
+    return _done("spawn", _lifecycle().spawn(_ctx(root), collab=collab, self_flag=self_, host=host, alias=alias,
+                                             task=task, cwd=cwd, where=where, timeout=timeout, args=args or []),
+                 json_)
+
+
+def fork(
+    alias: Annotated[str, typer.Argument(metavar="ALIAS", help="The participant whose conversation to fork.")],
+    new_alias: Annotated[str, typer.Option("--alias", help="The forked session's alias (free).")],
+    cwd: Annotated[str | None, typer.Option(help="Its working folder (default: where ALIAS was spawned).")] = None,
+    where: Where = "tmux",
+    timeout: Timeout = None,
+    args: HostArgs = None,
+    collab: Collab = None,
+    self_: Self = None,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Start a new session from ALIAS's conversation (the host's own fork) under a new alias, bound and
+    awaited as a spawn is."""
+    return _done("fork", _lifecycle().fork(_ctx(root), collab=collab, self_flag=self_, alias=alias,
+                                           new_alias=new_alias, cwd=cwd, where=where, timeout=timeout,
+                                           args=args or []), json_)
+
+
+def resume(
+    alias: Annotated[str, typer.Argument(metavar="ALIAS", help="The participant whose session to start again.")],
+    cwd: Annotated[str | None, typer.Option(help="Its working folder (default: this one).")] = None,
+    where: Where = "tmux",
+    timeout: Timeout = None,
+    args: HostArgs = None,
+    collab: Collab = None,
+    self_: Self = None,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Start ALIAS's ended session again through its host's own resume (same alias; a new session id moves the
+    alias by an audited takeover, reason resume)."""
+    return _done("resume", _lifecycle().resume(_ctx(root), collab=collab, self_flag=self_, alias=alias, cwd=cwd,
+                                               where=where, timeout=timeout, args=args or []), json_)
 
 
 def policy(
@@ -515,7 +587,10 @@ def wake_status(collab: Collab = None, self_: Self = None, root: Root = None, js
     return _done("wake status", _wake().status(_ctx(root), collab=collab, self_flag=self_), json_)
 
 
-def mcp(self_: Self = None, root: Root = None) -> int:
+def mcp(self_: Self = None, root: Root = None,
+        allow_spawn: Annotated[bool, typer.Option("--allow-spawn", help="Also serve the spawn and kill tools "
+                                                                        "(they start and stop sessions here).")]
+        = False) -> int:
     """Serve the messaging tools over MCP on stdio (needs agentmsg[mcp]); the pin is fixed at start."""
     try:
         from agentmsg.mcp import server as mcpserver
@@ -524,7 +599,7 @@ def mcp(self_: Self = None, root: Root = None) -> int:
 
         raise UsageError(f"agentmsg mcp needs the MCP SDK ({exc.name} is missing): "
                          "pip install 'agentmsg[mcp]'") from None
-    return mcpserver.serve(root, self_)
+    return mcpserver.serve(root, self_, allow_spawn=allow_spawn)
 
 
 def doctor(root: Root = None, json_: Json = False) -> int:
@@ -576,7 +651,8 @@ def db_move(
 
 #: Top-level commands, in the order ``agentmsg --help`` lists them.
 COMMANDS: dict[str, Callable[..., int]] = {
-    "open": open_, "join": join, "invite": invite, "policy": policy, "kill": kill, "handover": handover, "send": send,
+    "open": open_, "join": join, "invite": invite, "policy": policy, "spawn": spawn, "kill": kill,
+    "resume": resume, "fork": fork, "handover": handover, "send": send,
     "inbox": inbox, "show": show, "ack": ack,
     "notify": notify, "status": status, "roster": roster, "registry": registry, "leave": leave, "close": close,
     "watch": watch, "search": search, "top": top, "verify": verify, "repair": repair, "mcp": mcp, "doctor": doctor,

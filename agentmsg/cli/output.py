@@ -485,6 +485,19 @@ def _invite(p: Payload) -> None:
     say(f"  {p['join']}")
 
 
+def _spawn(p: Payload) -> None:
+    tmux = p["tmux"]
+    say(f"{p['how']}: {visible.line(p['alias'])} is {visible.line(p['pin'])} ({p['host']}), ready; it runs in tmux "
+        f"{visible.line(tmux['target'])} (pane {visible.line(tmux['pane'])}, pid {p['pid']}"
+        + (f", socket {visible.line(tmux['socket'])})" if p["where"] == "headless" else ")"))
+    if p["where"] == "headless":
+        say(f"  look: tmux -S {visible.line(tmux['socket'])} attach -t {visible.line(tmux['target'])}")
+    if p.get("task"):
+        say(f"  task sent as request {p['task']['id']} ({visible.line(p['task']['ring'])})")
+    if p.get("succeeded"):
+        say(f"  {visible.line(p['alias'])} moved from {visible.line(p['succeeded'])} (reason: resume)")
+
+
 def _kill(p: Payload) -> None:
     say(f"stopped {visible.line(p['alias'])} ({visible.line(p['pin'])}, pid {p['pid']}, {p['signal']}); its alias "
         "stays, gone, and sends to it are still stored")
@@ -544,7 +557,8 @@ def _claims(p: Payload) -> None:
 
 HUMAN: dict[str, Callable[[Payload], None]] = {
     "claim": _claim, "release": _release, "claims": _claims,
-    "roster": _roster, "invite": _invite, "policy": _policy, "kill": _kill,
+    "roster": _roster, "invite": _invite, "policy": _policy, "kill": _kill, "spawn": _spawn,
+    "resume": _spawn, "fork": _spawn,
     "wake on": _wake_change, "wake off": _wake_change, "wake status": _wake_status,
     "open": _open, "join": _join, "send": _send, "inbox": _inbox, "show": _show, "ack": _ack,
     "status": _status, "search": _search, "close": _close, "leave": _leave, "log show": _log_show,

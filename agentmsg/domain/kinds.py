@@ -19,7 +19,11 @@ KILLED = "killed"
 #: Claims (docs/CLAIMS.md, agentmsg/domain/claims.py): a participant reserves paths of a repository, or lets go.
 CLAIMED = "claimed"
 RELEASED = "released"
-EVENTS = (OPENED, JOINED, SUCCEEDED, HANDOVER, LEFT, NOTIFY_SET, CLOSED, POLICY_SET, INVITED, KILLED, CLAIMED, RELEASED)
+#: A session agentmsg started (``agentmsg spawn``, ``resume``) got ready: who, which pin, where it runs.  A spawn
+#: that failed: its ticket revoked and, if its session had bound, that binding undone.
+SPAWNED, SPAWN_FAILED = "spawned", "spawn-failed"
+EVENTS = (OPENED, JOINED, SUCCEEDED, HANDOVER, LEFT, NOTIFY_SET, CLOSED, POLICY_SET, INVITED, KILLED, CLAIMED, RELEASED,
+          SPAWNED, SPAWN_FAILED)
 #: Contact policies: anyone who knows the collaboration's id may join, or only a ticket's holder.
 OPEN_POLICY, INVITE_ONLY = "open", "invite-only"
 POLICIES = (OPEN_POLICY, INVITE_ONLY)

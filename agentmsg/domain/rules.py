@@ -63,11 +63,20 @@ def apply_event(reg: Registry | None, ev: Mapping[str, Any]) -> Registry | None:
         return reg.replace(policy=ev["policy"])
     elif kind == kinds.INVITED:
         entry = {"for": ev.get("for"), "expires_at": ev["expires_at"], "by": ev.get("by")}
+        if ev.get("succeeds"):  # a resume's ticket: it moves the alias from that pin (docs/LIFECYCLE.md)
+            entry["succeeds"] = ev["succeeds"]
         return reg.replace(tickets={**reg.tickets, ev["ticket"]: entry})
+    elif kind == kinds.SPAWNED:  # a resume's ticket its session did not need (same id) is spent here
+        if ev.get("ticket") in reg.tickets:
+            return reg.replace(tickets={h: t for h, t in reg.tickets.items() if h != ev["ticket"]})
+        return reg
     elif kind == kinds.SUCCEEDED:
         # The old session's wake-up adapter named its pane or thread, not the new one's.
         people[ev["alias"]] = Participant(ev["alias"], ev["pin"], ev["runtime"], {"adapter": "hook"}, ev["ts"])
         handovers.pop(ev["alias"], None)
+        if ev.get("ticket") in reg.tickets:  # a resume's ticket admits once
+            return reg.replace(participants=people, handovers=handovers,
+                               tickets={h: t for h, t in reg.tickets.items() if h != ev["ticket"]})
     elif kind == kinds.HANDOVER:
         handovers[ev["alias"]] = ev["to"]
     elif kind == kinds.LEFT:
@@ -77,6 +86,13 @@ def apply_event(reg: Registry | None, ev: Mapping[str, Any]) -> Registry | None:
         people[ev["alias"]] = people[ev["alias"]].replace(notify=ev["notify"])
     elif kind == kinds.CLOSED:
         return reg.replace(closed_at=ev["ts"], participants=people, handovers={})
+    elif kind == kinds.SPAWN_FAILED:  # the ticket admits nobody now; a binding its session made is undone
+        held = people.get(ev["target"])
+        if ev.get("pin") and held is not None and held.pin == ev["pin"]:
+            del people[ev["target"]]
+            handovers.pop(ev["target"], None)
+        return reg.replace(participants=people, handovers=handovers,
+                           tickets={h: t for h, t in reg.tickets.items() if h != ev.get("ticket")})
     else:
         return reg
     return reg.replace(participants=people, handovers=handovers)
@@ -252,12 +268,23 @@ def leave_event(reg: Registry, who: Pin) -> dict[str, Any]:
     return {"type": kinds.LEFT, "alias": alias, "pin": str(who)}
 
 
-def kill_event(reg: Registry, who: Pin, alias: str, *, force: bool, pid: int) -> dict[str, Any]:
-    """Stopping a session is a person's act: agentmsg spawned none of the sessions it knows today, so only a
-    ``human:`` pin with ``--force`` may stop one (docs/LIFECYCLE.md, "Stopping a session")."""
+def kill_event(reg: Registry, who: Pin, alias: str, *, force: bool, pid: int,
+               spawned: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Who may stop a session (docs/LIFECYCLE.md, "Stopping a session").  One agentmsg spawned (``spawned``: the
+    ``spawned`` event of the alias's current pin): its spawner (that pin, or the current holder of the spawner's
+    alias), the opener's alias, or a ``human:`` pin.  Any other: only a ``human:`` pin, with ``--force``."""
     pin = reg.holder(alias)
     if pin is None:
         raise _errors().NotFound(f"no active participant {alias} in collaboration {reg.collab}")
+    mine = reg.alias_of(str(who))
+    if spawned is not None and spawned.get("pin") == pin:
+        spawner = spawned.get("alias")
+        if not (who.human or str(who) == spawned.get("by") or (mine is not None and mine in (spawner,
+                                                                                             reg.opener_alias))):
+            raise _errors().IdentityError(f"only {alias}'s spawner ({spawner}), the opener's alias "
+                                          f"({reg.opener_alias}) or a human: pin may stop it; nothing was signalled")
+        ev = {"type": kinds.KILLED, "target": alias, "pin": pin, "by": str(who), "pid": pid, "spawned": True}
+        return {**ev, "alias": mine} if mine is not None and not who.human else ev
     if not who.human:
         raise _errors().IdentityError("only a human: pin may stop a session agentmsg did not spawn; "
                                       "nothing was signalled")
@@ -265,6 +292,90 @@ def kill_event(reg: Registry, who: Pin, alias: str, *, force: bool, pid: int) ->
         raise _errors().UsageError(f"{alias}'s session was not spawned by agentmsg: stopping it needs --force "
                                    "(it signals the host process its own hooks recorded)")
     return {"type": kinds.KILLED, "target": alias, "pin": pin, "by": str(who), "pid": pid}
+
+
+# ---- spawned sessions (docs/LIFECYCLE.md, "Spawning a session") ----------------------------------------------
+
+
+def spawn_target(reg: Registry, who: Pin, alias: str) -> str:
+    """A member (the spawner, whose alias it returns) may spawn a session into a free alias."""
+    require_open(reg)
+    mine = require_alias(reg, who)
+    held = reg.participants.get(alias)
+    if held is not None:
+        raise _errors().Conflict(f"alias {alias} is taken by {held.pin}; spawn a session under a free alias, or "
+                                 f"agentmsg resume {alias}")
+    return mine
+
+
+def may_restart(reg: Registry, who: Pin, alias: str, spawned: Mapping[str, Any] | None) -> str:
+    """``agentmsg resume``: the alias's last spawner, the opener's alias or a ``human:`` pin; the alias's pin."""
+    require_open(reg)
+    pin = reg.holder(alias)
+    if pin is None:
+        raise _errors().NotFound(f"no active participant {alias} in collaboration {reg.collab}")
+    mine = reg.alias_of(str(who))
+    by_spawner = spawned is not None and (str(who) == spawned.get("by") or mine == spawned.get("alias"))
+    if not (who.human or by_spawner or (mine is not None and mine == reg.opener_alias)):
+        raise _errors().IdentityError(f"only {alias}'s spawner, the opener's alias ({reg.opener_alias}) or a human: "
+                                      "pin may resume it")
+    return pin
+
+
+def resume_ticket_event(reg: Registry, who: Pin, alias: str, ticket: str, *, expires_at: float) -> dict[str, Any]:
+    """A one-time ticket for the session that resumes ``alias``: should its host give it a new session id, its
+    SessionStart hook moves the alias to it by the audited takeover (reason ``resume``)."""
+    require_open(reg)
+    holder = reg.holder(alias)
+    if holder is None:
+        raise _errors().NotFound(f"no active participant {alias} in collaboration {reg.collab}")
+    return {"type": kinds.INVITED, "alias": require_alias(reg, who), "by": str(who), "ticket": ticket, "for": alias,
+            "expires_at": expires_at, "succeeds": holder}
+
+
+def resume_takeover(reg: Registry, who: Pin, ticket: str, now: float | None = None) -> dict[str, Any] | None:
+    """The takeover a resumed session with a new id makes with its resume ticket; None when nothing moves (the
+    host kept the id, or the alias moved on since)."""
+    entry = reg.tickets.get(ticket)
+    old = entry.get("succeeds") if entry is not None else None
+    alias = entry.get("for") if entry is not None else None
+    if not isinstance(old, str) or not isinstance(alias, str) or str(who) == old or reg.holder(alias) != old:
+        return None
+    admitted(reg, alias, ticket, now)
+    runtime, _, session = old.partition(":")
+    ev = join_event(reg, who, alias, succeeds=Pin(runtime, session), reason="resume", now=now)
+    return {**ev, "ticket": ticket} if ev is not None else None
+
+
+def spawned_event(reg: Registry, who: Pin, alias: str, pin: str, place: Mapping[str, Any], *, host: str,
+                  how: str) -> dict[str, Any]:
+    """The record a kill later verifies against: who spawned which pin, and where it runs."""
+    return {"type": kinds.SPAWNED, "alias": require_alias(reg, who), "by": str(who), "target": alias, "pin": pin,
+            "host": host, "how": how, **{k: place.get(k) for k in SPAWN_PLACE}}
+
+
+#: Where a spawned session runs, as recorded: the tmux socket, window and pane, and its first process.
+SPAWN_PLACE = ("where", "socket", "target_window", "window", "pane", "pid", "pid_start", "cwd")
+
+
+def spawn_failed_event(reg: Registry, who: Pin, alias: str, ticket: str, why: str,
+                       joined: str | None = None) -> dict[str, Any]:
+    """A spawn that failed: its ticket revoked and, when ``joined`` (the pin that joined ``alias`` with this very
+    ticket) still holds it, that binding undone."""
+    held = reg.participants.get(alias)
+    ev = {"type": kinds.SPAWN_FAILED, "alias": require_alias(reg, who), "by": str(who), "target": alias,
+          "ticket": ticket, "why": why[:500]}
+    bound = joined is not None and held is not None and held.active and held.pin == joined
+    return {**ev, "pin": joined} if bound else ev
+
+
+def latest_spawn(events: Iterable[Mapping[str, Any]], alias: str, pin: str | None) -> dict[str, Any] | None:
+    """The newest ``spawned`` event of ``alias`` for ``pin`` (its current holder), or None."""
+    found = None
+    for ev in events:
+        if ev.get("type") == kinds.SPAWNED and ev.get("target") == alias and ev.get("pin") == pin:
+            found = dict(ev)
+    return found
 
 
 def may_close(reg: Registry, who: Pin) -> None:

@@ -166,6 +166,10 @@ class HookBase:
 
             self._wake_step(sessionfacts.record, self.root, self.pin,
                             sessionfacts.gather(self.host, str(session), self.env))
+            if self.env.get("AGENTMSG_TICKET"):  # a session agentmsg spawned binds itself (hooks/ticket.py)
+                from agentmsg.hooks import ticket
+
+                self._wake_step(ticket.admit, self, self.env)
         binds = self._locked_call(self.store.bound, self.pin)
         if not binds:
             out, after = self.unbound(event), _nothing  # not joined: joining never happens implicitly

@@ -16,7 +16,7 @@ from agentmsg import PACKAGE_DIR
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
     from typing import Any
 
     #: A ring's result: ``(outcome, mechanism)``, as ``runtime.wakeup.Mechanism.ring`` reports it.
@@ -55,6 +55,34 @@ class Host:
     fact_fields: tuple[str, ...] = ()
     #: A typed ``--notify`` adapter of this host's own (``codex-queue``), or None.
     notify_adapter: str | None = None
+    #: The program ``agentmsg spawn NAME`` starts (found on PATH), or None for a host agentmsg cannot start.
+    program: str | None = None
+    #: Every variable the host sets in its sessions (hooks, shell tool): a session agentmsg spawns never inherits
+    #: the spawner's (a Claude Code spawned from Codex must not carry ``CODEX_THREAD_ID``).
+    session_vars: tuple[str, ...] = ()
+    #: Whether the host can resume a session by its id in a new process (``agentmsg resume``).
+    resumes = False
+
+    def spawn_argv(self, program: str, args: Sequence[str], prompt: str) -> list[str]:
+        """The interactive, long-lived session ``agentmsg spawn`` starts: ``program``, the user's arguments (after
+        ``--``, as given) and its first prompt (its SessionStart hook binds it; its first turn proves it answers)."""
+        return [program, *args, prompt]
+
+    def resume_argv(self, program: str, session: str, args: Sequence[str], prompt: str) -> list[str]:
+        """The same session again (``agentmsg resume``), interactive, with a first prompt."""
+        from agentmsg.errors import UsageError
+
+        raise UsageError(f"{self.title} cannot resume a session from agentmsg (docs/LIFECYCLE.md)")
+
+    def fork_argv(self, program: str, session: str, args: Sequence[str], prompt: str) -> list[str]:
+        """A new session from this one's conversation, with its own new session id (``agentmsg fork``)."""
+        from agentmsg.errors import UsageError
+
+        raise UsageError(f"{self.title} cannot fork a session from agentmsg (docs/LIFECYCLE.md)")
+
+    def spawn_hint(self, args: Sequence[str]) -> str:
+        """Why a spawned session may never have run agentmsg's hooks, and what to do (one clause)."""
+        return f"are agentmsg's hooks installed for {self.title} (agentmsg install {self.name}, or its plugin)?"
 
     def runs_claude_format(self, env: Mapping[str, str]) -> bool:
         """Whether this host, not Claude Code, is running a Claude-format hooks file (``hooks/run claude``)."""

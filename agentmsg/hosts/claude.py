@@ -14,7 +14,7 @@ from agentmsg.hosts.base import Host, NotifyError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
     from typing import Any
 
     from agentmsg.hosts.base import Rung
@@ -36,6 +36,23 @@ class Claude(Host):
     queues = True
     self_retrying = (WAITER,)
     fact_fields = ("claude_socket", "claude_version", "peer_protocol")
+    program = "claude"
+    session_vars = ("CLAUDE_CODE_SESSION_ID", "CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_ENV_FILE",
+                    "CLAUDE_PROJECT_DIR", "CLAUDE_PLUGIN_ROOT", "CLAUDE_PLUGIN_DATA", "CLAUDE_CODE_MESSAGING_SOCKET",
+                    "CLAUDE_CODE_SSE_PORT")
+    resumes = True
+
+    def spawn_argv(self, program: str, args: Sequence[str], prompt: str) -> list[str]:
+        """The prompt after ``--``: some of Claude Code's options take several values (``--allowedTools``)."""
+        return [program, *args, "--", prompt]
+
+    def resume_argv(self, program: str, session: str, args: Sequence[str], prompt: str) -> list[str]:
+        """``claude --resume ID``: the same session id, so the alias stays with its pin."""
+        return [program, "--resume", session, *args, "--", prompt]
+
+    def fork_argv(self, program: str, session: str, args: Sequence[str], prompt: str) -> list[str]:
+        """``claude --resume ID --fork-session``: the conversation so far, under a new session id."""
+        return [program, "--resume", session, "--fork-session", *args, "--", prompt]
 
     def session_started(self, env: Mapping[str, str], root: str) -> None:
         """The state root for later Bash commands, idempotently (SessionStart fires again on resume/clear).

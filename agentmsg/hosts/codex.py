@@ -21,12 +21,14 @@ from agentmsg.hosts.base import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
     from typing import Any
 
     from agentmsg.hosts.base import Rung
 
 QUEUE = "codex-queue"
+#: Codex's own switch for untrusted hooks; agentmsg never adds it (``agentmsg spawn codex ... -- FLAG``).
+TRUST_FLAG = "--dangerously-bypass-hook-trust"
 
 
 class Codex(Host):
@@ -41,6 +43,24 @@ class Codex(Host):
     queues = True
     notify_adapter = QUEUE
     fact_fields = ("thread", "codex_home")
+    program = "codex"
+    session_vars = ("CODEX_THREAD_ID", "CODEX_SESSION_ID", "CODEX_SANDBOX", "CODEX_SANDBOX_NETWORK_DISABLED",
+                    "PLUGIN_ROOT", "PLUGIN_DATA")
+    resumes = True
+
+    def resume_argv(self, program: str, session: str, args: Sequence[str], prompt: str) -> list[str]:
+        """``codex resume ID``: the same thread id, so the alias stays with its pin."""
+        return [program, "resume", *args, session, prompt]
+
+    def fork_argv(self, program: str, session: str, args: Sequence[str], prompt: str) -> list[str]:
+        """``codex fork ID``: the thread so far, as a new thread."""
+        return [program, "fork", *args, session, prompt]
+
+    def spawn_hint(self, args: Sequence[str]) -> str:
+        if TRUST_FLAG in args:
+            return super().spawn_hint(args)
+        return (f"Codex runs agentmsg's hooks only once they are trusted: trust them in codex's /hooks screen, or "
+                f"pass {TRUST_FLAG} after --")
 
     def facts(self, env: Mapping[str, str], pid: int | None, session: str) -> dict[str, Any]:
         facts: dict[str, Any] = {"thread": session}

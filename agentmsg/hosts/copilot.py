@@ -22,6 +22,9 @@ class Copilot(Host):
     session_on_stdin = True
     runs_hooks = True
     bin_on_path = False
+    program = "copilot"
+    session_vars = ("COPILOT_AGENT_SESSION_ID", "COPILOT_CLI", "COPILOT_PROJECT_DIR", "COPILOT_PLUGIN_ROOT",
+                    "COPILOT_PLUGIN_DATA")
 
     def runs_claude_format(self, env: Mapping[str, str]) -> bool:
         return bool(env.get("COPILOT_CLI"))

@@ -24,6 +24,8 @@ class Gemini(Host):
     shell_var = hook_var = SESSION_VAR
     runs_hooks = True
     bin_on_path = False
+    program = "gemini"
+    session_vars = (SESSION_VAR, "GEMINI_CLI", "GEMINI_PROJECT_DIR", "GEMINI_CWD")
 
     def runs_claude_format(self, env: Mapping[str, str]) -> bool:
         # Claude Code sets its own variable in every hook; Gemini never does.

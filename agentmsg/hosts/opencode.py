@@ -19,6 +19,8 @@ class OpenCode(Host):
     title = "OpenCode"
     shell_var = "OPENCODE_SESSION_ID"
     runs_hooks = True
+    program = "opencode"
+    session_vars = ("OPENCODE_SESSION_ID", "OPENCODE", "OPENCODE_PID")
 
     def install(self, env: Mapping[str, str], **options: str | None) -> dict[str, Any]:
         """The plugin and skill, naming this copy's hooks/run (a wheel: its console script for the CLI);

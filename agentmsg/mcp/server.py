@@ -260,6 +260,28 @@ class Tools:
 
         return self.call(run)
 
+    def spawn(self, host: str, alias: str, collab: str | None, task: str | None, cwd: str | None, where: str,
+              timeout_seconds: float, host_args: list[str]) -> CallToolResult:
+        def run() -> CallToolResult:
+            from agentmsg.service import lifecycle
+
+            payload = lifecycle.spawn(self.ctx, collab=collab, self_flag=self.self_flag, host=host, alias=alias,
+                                      task=task, cwd=cwd, where=where, timeout=f"{timeout_seconds:g}s",
+                                      args=host_args)
+            return _ok(f"spawned {payload['alias']} ({payload['pin']}), ready; it runs in tmux "
+                       f"{payload['tmux']['target']}\n", payload)
+
+        return self.call(run)
+
+    def kill(self, alias: str, collab: str | None) -> CallToolResult:
+        def run() -> CallToolResult:
+            from agentmsg.service import lifecycle
+
+            payload = lifecycle.kill(self.ctx, collab=collab, self_flag=self.self_flag, alias=alias, force=False)
+            return _ok(f"stopped {payload['alias']} ({payload['pin']}); its alias stays, gone\n", payload)
+
+        return self.call(run)
+
     def log_append(self, text: str, corrects: str | None, collab: str | None) -> CallToolResult:
         def run() -> CallToolResult:
             payload = commands.log_append(self.ctx, collab=collab, self_flag=self.self_flag, text=text,
@@ -353,8 +375,10 @@ def _frame_claims(payload: dict[str, Any]) -> str:
                                 "the claims' holders")
 
 
-def build(ctx: Ctx, who: Pin, env: Mapping[str, str] | None = None) -> MCPServer:
-    """The server for ``who`` over ``ctx``'s store; tools are registered with typed, described arguments."""
+def build(ctx: Ctx, who: Pin, env: Mapping[str, str] | None = None, *, allow_spawn: bool = False) -> MCPServer:
+    """The server for ``who`` over ``ctx``'s store; tools are registered with typed, described arguments.
+    ``spawn`` and ``kill`` only with ``allow_spawn`` (``agentmsg mcp --allow-spawn``): they start and stop
+    processes on this machine."""
     env = os.environ if env is None else env
     tools = Tools(ctx, who, env)
     server = MCPServer("agentmsg", version=__version__, instructions=INSTRUCTIONS + f" This server's pin: {who}.",
@@ -506,6 +530,9 @@ def build(ctx: Ctx, who: Pin, env: Mapping[str, str] | None = None) -> MCPServer
     ) -> CallToolResult:
         return tools.wait_for_reply(message_id, timeout_seconds, collab)
 
+    if allow_spawn:
+        _lifecycle_tools(server, tools)
+
     server.resource("agentmsg://collabs", name="collaborations", mime_type="application/json",
                     description="This session's collaborations and their transcript URIs.")(tools.collabs)
 
@@ -518,12 +545,43 @@ def build(ctx: Ctx, who: Pin, env: Mapping[str, str] | None = None) -> MCPServer
     return server
 
 
-def serve(root_flag: str | None, self_flag: str | None) -> int:
+def _lifecycle_tools(server: MCPServer, tools: Tools) -> None:
+    """``spawn`` and ``kill`` (docs/LIFECYCLE.md): registered only when the server was started to allow them."""
+    start = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True)
+
+    @server.tool(annotations=start, description=(
+        "Start a new interactive coding-agent session (a host agentmsg spawn knows) bound to "
+        "a new alias in the collaboration, in tmux (where='tmux': the tmux this server runs in; 'headless': a "
+        "private detached tmux server). Returns once the session's own hooks bound it and its first turn ended, "
+        "with its pin and where it runs; on failure it is stopped and nothing stays bound (exit code 17). The "
+        "task, if given, is sent to it as your request."))
+    def spawn(
+        host: Annotated[str, Field(description="The host CLI to start, by its agentmsg name (docs/LIFECYCLE.md).")],
+        alias: Annotated[str, Field(description="The new session's alias (free in the collaboration).")],
+        task: Annotated[str | None, Field(description="Sent to it as your request once it is ready.")] = None,
+        cwd: Annotated[str | None, Field(description="Its working folder (default: the server's).")] = None,
+        where: Annotated[Literal["tmux", "headless"], Field(description="tmux or headless.")] = "headless",
+        timeout_seconds: Annotated[float, Field(gt=0, le=600, description="How long to wait for it.")] = 60,
+        host_args: Annotated[list[str] | None, Field(description="The host CLI's own arguments.")] = None,
+        collab: CollabArg = None,
+    ) -> CallToolResult:
+        return tools.spawn(host, alias, collab, task, cwd, where, timeout_seconds, host_args or [])
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=True),
+                 description=(
+        "Stop a session agentmsg spawned (only its spawner, the opener's alias or a human: pin may; otherwise "
+        "exit code 9). Its alias stays in the collaboration as gone; its inbox is kept."))
+    def kill(alias: Annotated[str, Field(description="The spawned participant to stop.")],
+             collab: CollabArg = None) -> CallToolResult:
+        return tools.kill(alias, collab)
+
+
+def serve(root_flag: str | None, self_flag: str | None, *, allow_spawn: bool = False) -> int:
     """Resolve the root and the pin once, then serve MCP on stdin/stdout until the client goes away."""
     env = dict(os.environ)
     ctx = Ctx.create(root_flag, env)
     who = ctx.who(self_flag)  # IdentityError (exit 9) before serving anything
-    server = build(ctx, who, env)
+    server = build(ctx, who, env, allow_spawn=allow_spawn)
     server.run("stdio")
     return 0
 

@@ -205,3 +205,92 @@ def prepare_cli(env: Mapping[str, str], package_dir: str | None = None) -> bool:
     if found is None:
         return False
     return spawn_detached(["/bin/sh", found, "--prepare-env"], env=env) is not None
+
+
+# ---- sessions agentmsg spawns (``agentmsg spawn``, ``resume``; docs/LIFECYCLE.md) --------------------------------
+
+#: A spawned session's one-time ticket and the collaboration it admits to, in its environment (hooks/ticket.py).
+TICKET_VAR, TICKET_COLLAB_VAR = "AGENTMSG_TICKET", "AGENTMSG_TICKET_COLLAB"
+#: The window format spawn reads back: session, window, pane and the pane's first process.
+_WINDOW = "#{session_name}:#{window_index} #{window_id} #{pane_id} #{pane_pid}"
+#: A headless session's terminal size (no client ever attaches unless a person does).
+_HEADLESS_SIZE = ("200", "50")
+_SOCKET_MAX = 100  # sun_path holds 108 bytes
+
+
+def headless_socket(root: str) -> str:
+    """agentmsg's own tmux server for headless sessions: ``ROOT/spawn/tmux.sock``, or, when that path is too long
+    for a unix socket, a folder of this user's under the temp dir named by the root's hash."""
+    from agentmsg import fsio, records
+    from agentmsg.backends.file import layout
+
+    path = os.path.join(root, layout.SPAWN, layout.SPAWN_TMUX)
+    if len(path.encode()) <= _SOCKET_MAX:
+        fsio.ensure_dir(root, layout.SPAWN)
+        return path
+    base = os.path.join(os.environ.get("TMUX_TMPDIR") or "/tmp", f"agentmsg-{os.getuid()}")
+    fsio.ensure_dir(base)
+    return os.path.join(base, records.sha256_hex(root.encode())[:16] + ".sock")
+
+
+def user_tmux(env: Mapping[str, str]) -> tuple[str, str] | None:
+    """``(socket, pane)`` of the tmux the caller runs in (``$TMUX``, ``$TMUX_PANE``), or None outside tmux."""
+    raw, pane = env.get("TMUX", ""), env.get("TMUX_PANE", "")
+    socket = raw.split(",", 1)[0]
+    if not socket.startswith("/") or not pane.startswith("%"):
+        return None
+    return socket, pane
+
+
+def start_session(root: str, argv: Sequence[str], env: Mapping[str, str], *, cwd: str, where: str, name: str,
+                  caller_env: Mapping[str, str]) -> dict[str, object]:
+    """Start ``argv`` as a long-lived interactive session in a new tmux window, with exactly ``env``.
+
+    ``where``: ``tmux``, a new window in the caller's own tmux session (``$TMUX``); ``headless``, a new session
+    of agentmsg's own detached tmux server (:func:`headless_socket`).  The window's first program is
+    ``runtime/execenv.py``, which reads the environment from a 0600 file (removed as it starts) and becomes
+    the host.  Returns where it runs: socket, session, window, pane, pid and start time of its first process.
+    SpawnFailed when tmux could not start it (nothing is left behind)."""
+    import sys
+
+    from agentmsg import fsio, records
+    from agentmsg.backends.file import layout
+    from agentmsg.errors import SpawnFailed
+    from agentmsg.runtime import spawned
+    from agentmsg.runtime.procs import proc_stat
+
+    if where == "tmux":
+        found = user_tmux(caller_env)
+        if found is None:
+            raise SpawnFailed("--where tmux opens a window in the tmux you run in, and $TMUX is not set: run it "
+                              "inside tmux, or use --where headless")
+        socket, here = found
+        session = spawned.tmux(socket, "display-message", "-p", "-t", here, "#{session_id}").strip()
+        create = ["new-window", "-d", "-P", "-F", _WINDOW, "-t", f"{session}:", "-n", name, "-c", cwd]
+    else:
+        socket = headless_socket(root)
+        create = ["-f", "/dev/null", "new-session", "-d", "-P", "-F", _WINDOW, "-s", name, "-x", _HEADLESS_SIZE[0],
+                  "-y", _HEADLESS_SIZE[1], "-c", cwd]
+    fsio.ensure_dir(root, layout.SPAWN)
+    env_file = os.path.join(root, layout.SPAWN, records.uuid4() + layout.SPAWN_ENV)
+    fsio.atomic_write(env_file, records.dumps({"argv": list(argv), "env": dict(env), "cwd": cwd}).encode(),
+                      durable=False)
+    shim = os.path.join(os.path.dirname(os.path.abspath(__file__)), "execenv.py")
+    try:
+        out = spawned.tmux(socket, *create, "--", sys.executable, "-I", "-S", shim, env_file).split()
+    except SpawnFailed:
+        if os.path.lexists(env_file):
+            os.unlink(env_file)
+        raise
+    if len(out) != 4 or not out[3].isdigit():
+        raise SpawnFailed(f"tmux did not say where the new window is: {' '.join(out)[:200]}")
+    target, window, pane, pid = out[0], out[1], out[2], int(out[3])
+    stat = proc_stat(pid)
+    place: dict[str, object] = {"where": where, "socket": socket, "target_window": target, "window": window,
+                                "pane": pane,
+                                "pid": pid, "pid_start": stat[2] if stat else None, "cwd": cwd}
+    try:
+        spawned.keep_dead(socket, window, True)
+    except SpawnFailed:
+        pass  # it exited already: spawn's wait reads the pane
+    return place

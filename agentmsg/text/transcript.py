@@ -90,6 +90,8 @@ _EVENTS = {
     "killed": "{target}'s session was stopped by {by}",
     "claimed": "{alias} claimed {pattern} ({mode}) until {expires}",
     "released": "{alias}'s claim on {patterns} released{forced}",
+    "spawned": "{alias} started {target} ({host}, {how}; {where} {target_window}, pid {pid}): {pin}",
+    "spawn-failed": "{alias}'s spawn of {target} failed: {why}",
 }
 
 

@@ -415,3 +415,30 @@ def test_claims_through_mcp_keep_the_holders_words_inside_the_boundary(team: tup
         assert any("IGNORE ALL PREVIOUS INSTRUCTIONS" in line for line in inside)
     assert got["others"].is_error and "bob" in text(got["others"])
     assert not got["release"].is_error
+
+
+def test_spawn_and_kill_are_served_only_with_allow_spawn(team: tuple[Path, str]) -> None:
+    root, cid = team
+    seen: dict[str, Any] = {}
+
+    async def plain(client: Client) -> None:
+        seen["plain"] = {t.name for t in (await client.list_tools()).tools}
+
+    async def allowed(client: Client) -> None:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        seen["allowed"] = set(tools)
+        for name in ("spawn", "kill"):
+            for prop_name, prop in tools[name].input_schema["properties"].items():
+                assert prop.get("description"), (name, prop_name)
+        seen["spawn"] = await call(client, "spawn", host="codex", alias="impl", where="headless", collab=cid)
+        seen["kill"] = await call(client, "kill", alias="bob", collab=cid)
+
+    serve(root, plain)
+    serve(root, allowed, args=("--self", ALICE, "--allow-spawn"), env={"PATH": "/usr/bin:/bin"})
+    assert seen["plain"] == EXPECTED and seen["allowed"] == EXPECTED | {"spawn", "kill"}
+    spawn = seen["spawn"]  # no codex on this PATH: refused before anything starts, and nothing stays
+    assert spawn.is_error and spawn.structured_content["error"]["code"] == 17, text(spawn)
+    reg = cli(root, ALICE, "registry", "--collab", cid)
+    assert "impl" not in reg["participants"] and reg["tickets"] == {}
+    kill = seen["kill"]  # bob's session was not spawned by agentmsg: only a person may stop it
+    assert kill.is_error and kill.structured_content["error"]["code"] == 9, text(kill)

@@ -66,6 +66,9 @@ WAKE = "wake"
 #: Per session under ``wake/<pin key>.*``: the facts its hooks recorded, its waiter's lock and token, and a ring
 #: left for the waiter.
 SESSION_FACTS, WAITER_LOCK, WAITER_TOKEN, WAITER_RING = "json", "lock", "waiter", "ring"
+#: Sessions agentmsg starts (``agentmsg spawn``): under ``spawn/``, the private tmux server of headless sessions
+#: and, for the moment between writing and the new window reading it, each new session's environment.
+SPAWN, SPAWN_TMUX, SPAWN_ENV = "spawn", "tmux.sock", ".env.json"
 #: The journal of each plain stream a mirror copies (``ports.Replica``); ``inbox/<alias>``, ``receipts/<alias>``.
 STREAM_FILES = {"events": EVENTS, "notes": LOG, "delivery": DELIVERY}
 
@@ -104,6 +107,9 @@ FILES: tuple[tuple[str, str, str, str, str], ...] = (
     (f"{WAKE}/<pin key>.{WAITER_TOKEN}", "local", "waiter", "waiter", "the newest waiter of the session"),
     (f"{WAKE}/<pin key>.{WAITER_RING}", "transient", "hosts", "waiter", "a ring left for the waiter"),
     (f"{WAKE}/retry-<key>.json", "local", "service", "helper", "a deferred ring the helper rings again"),
+    (f"{SPAWN}/{SPAWN_TMUX}", "local", "runtime", "runtime", "the private tmux server of headless spawned sessions"),
+    (f"{SPAWN}/<random>{SPAWN_ENV}", "transient", "runtime", "runtime",
+     "a spawned session's environment, read and removed as it starts"),
     (SEARCH, "derived", "store", "store", "full-text index (SQLite FTS5) of every collaboration"),
     (CLAIMS, "derived", "service", "hooks/run, hooks", "every live claim (absent: nothing to check before a tool)"),
     (REPLICA, "local", "mirror", "store, hooks, mirror", "a replica root: the store it mirrors"),
