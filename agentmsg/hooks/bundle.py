@@ -47,8 +47,12 @@ _MAGIC = b"agentmsg-hook-bundle\n" + MAGIC_NUMBER + b"\n"
 #: The most a bundle may hold: twice what a hook imports today, so a stray import cannot grow it.
 MAX_MODULES = 200
 
-#: name -> (is a package, source path, source mtime_ns, source size, marshalled code)
-Entry = tuple[bool, str, int, int, bytes]
+#: The index: name -> (is a package, source path, source mtime_ns, source size, offset and length of its
+#: marshalled code in the code that follows the index).  Only the index is unmarshalled when the file is
+#: read; a module's code is unmarshalled when it is imported.
+Entry = tuple[bool, str, int, int, int, int]
+#: A module as :func:`pack` takes it: the index's first four fields, then its marshalled code.
+Module = tuple[bool, str, int, int, "bytes | memoryview"]
 
 
 def homes(plugin_root: str) -> tuple[str, ...]:
@@ -77,10 +81,12 @@ def path_for(plugin_root: str) -> tuple[str, str]:
 class Finder(_Loader):
     """A ``sys.meta_path`` finder and loader for the modules of one bundle."""
 
-    def __init__(self, plugin_root: str, where: tuple[str, str] | None, entries: dict[str, Entry]) -> None:
+    def __init__(self, plugin_root: str, where: tuple[str, str] | None, entries: dict[str, Entry],
+                 code: memoryview | None = None) -> None:
         self.plugin_root = plugin_root
         self.where = where
         self.entries = entries
+        self.code = code if code is not None else memoryview(b"")
         self.stale = False  # the bundle held a module whose source has changed since
         self.refused = False  # a file was there but not usable (damaged, foreign, a link): replaced, not kept
         self.before = frozenset(sys.modules)  # imported before the finder: never served from the bundle
@@ -90,10 +96,10 @@ class Finder(_Loader):
         if entry is None:
             return None
         try:
-            is_pkg, origin, mtime_ns, size, data = entry
+            is_pkg, origin, mtime_ns, size, offset, length = entry
             st = os.stat(origin)
             fresh = st.st_mtime_ns == mtime_ns and st.st_size == size
-            code = marshal.loads(data) if fresh else None
+            code = marshal.loads(self.code[offset:offset + length]) if fresh else None
         except Exception:  # a source gone, an entry or code that does not read: the ordinary import
             fresh, code = False, None
         if not fresh or type(code).__name__ != "code":
@@ -116,6 +122,7 @@ def load(plugin_root: str, where: tuple[str, str] | None = None) -> Finder:
     """Put a finder for the bundle of ``plugin_root`` (at ``where``, by default :func:`path_for`) first on
     ``sys.meta_path``: one with no modules when there is no usable bundle there."""
     entries: dict[str, Entry] = {}
+    code: memoryview | None = None
     refused = False
     try:
         where = where or path_for(plugin_root)
@@ -130,33 +137,59 @@ def load(plugin_root: str, where: tuple[str, str] | None = None) -> Finder:
             fd, refused = -1, True
         if fd >= 0:
             try:
-                entries = _read(fd, header(plugin_root))
+                entries, code = unpack(_read(fd), header(plugin_root))
                 refused = not entries
             finally:
                 os.close(fd)
-    finder = Finder(plugin_root, where, entries)
+    finder = Finder(plugin_root, where, entries, code)
     finder.refused = refused
     sys.meta_path.insert(0, finder)
     return finder
 
 
-def _read(fd: int, head: bytes) -> dict[str, Entry]:
+def _read(fd: int) -> bytes:
+    """The whole file, if it is a regular file of this user's that no one else can write (else empty)."""
     try:
         st = os.fstat(fd)
         if not (st.st_mode & 0o170000 == 0o100000 and st.st_uid == os.geteuid() and not st.st_mode & 0o022):
-            return {}
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        data = b"".join(chunks)
+            return b""
+        data = os.read(fd, st.st_size + 1)
+        while len(data) <= st.st_size and (more := os.read(fd, st.st_size + 1 - len(data))):
+            data += more
+        return data
+    except OSError:
+        return b""
+
+
+def unpack(data: bytes, head: bytes) -> tuple[dict[str, Entry], memoryview | None]:
+    """The index and the code of a bundle's bytes; nothing when they are not a bundle for ``head``."""
+    try:
         if not data.startswith(head):
-            return {}
-        entries = marshal.loads(data[len(head):])
+            return {}, None
+        at = len(head) + 4
+        size = int.from_bytes(data[len(head):at], "little")
+        view = memoryview(data)
+        index = marshal.loads(view[at:at + size])
+        code = view[at + size:]
+        if not isinstance(index, dict) or len(index) > MAX_MODULES or \
+                max((e[4] + e[5] for e in index.values()), default=0) != len(code):
+            return {}, None  # not ours, or cut short (a full disk): all of it is distrusted
+        return index, code
     except Exception:  # a damaged or foreign file: import the ordinary way, and replace it
-        return {}
-    if not isinstance(entries, dict) or len(entries) > MAX_MODULES:
-        return {}
-    return entries
+        return {}, None
+
+
+def pack(head: bytes, modules: dict[str, Module]) -> bytes:
+    """A bundle's bytes: ``head``, the index's length and the index, then each module's code."""
+    index: dict[str, Entry] = {}
+    code: list[bytes | memoryview] = []
+    at = 0
+    for name, (is_pkg, origin, mtime_ns, size, data) in modules.items():
+        index[name] = (is_pkg, origin, mtime_ns, size, at, len(data))
+        code.append(data)
+        at += len(data)
+    packed = marshal.dumps(index)
+    return b"".join([head, len(packed).to_bytes(4, "little"), packed, *code])
 
 
 def save(finder: Finder) -> None:
@@ -168,39 +201,45 @@ def save(finder: Finder) -> None:
     if finder.where is None or sys.dont_write_bytecode:
         return
     try:
-        if not finder.stale and not any(_source(m) for n, m in list(sys.modules.items())
+        own = homes(finder.plugin_root)
+        if not finder.stale and not any((_source(m) or "").startswith(own) for n, m in list(sys.modules.items())
                                         if n not in finder.entries and n not in finder.before):
             return  # the bundle held every module this process imported
-        entries = _collect(finder)
-        if entries:
+        modules = _collect(finder)
+        if modules:
             from agentmsg import fsio  # loaded already: the hooks use it
 
             base, rel = finder.where
             if finder.refused:  # never write through it, nor keep its permission bits
                 os.unlink(os.path.join(base, rel))
-            fsio.write_outside(base, rel, header(finder.plugin_root) + marshal.dumps(entries), create_base=False)
+            fsio.write_outside(base, rel, pack(header(finder.plugin_root), modules), create_base=False)
     except Exception:  # a cache: the next run tries again
         pass
 
 
-def _collect(finder: Finder) -> dict[str, Entry]:
+def _collect(finder: Finder) -> dict[str, Module]:
     """The bundle's modules that still match their source, and every pure-Python module this process
     imported (from the ``.pyc`` the ordinary import just checked)."""
-    entries: dict[str, Entry] = {}
+    modules: dict[str, Module] = {}
     own = homes(finder.plugin_root)
+
+    def kept(entry: Entry) -> Module:
+        is_pkg, origin, mtime_ns, size, offset, length = entry
+        return is_pkg, origin, mtime_ns, size, finder.code[offset:offset + length]
+
     for name, entry in finder.entries.items():
         if name in sys.modules:
             continue  # taken from this process below
         try:
             st = os.stat(entry[1])
-        except (OSError, TypeError, IndexError):
+            if (st.st_mtime_ns, st.st_size) == (entry[2], entry[3]):
+                modules[name] = kept(entry)
+        except (OSError, TypeError, IndexError, ValueError):
             continue
-        if (st.st_mtime_ns, st.st_size) == (entry[2], entry[3]):
-            entries[name] = entry
     for name, module in list(sys.modules.items()):
         origin = _source(module)
         spec = getattr(module, "__spec__", None)
-        if (origin is None or spec is None or name in finder.before or len(entries) >= MAX_MODULES
+        if (origin is None or spec is None or name in finder.before or len(modules) >= MAX_MODULES
                 or not origin.startswith(own)):
             continue
         try:
@@ -209,12 +248,12 @@ def _collect(finder: Finder) -> dict[str, Entry]:
             continue
         old = finder.entries.get(name)
         if spec.loader is finder and old is not None:
-            entries[name] = old  # served from the bundle, so it matched its source a moment ago
+            modules[name] = kept(old)  # served from the bundle, so it matched its source a moment ago
             continue
         code = _compiled(getattr(spec, "cached", None), st)
         if code is not None:
-            entries[name] = (spec.submodule_search_locations is not None, origin, st.st_mtime_ns, st.st_size, code)
-    return entries
+            modules[name] = (spec.submodule_search_locations is not None, origin, st.st_mtime_ns, st.st_size, code)
+    return modules
 
 
 def _source(module: object) -> str | None:

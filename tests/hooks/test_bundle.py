@@ -7,7 +7,6 @@ edit sources and damage the bundle without touching the checkout's.
 from __future__ import annotations
 
 import json
-import marshal
 import shutil
 import stat
 import subprocess
@@ -110,13 +109,16 @@ def test_a_damaged_or_unsafe_bundle_is_ignored_and_replaced(plugin, damage):
 
 
 def test_a_module_whose_code_does_not_read_is_imported_from_its_source(plugin):
+    from agentmsg.hooks import bundle
+
     probe(plugin)
     path = bundle_file(plugin)
-    header = path.read_bytes()[: path.read_bytes().index(b"\n", path.read_bytes().index(MAGIC_NUMBER) + 5) + 1]
-    entries = marshal.loads(path.read_bytes()[len(header):])
-    is_pkg, origin, mtime_ns, size, _code = entries["agentmsg.hooks.prompt"]
-    entries["agentmsg.hooks.prompt"] = (is_pkg, origin, mtime_ns, size, b"\xff not code")
-    path.write_bytes(header + marshal.dumps(entries))
+    head = bundle.header(str(plugin))
+    index, code = bundle.unpack(path.read_bytes(), head)
+    assert code is not None and "agentmsg.hooks.prompt" in index
+    modules = {name: (*entry[:4], code[entry[4]:entry[4] + entry[5]]) for name, entry in index.items()}
+    modules["agentmsg.hooks.prompt"] = (*modules["agentmsg.hooks.prompt"][:4], b"\xff not code")
+    path.write_bytes(bundle.pack(head, modules))
     damaged = probe(plugin)
     assert damaged["served"]["agentmsg.hooks.prompt"] == "path"
     assert damaged["served"]["agentmsg.hooks.entry"] == "bundle"
