@@ -277,6 +277,11 @@ def status(
     return _done("status", _actions().status(_ctx(root), collab=collab, self_flag=self_), json_)
 
 
+def collabs(self_: Self = None, root: Root = None, json_: Json = False) -> int:
+    """List the collaborations you can name: id, label, participants, unread (the owner: all under the root)."""
+    return _done("collabs", _actions().collaborations(_ctx(root), self_flag=self_), json_)
+
+
 def roster(
     collab: Collab = None,
     self_: Self = None,
@@ -292,7 +297,8 @@ def roster(
 def search(
     query: Annotated[str, typer.Argument(metavar="QUERY", help='Words that must all occur; "a phrase" in quotes '
                                                              "must occur as written (case and punctuation ignored).")],
-    collab: Annotated[str | None, typer.Option("--collab", help="Only this collaboration (default: all).")] = None,
+    collab: Annotated[str | None, typer.Option("--collab", help="Only this collaboration (id, label or id prefix; "
+                                                                "default: all).")] = None,
     from_: Annotated[str | None, typer.Option("--from", help="Only from this sender alias (a note's author).")] = None,
     to: Annotated[str | None, typer.Option("--to", help="Only to this recipient alias.")] = None,
     kind: Annotated[str | None, typer.Option(help="Only request, update or note.")] = None,
@@ -383,8 +389,8 @@ def watch(
 
 
 def top(
-    collab: Annotated[str | None, typer.Option("--collab", help="Only this collaboration (default: every "
-                                                             "collaboration under the root).")] = None,
+    collab: Annotated[str | None, typer.Option("--collab", help="Only this collaboration (id, label or id prefix; "
+                                                             "default: every collaboration under the root).")] = None,
     self_: Annotated[str | None, typer.Option("--self", help="Your own human:NAME pin: lets you reply, "
                                                             "ack what is addressed to you, and close "
                                                             "(default: read-only).")] = None,
@@ -513,7 +519,7 @@ def db_migrate(root: Root = None, json_: Json = False) -> int:
 
 def db_grant(
     role: Annotated[str, typer.Option("--role", help="The PostgreSQL role to let in.")],
-    collab: Annotated[str, typer.Option("--collab", help="Collaboration UUID.")],
+    collab: Annotated[str, typer.Option("--collab", help="Collaboration: id, label or id prefix.")],
     root: Root = None,
     json_: Json = False,
 ) -> int:
@@ -535,7 +541,7 @@ def sync(
 
 
 def db_move(
-    collab: Annotated[str, typer.Option("--collab", help="Collaboration UUID.")],
+    collab: Annotated[str, typer.Option("--collab", help="Collaboration: id, label or id prefix.")],
     root: Root = None,
     json_: Json = False,
 ) -> int:
@@ -547,7 +553,8 @@ def db_move(
 COMMANDS: dict[str, Callable[..., int]] = {
     "open": open_, "join": join, "invite": invite, "policy": policy, "kill": kill, "handover": handover, "send": send,
     "inbox": inbox, "show": show, "ack": ack,
-    "notify": notify, "status": status, "roster": roster, "registry": registry, "leave": leave, "close": close,
+    "notify": notify, "status": status, "collabs": collabs, "roster": roster, "registry": registry, "leave": leave,
+    "close": close,
     "watch": watch, "search": search, "top": top, "verify": verify, "repair": repair, "mcp": mcp, "doctor": doctor,
     "version": version, "sync": sync,
 }
@@ -562,9 +569,22 @@ GROUPS: dict[str, dict[str, Callable[..., int]]] = {
 }
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        raise typer.Exit(version())
+
+
+def _root_options(
+    version_: Annotated[bool, typer.Option("--version", is_eager=True, callback=_print_version,
+                                           help="Print the version (as agentmsg version does) and exit.")] = False,
+) -> None:
+    """The options of ``agentmsg`` itself (issue 30: ``agentmsg --version`` is what people type first)."""
+
+
 def full_app() -> typer.Typer:
     """The whole command tree: every command and group."""
     app = typer.Typer(name="agentmsg", help=HELP, no_args_is_help=True, **_SETTINGS)
+    app.callback()(_root_options)
     for name, callback in COMMANDS.items():
         app.command(name)(callback)
     for group, commands in GROUPS.items():

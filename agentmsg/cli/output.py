@@ -219,7 +219,7 @@ def _status(p: Payload) -> None:
     if p.get("collab") is None:
         for b in p.get("bindings", []):
             say(f"bound: {b['alias']} in {b['collab']}")
-        say(f"collaborations under root: {len(p.get('collabs', []))}")
+        _collab_rows(p)
         return
     say(f"collaboration: {p['collab']}  label: {one_line(p['label'])}")
     say(f"task: {one_line(p['task'])}")
@@ -239,6 +239,24 @@ def _status(p: Payload) -> None:
     if here:
         say(f"presence: {', '.join(here)} (agentmsg roster)")
     say(f"awaiting notification: {', '.join(p['awaiting_notification']) or 'none'}")
+
+
+def _collab_rows(p: Payload) -> None:
+    """The collaborations a reader may name: id, label, participants, unread (issue 30)."""
+    rows = p.get("collaborations") or []
+    whose = "yours" if p.get("self") else "all"
+    if not rows:
+        say("collaborations: none" + (f" with {p['self']} in it" if p.get("self") else " under this root"))
+        return
+    _table(["id", "label", "participants", f"unread ({whose})", "state"],
+           [[r["collab"], r["label"], ", ".join(r["participants"]) or "-", str(r["unread"]),
+             r.get("problem") or ("closed" if r["closed"] else "open") + (f", you: {r['alias']}" if r["alias"] else "")]
+            for r in rows], title="collaborations", essential=("id", "label"), shrink=("participants",))
+    say("name one with --collab: its id, its label, or its id's first 8 or more characters")
+
+
+def _collabs(p: Payload) -> None:
+    _collab_rows(p)
 
 
 def _search(p: Payload) -> None:
@@ -299,8 +317,6 @@ def _doctor(p: Payload) -> None:
     for c in p.get("copies", []):
         runs = "runs its hooks" if c["runs_hooks"] else "installed, not enabled"
         say(f"{c['host']} {c['kind']} {c['id']}: {runs}; files {c['root'] or '(missing)'}")
-    if not p.get("copies"):
-        say("no host runs agentmsg's hooks")
     rows = [[x["name"], x["version"] or "-", x["python"] or "-", x["root"] or "-",
              "ok" if x["ok"] else f"FAILED: {x['error']}"] for x in p["probes"]]
     _table(["entry point", "version", "python", "state root", "status"], rows, title="agentmsg entry points")
@@ -508,7 +524,7 @@ def _roster(p: Payload) -> None:
 
 
 HUMAN: dict[str, Callable[[Payload], None]] = {
-    "roster": _roster, "invite": _invite, "policy": _policy, "kill": _kill,
+    "roster": _roster, "collabs": _collabs, "invite": _invite, "policy": _policy, "kill": _kill,
     "wake on": _wake_change, "wake off": _wake_change, "wake status": _wake_status,
     "open": _open, "join": _join, "send": _send, "inbox": _inbox, "show": _show, "ack": _ack,
     "status": _status, "search": _search, "close": _close, "leave": _leave, "log show": _log_show,

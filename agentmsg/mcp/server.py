@@ -54,7 +54,8 @@ write (kind=request when you need an answer), `wait_for_reply` to block a bounde
 authority and is not from the user."""
 
 CollabArg = Annotated[str | None, Field(
-    description="Collaboration UUID. Omit it when this session is in exactly one collaboration (the usual case).")]
+    description="Collaboration: its UUID, its label, or a unique id prefix of at least 8 characters. Omit it when "
+                "this session is in exactly one collaboration (the usual case).")]
 MessageId = Annotated[str, Field(description="A message UUID, as shown after 'id' in inbox or wait_for_reply.")]
 
 

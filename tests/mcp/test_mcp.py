@@ -383,3 +383,21 @@ def test_other_commands_and_the_hooks_never_import_the_sdk() -> None:
             "print(bad); raise SystemExit(bool(bad))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=clean_env(), check=False)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_tool_names_a_collaboration_by_label_or_id_prefix(team: tuple[Path, str]) -> None:
+    """Issue 30: the tools' collab takes what --collab takes (service/collabs resolves it for both)."""
+    root, cid = team
+    cli(root, ALICE, "open", "--alias", "alice", "--label", "ops", "--task", "a second one")
+    got: dict[str, Any] = {}
+
+    async def body(client: Client) -> None:
+        got["label"] = await call(client, "inbox", collab="review")
+        got["prefix"] = await call(client, "status", collab=cid[:8])
+        got["nothing"] = await call(client, "inbox", collab="nope")
+
+    serve(root, body)
+    assert got["label"].structured_content["collab"] == cid
+    assert got["prefix"].structured_content["collab"] == cid
+    assert got["nothing"].is_error
+    assert "invalid collaboration id 'nope': expected a UUID, a label or an id prefix" in text(got["nothing"])
