@@ -35,12 +35,15 @@ class UnknownAgent(AgentmsgError):
 
     code = 4
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, known: tuple[str, ...] = ()) -> None:
         super().__init__(name)
         self.name = name
+        #: the aliases that do exist there, so a typo can be put right (issue 30)
+        self.known = known
 
     def line(self) -> str:
-        return f"FAILED(unknown agent): {self.name}"
+        there = f" (aliases here: {', '.join(self.known)})" if self.known else ""
+        return f"FAILED(unknown agent): {self.name}{there}"
 
 
 class Conflict(AgentmsgError):

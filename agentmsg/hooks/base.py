@@ -290,7 +290,7 @@ class HookBase:
     def load_state(self, tx: FileTxn, alias: str, *, reset: bool = True) -> dict[str, Any]:
         """The binding's hook state; a corrupt one is reset (unless ``reset`` is False: the renderer leaves
         that, and its report, to the hook) and fails this run."""
-        fresh = {"v": 2, "pin": self.pin, "prompt": 0, "shown": {}, "blocked": [], "rpos": 0, "seen": None}
+        fresh = {"v": 2, "pin": self.pin, "prompt": 0, "shown": {}, "blocked": [], "rpos": 0, "seen": None, "high": 0}
         raw = fsio.read_bytes(layout.hook_state(tx.base, alias))
         if raw is None:
             return fresh
@@ -430,3 +430,11 @@ def _mark_shown(st: dict[str, Any], seqs: Iterable[int]) -> None:
     """Shown at this prompt: not due again for ``REPRESENT_AFTER`` prompts (unless retried or cleared)."""
     for seq in seqs:
         st["shown"][str(seq)] = st["prompt"]
+        if type(st.get("high")) is int:  # the highest seq ever shown; a state from before it was kept has none
+            st["high"] = max(st["high"], seq)
+
+
+def never_shown(st: dict[str, Any], seqs: Iterable[int]) -> bool:
+    """Whether none of ``seqs`` was shown to this binding before (unknown, so False, for an older state)."""
+    high = st.get("high")
+    return type(high) is int and all(seq > high for seq in seqs)

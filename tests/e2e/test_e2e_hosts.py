@@ -236,8 +236,8 @@ def test_codex_and_claude_sessions_reach_each_other(tmp_path, claude_installed, 
         assert "Unacknowledged messages for driver: 1 (1 request, 0 other)" in ctx["SessionStart"]
         block = product.parse_block(ctx["UserPromptSubmit"])
         assert_untrusted(block)
-        assert block.lead == [f"agentmsg: 1 peer message for driver in collaboration {c} is unacknowledged and "
-                              "not shown in the last 5 prompts; 1 quoted below."]
+        assert block.lead == [f"agentmsg: 1 new peer message for driver in collaboration {c} is unacknowledged; "
+                              "1 quoted below."]
         (m,) = block.messages
         assert (m.id, m.sender, m.runtime, m.kind, m.priority, m.subject) == (
             mid_c, "reviewer", "claude-code", "request", "normal", subj_c)
@@ -415,8 +415,8 @@ def assert_capped(turn: product.Turn, *, cap: int, collab: str, due: int, expect
     assert_untrusted(block)
     k = len(block.messages)
     assert k >= 3
-    assert block.lead == [f"agentmsg: {due} peer messages for worker in collaboration {collab} are unacknowledged "
-                          f"and not shown in the last 5 prompts; {k} quoted below."]
+    assert block.lead == [f"agentmsg: {due} new peer messages for worker in collaboration {collab} are "
+                          f"unacknowledged; {k} quoted below."]
     assert block.ids == [mid for mid, _ in expected[:k]]
     for m, (mid, body) in zip(block.messages, expected, strict=False):
         assert m.length == len(body)

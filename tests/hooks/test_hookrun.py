@@ -160,6 +160,21 @@ def test_prompt_presents_new_messages_attributed_inside_boundary(tmp_path, store
     assert any("agentmsg ack" in line for line in after)
 
 
+def test_the_first_delivery_says_new_and_a_later_one_says_why_it_is_shown_again(tmp_path, store, collab):
+    """Issue 30: mail never shown before is "new", not "not shown in the last 5 prompts"; that wording is kept
+    for a message shown before and due again."""
+    send(store, collab, collab.driver, "reviewer", "first")
+    first = run_hook("claude", "UserPromptSubmit", tmp_path, collab.root, REVIEWER_SESSION).text
+    assert first.startswith(f"agentmsg: 1 new peer message for reviewer in collaboration {collab.id} is "
+                            "unacknowledged; 1 quoted below.\n"), first
+    for _ in range(hookrun.REPRESENT_AFTER - 1):
+        assert run_hook("claude", "UserPromptSubmit", tmp_path, collab.root, REVIEWER_SESSION).stdout == ""
+    again = run_hook("claude", "UserPromptSubmit", tmp_path, collab.root, REVIEWER_SESSION).text
+    assert again.startswith(f"agentmsg: 1 peer message for reviewer in collaboration {collab.id} is "
+                            f"unacknowledged and not shown in the last {hookrun.REPRESENT_AFTER} prompts; 1 quoted "
+                            "below.\n"), again
+
+
 def test_prompt_records_presented_attempts_and_never_acks(tmp_path, store, collab):
     ids = [send(store, collab, collab.driver, "reviewer", f"m{i}") for i in range(3)]
     res = run_hook("claude", "UserPromptSubmit", tmp_path, collab.root, REVIEWER_SESSION)

@@ -98,6 +98,7 @@ def test_pip_only(tmp_path: Path) -> None:
     assert res["copies"] == []
     assert any(p["name"] == "PATH CLI" and p["ok"] for p in res["probes"])
     assert any(n.startswith("no host runs agentmsg's hooks") for n in res["notes"])
+    assert human.count("no host runs agentmsg's hooks") == 1, human  # said once, as a note (issue 30)
     assert "no host runs agentmsg's hooks" in human and "verdict: ok" in human
 
 
