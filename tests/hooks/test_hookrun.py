@@ -66,13 +66,43 @@ def assert_failed_open(res, root: Path, before: int) -> str:
 @pytest.mark.parametrize("host", HOSTS)
 @pytest.mark.parametrize("event", ["SessionStart", "UserPromptSubmit", "Stop"])
 def test_unbound_session_gets_nothing(tmp_path, collab, host, event):
-    res = run_hook(host, event, tmp_path, collab.root, "never-joined-session")
+    res = run_hook(host, event, tmp_path, collab.root, "never-joined-session", extra_env=no_cli_path(tmp_path))
     if (host, event) == ("codex", "SessionStart"):  # only: how to run the CLI Codex cannot find on PATH
         ctx = json.loads(res.stdout)["hookSpecificOutput"]["additionalContext"]
         assert ctx.startswith("agentmsg (peer messaging; this session has not joined a collaboration)")
         assert "/bin/agentmsg status`" in ctx
     else:
         assert_silent(res)
+    assert log_lines(collab.root) == []
+
+
+def no_cli_path(tmp: Path) -> dict[str, str]:
+    """A PATH with a python3 and no ``agentmsg`` (the test venv's bin/ holds one)."""
+    bindir = tmp / "python-only"
+    bindir.mkdir(exist_ok=True)
+    if not (bindir / "python3").exists():
+        (bindir / "python3").symlink_to(Path(sys.executable).parent / "python3")
+    return {"PATH": f"{bindir}:/usr/bin:/bin"}
+
+
+@pytest.mark.parametrize("host", ["codex", "copilot"])
+def test_the_not_on_path_note_depends_on_a_check_and_is_said_once(tmp_path, collab, host):
+    """Issue 30, findings 3 and 10: "its CLI is not on this shell's PATH" only when this shell's PATH, checked at
+    session start, has no agentmsg; and not again when a session resumes with the history that holds it."""
+    def path(value: str) -> dict[str, str]:
+        return {"PATH": value, "COPILOT_PLUGIN_ROOT": str(REPO)}
+
+    missing = run_hook(host, "SessionStart", tmp_path, collab.root, "never-joined",
+                       extra_env=path(no_cli_path(tmp_path)["PATH"]))
+    assert "its CLI is not on this shell's PATH; run it as " in missing.stdout, missing
+    found = tmp_path / "cli-bin"
+    found.mkdir()
+    (found / "agentmsg").write_text("#!/bin/sh\nexit 0\n")
+    (found / "agentmsg").chmod(0o755)
+    on_path = path(f"{found}:{no_cli_path(tmp_path)['PATH']}")
+    assert_silent(run_hook(host, "SessionStart", tmp_path, collab.root, "never-joined", extra_env=on_path))
+    assert_silent(run_hook(host, "SessionStart", tmp_path, collab.root, "never-joined",
+                           extra_env=path(no_cli_path(tmp_path)["PATH"]), source="resume"))
     assert log_lines(collab.root) == []
 
 
