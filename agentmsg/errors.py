@@ -122,6 +122,13 @@ class Disagreement(AgentmsgError):
     prefix = "doctor"
 
 
+class NothingCanRing(AgentmsgError):
+    """``wake on`` where no mechanism could ever ring the session (no native wake-up, no tmux pane of its own)."""
+
+    code = 17
+    prefix = "wake"
+
+
 class StoreUnreachable(AgentmsgError):
     """The database store could not be reached, or went away mid-command: nothing was stored."""
 
@@ -157,6 +164,7 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     (WatchTimeout.code, "watch timed out with no matching event"),
     (DeliveryInactive.code, "delivery envelope missing, expired or spent"),
     (Disagreement.code, "doctor: entry points disagree or did not answer"),
+    (NothingCanRing.code, "wake on: nothing could ring this session (no native wake-up, no tmux pane of its own)"),
     (StoreUnreachable.code, "store unreachable: the PostgreSQL store could not be reached or went away; "
                             "nothing was stored (retry with the same --id)"),
     (SchemaMismatch.code, "schema: the PostgreSQL schema is missing, too old (run `agentmsg db migrate`) or newer "

@@ -147,14 +147,17 @@ def _join(p: Payload) -> None:
 
 
 def _send(p: Payload) -> None:
+    from agentmsg.domain.wake import said
+
     for r in p["results"]:
         detail = f" ({r['detail']})" if r.get("detail") else ""
         say(f"{r['state']}: {r['id']} -> {visible.line(r['to'])}{visible.line(detail)}")
         if r.get("next"):
             say(f"  {visible.line(r['next'])}")
-        if r.get("wake") and r["wake"]["outcome"] != "wake off":
+        words = said(r["wake"]["outcome"]) if r.get("wake") else None
+        if words:
             how = f" via {r['wake']['mechanism']}" if r["wake"].get("mechanism") else ""
-            say(f"  wake: {r['wake']['outcome']}{how}")
+            say(f"  wake: {visible.line(words)}{how}")
     if p.get("redacted"):
         say(f"redacted {p['redacted']} secret(s) before storing")
 
@@ -484,8 +487,14 @@ def _wake_status(p: Payload) -> None:
     _wake(p["wake"])
 
 
-def _wake_change(p: Payload) -> None:
-    say(f"wake {p['status']} for {p['alias']} ({p['owner']['pin']}) until {p['expires']}")
+def _wake_on(p: Payload) -> None:
+    say(f"wake on for {p['alias']} ({p['owner']['pin']}): a send may ring this idle session until {p['expires']}, "
+        "then wake-ups end (nothing renews them; agentmsg wake off ends them now)")
+
+
+def _wake_off(p: Payload) -> None:
+    say(f"wake off for {p['alias']} ({p['owner']['pin']}): sends no longer ring this session; its hooks show mail "
+        "at the next prompt (agentmsg wake on allows wake-ups again)")
 
 
 def _invite(p: Payload) -> None:
@@ -525,7 +534,7 @@ def _roster(p: Payload) -> None:
 
 HUMAN: dict[str, Callable[[Payload], None]] = {
     "roster": _roster, "collabs": _collabs, "invite": _invite, "policy": _policy, "kill": _kill,
-    "wake on": _wake_change, "wake off": _wake_change, "wake status": _wake_status,
+    "wake on": _wake_on, "wake off": _wake_off, "wake status": _wake_status,
     "open": _open, "join": _join, "send": _send, "inbox": _inbox, "show": _show, "ack": _ack,
     "status": _status, "search": _search, "close": _close, "leave": _leave, "log show": _log_show,
     "log append": _log_append,

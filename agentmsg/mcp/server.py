@@ -133,9 +133,11 @@ class Tools:
         draft = Draft(to=to, kind=kind, priority=priority, subject=subject, body=body, id=id, reply_to=reply_to)
 
         def run() -> CallToolResult:
+            from agentmsg.domain.wake import said
+
             payload = commands.send(self.ctx, collab=collab, self_flag=self.self_flag, draft=draft, redact=redact)
             lines = [f"{r['state']}: id {r['id']} to {r['to']}"
-                     + (f" (wake: {r['wake']['outcome']})" if r.get("wake", {}).get("outcome") not in (None, "wake off")
+                     + (f" (wake: {words})" if (words := said(r.get("wake", {}).get("outcome") or "wake off"))
                         else "") + (f"; {r['next']}" if r.get("next") else "") for r in payload["results"]]
             if payload["redacted"]:
                 lines.append(f"{payload['redacted']} secret(s) replaced with [REDACTED:kind] before storing.")

@@ -1,0 +1,67 @@
+"""What a newcomer trips on first (issue 30, findings 9 and 10), through the real CLI as a subprocess."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentmsg.hosts import registry
+from tests.support.cli_helpers import run, run_json, snapshot
+
+ME = "claude-code:5418-first-use-me"
+PEER = "codex:0199-first-use-peer"
+NO_TMUX = {"TMUX": None, "TMUX_PANE": None}
+
+
+def _team(root: Path, me: str = ME) -> str:
+    code, doc, err = run_json("open", "--self", PEER, "--alias", "driver", "--label", "review", "--task", "t",
+                              root=root)
+    assert code == 0, err
+    cid: str = doc["result"]["collab"]
+    assert run_json("join", "--collab", cid, "--self", me, "--alias", "reviewer", root=root).code == 0
+    return cid
+
+
+def test_dash_dash_version_is_agentmsg_version() -> None:
+    code, out, err = run("--version")
+    assert (code, err) == (0, "")
+    assert out == run("version").stdout
+    assert out.startswith("version: ")
+
+
+def test_self_help_names_every_hosts_session_variable() -> None:
+    _code, out, _err = run("inbox", "--help", env={"COLUMNS": "400"})
+    flat = " ".join(out.split())
+    for var, _runtime in registry.shell_vars():
+        assert var in flat, var
+
+
+def test_wake_on_where_nothing_can_ring_is_refused_and_records_nothing(tmp_path: Path) -> None:
+    root = tmp_path / "state"
+    cid = _team(root, me="human:bob")
+    before = snapshot(root)
+    code, out, err = run("wake", "on", "--collab", cid, "--self", "human:bob", root=root, env=NO_TMUX)
+    assert (code, out) == (17, "")
+    assert err.startswith("wake: wake on: nothing could ring human:bob: its host has no wake-up of its own")
+    assert snapshot(root) == before
+    status = run_json("wake", "status", "--collab", cid, "--self", "human:bob", root=root).doc["result"]
+    assert status["wake"] == {"status": "off"}
+
+
+def test_wake_off_and_a_later_send_say_plainly_what_happens(tmp_path: Path) -> None:
+    root = tmp_path / "state"
+    cid = _team(root)
+    code, out, err = run("wake", "on", "--collab", cid, "--self", ME, root=root, env=NO_TMUX)
+    assert code == 0, err
+    assert out.startswith("wake on for reviewer (claude-code:5418-first-use-me): a send may ring this idle session "
+                          "until ")
+    code, out, err = run("wake", "off", "--collab", cid, "--self", ME, root=root)
+    assert code == 0, err
+    assert out == ("wake off for reviewer (claude-code:5418-first-use-me): sends no longer ring this session; its "
+                   "hooks show mail at the next prompt (agentmsg wake on allows wake-ups again)\n")
+    assert "until" not in out
+    code, out, err = run("send", "--collab", cid, "--self", PEER, "--to", "reviewer", "--body", "hi", root=root)
+    assert code == 0, err
+    assert "  wake: not rung: the recipient turned wake-ups off\n" in out
+    assert "wake off (off)" not in out
+    sent = run_json("send", "--collab", cid, "--self", PEER, "--to", "reviewer", "--body", "again", root=root)
+    assert sent.doc["result"]["results"][0]["wake"]["outcome"] == "wake off (off)"  # --json keeps the outcome
