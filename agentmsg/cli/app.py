@@ -497,8 +497,8 @@ def mcp(self_: Self = None, root: Root = None) -> int:
     except ImportError as exc:
         from agentmsg.errors import UsageError
 
-        raise UsageError(f"agentmsg mcp needs the MCP SDK ({exc.name} is missing): "
-                         "pip install 'agentmsg[mcp]'") from None
+        raise UsageError(f"agentmsg mcp needs the MCP SDK ({exc.name} is missing): "  # not on PyPI: no 'agentmsg[mcp]'
+                         f"{sys.executable} -m pip install 'mcp>=2.3,<3'") from None
     return mcpserver.serve(root, self_)
 
 
