@@ -65,3 +65,34 @@ def test_wake_off_and_a_later_send_say_plainly_what_happens(tmp_path: Path) -> N
     assert "wake off (off)" not in out
     sent = run_json("send", "--collab", cid, "--self", PEER, "--to", "reviewer", "--body", "again", root=root)
     assert sent.doc["result"]["results"][0]["wake"]["outcome"] == "wake off (off)"  # --json keeps the outcome
+
+
+def test_the_demo_needs_the_package_only_and_echoes_commands_as_typed(tmp_path: Path) -> None:
+    """Issue 30, finding 8: scripts/demo runs from the package alone (no test bootstrap, no .venv, no apt, no
+    build debris) and each echoed command keeps its quoting."""
+    import shutil
+    import subprocess
+    import sys
+
+    from tests.support.cli_helpers import REPO_ROOT, clean_env
+
+    clone = tmp_path / "clone"
+    for part in ("agentmsg", "bin", "scripts"):
+        shutil.copytree(REPO_ROOT / part, clone / part, ignore=shutil.ignore_patterns("__pycache__"))
+    pybin = tmp_path / "pybin"  # a python3 that has the CLI's dependencies, and no agentmsg beside it
+    pybin.mkdir()
+    (pybin / "python3").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    (pybin / "python3").chmod(0o755)
+    env = clean_env(None, {"HOME": str(tmp_path / "home"), "PATH": f"{pybin}:/usr/bin:/bin",
+                           "TMPDIR": str(tmp_path), "PYTHONPATH": None})
+    done = subprocess.run(["bash", str(clone / "scripts" / "demo")], capture_output=True, text=True, env=env,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "$ agentmsg open --self codex:0199a1b2-demo-driver --alias driver --label review --task " \
+           "'Review the retry patch' --json" in done.stderr
+    assert "--body $'Approve.\\nNit: cap the jitter at 1s.'" in done.stderr
+    assert "bootstrap" not in done.stderr and "chromium" not in done.stderr
+    assert "## [reviewer→driver]" in done.stdout
+    left = {p.name for p in clone.iterdir()}
+    assert left == {"agentmsg", "bin", "scripts"}, left  # no .venv, build/ or *.egg-info
+    assert not (tmp_path / "home" / ".local" / "share" / "agentmsg" / "venv").exists()  # python3 had what it needs
