@@ -326,6 +326,8 @@ def _doctor(p: Payload) -> None:
     _store_line(p.get("store"))
     for note in p.get("notes", []):
         say(f"note: {note}")
+    for caution in p.get("cautions", []):
+        say(f"warning: {caution}")
     for warning in p["warnings"]:
         say(f"ERROR: {warning}")
     say(f"verdict: {p.get('verdict', 'error' if p['warnings'] else 'ok')}")

@@ -57,3 +57,24 @@ def test_uninstall_names_what_the_hosts_keep_and_a_second_purge_is_quiet(tmp_pat
     assert first["ran"] == []  # nothing was installed, so no host was asked to remove anything
     second = _uninstall(tmp_path, home)
     assert (second["removed"], second["ran"], sorted(second["left"])) == ([], [], sorted(kept))
+
+
+def test_installing_from_a_clone_leaves_no_build_debris_in_it(tmp_path: Path) -> None:
+    """Issue 30, finding 1: `pip install /path/to/clone` (here: its wheel, and an install from it) writes no
+    build/ or agentmsg.egg-info/ into the clone, which Codex and `gemini extensions install` would copy."""
+    import os
+    import subprocess
+    import zipfile
+
+    from tests.support.hosts import product
+
+    clone = product.export_plugin(tmp_path / "clone")
+    before = {p.name for p in clone.iterdir()}
+    offline = {**os.environ, "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    for args in (["wheel", "-w", str(tmp_path / "dist")], ["install", "--target", str(tmp_path / "target")]):
+        subprocess.run([sys.executable, "-m", "pip", *args, "--no-deps", "--no-build-isolation", "-q", str(clone)],
+                       check=True, capture_output=True, timeout=300, env=offline)
+    assert {p.name for p in clone.iterdir()} == before
+    (whl,) = (tmp_path / "dist").glob("agentmsg-*.whl")
+    assert "agentmsg/_plugin/bin/agentmsg" in zipfile.ZipFile(whl).namelist()
+    assert (tmp_path / "target" / "agentmsg" / "_plugin" / "hooks" / "run").is_file()
