@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -679,3 +680,30 @@ def test_probe_fails_open(tmp_path, collab, monkeypatch, capfd):
     out, err = capfd.readouterr()
     assert out == "" and err == ""
     assert "AgentmsgProbe" in log_lines(collab.root)[-1] and "probe broke" in log_lines(collab.root)[-1]
+
+
+def test_the_named_cli_runs_in_codexs_login_shell_where_a_pip_install_is_not_found(tmp_path, collab):
+    """Issue 30, finding 2: Codex runs commands through `bash -lc`, and a login profile that resets PATH hides a
+    pip-installed `agentmsg`; the absolute command the session-start note names still runs there."""
+    if shutil.which("bash") is None:
+        pytest.skip("bash is not installed")
+    res = run_hook("codex", "SessionStart", tmp_path, collab.root, "never-joined", extra_env=no_cli_path(tmp_path))
+    named = res.text.split("run it as ", 1)[1].split(" wherever", 1)[0]
+    home = tmp_path / "login-home"
+    home.mkdir()
+    (home / ".profile").write_text("PATH=/usr/bin:/bin; export PATH\n")  # what /etc/profile does on Debian
+    data = tmp_path / "data"
+    venv = data / "agentmsg" / "venv"
+    (venv / "bin").mkdir(parents=True)  # the launcher's private environment, ready (this interpreter)
+    (venv / "bin" / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    (venv / "bin" / "python").chmod(0o755)
+    (venv / ".agentmsg-ready").write_text("")
+    env = {"HOME": str(home), "XDG_DATA_HOME": str(data), "AGENTMSG_HOME": str(collab.root), "LANG": "C.UTF-8",
+           "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}  # agentmsg is on PATH before the login shell
+    plain = subprocess.run(["bash", "-lc", "agentmsg version --json"], env=env, capture_output=True, text=True,
+                           timeout=60)
+    assert plain.returncode == 127, plain  # reset by the login profile: not found
+    named_run = subprocess.run(["bash", "-lc", f"{named} version --json"], env=env, capture_output=True, text=True,
+                               timeout=60)
+    assert named_run.returncode == 0, named_run.stderr
+    assert json.loads(named_run.stdout)["result"]["root"] == str(collab.root)
