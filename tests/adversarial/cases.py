@@ -897,9 +897,10 @@ case("cli-reply-in-closed-collab", "cli", "closed", Cli(send("--reply-to", f"dri
      6, _CLOSED, NOTHING, match="prefix")
 case("hook-claude-closed-collab-is-inert", "hook-claude", "closed", Hook("UserPromptSubmit"), 0, "", NOTHING,
      outcome="silent")
-# Codex cannot find the CLI by name: an unbound SessionStart states the command, and nothing of the
-# closed collaboration (no label, task or peer text).
-case("hook-codex-closed-collab-session-start", "hook-codex", "closed", Hook("SessionStart"), 0, "", NOTHING,
+# Codex cannot find the CLI by name (none on its PATH): an unbound SessionStart states the command, and nothing of
+# the closed collaboration (no label, task or peer text).
+case("hook-codex-closed-collab-session-start", "hook-codex", "closed",
+     Hook("SessionStart", env={"PATH": "{nocli_path}"}), 0, "", NOTHING,
      outcome="context", checks=(Shows("this session has not joined a collaboration"),))
 case("hook-claude-stop-after-close-with-envelope", "hook-claude", "delivery", Hook("Stop"), 0, "", NOTHING,
      outcome="silent", prep=(Close(DRIVER),))
