@@ -42,7 +42,8 @@ class UnknownAgent(AgentmsgError):
         self.known = known
 
     def line(self) -> str:
-        there = f" (aliases here: {', '.join(self.known)})" if self.known else ""
+        shown = ", ".join(self.known[:8]) + (f" and {len(self.known) - 8} more" if len(self.known) > 8 else "")
+        there = f" (aliases here: {shown})" if self.known else ""  # bounded: at most 8 named
         return f"FAILED(unknown agent): {self.name}{there}"
 
 
