@@ -3,7 +3,7 @@
 a pip, pipx or uv tool install can run ``agentmsg install codex|gemini|copilot``.
 
 Copied at build time from the repository root (the one source of truth); nothing is written into the
-source tree.  Everything else is in pyproject.toml.
+source tree (nor are the build folders: see _outside_the_tree).  Everything else is in pyproject.toml.
 """
 
 import os
@@ -49,4 +49,16 @@ def _fresh_file(base, rel):
     return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
 
 
-setup(cmdclass={"build_py": BuildWithPlugin})
+def _outside_the_tree():
+    """Build folders in a private temporary directory, removed when the build ends, never ``build/`` and
+    ``agentmsg.egg-info/`` in the source tree: a clone that was pip-installed stays a clean plugin folder, and the
+    hosts that copy it (Codex, ``gemini extensions install``) copy no build debris (issue 30)."""
+    import atexit
+    import tempfile
+
+    scratch = tempfile.mkdtemp(prefix="agentmsg-build-")
+    atexit.register(shutil.rmtree, scratch, ignore_errors=True)
+    return {"build": {"build_base": os.path.join(scratch, "build")}, "egg_info": {"egg_base": scratch}}
+
+
+setup(cmdclass={"build_py": BuildWithPlugin}, options=_outside_the_tree())

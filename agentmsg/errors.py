@@ -41,12 +41,16 @@ class UnknownAgent(AgentmsgError):
 
     code = 4
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, known: tuple[str, ...] = ()) -> None:
         super().__init__(name)
         self.name = name
+        #: the aliases that do exist there, so a typo can be put right (issue 30)
+        self.known = known
 
     def line(self) -> str:
-        return f"FAILED(unknown agent): {self.name}"
+        shown = ", ".join(self.known[:8]) + (f" and {len(self.known) - 8} more" if len(self.known) > 8 else "")
+        there = f" (aliases here: {shown})" if self.known else ""  # bounded: at most 8 named
+        return f"FAILED(unknown agent): {self.name}{there}"
 
 
 class Conflict(AgentmsgError):
@@ -132,6 +136,13 @@ class SpawnFailed(AgentmsgError):
     prefix = "spawn failed"
 
 
+class NothingCanRing(AgentmsgError):
+    """``wake on`` where no mechanism could ever ring the session (no native wake-up, no tmux pane of its own)."""
+
+    code = 18
+    prefix = "wake"
+
+
 class StoreUnreachable(AgentmsgError):
     """The database store could not be reached, or went away mid-command: nothing was stored."""
 
@@ -169,6 +180,7 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     (Disagreement.code, "doctor: entry points disagree or did not answer"),
     (SpawnFailed.code, "spawn or resume failed: the host did not start or never got ready; it was stopped and "
                        "nothing stays bound"),
+    (NothingCanRing.code, "wake on: nothing could ring this session (no native wake-up, no tmux pane of its own)"),
     (StoreUnreachable.code, "store unreachable: the PostgreSQL store could not be reached or went away; "
                             "nothing was stored (retry with the same --id)"),
     (SchemaMismatch.code, "schema: the PostgreSQL schema is missing, too old (run `agentmsg db migrate`) or newer "

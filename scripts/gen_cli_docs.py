@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate README's CLI reference from the real ``agentmsg ... --help`` output.
+"""Generate the CLI reference (docs/CLI.md) from the real ``agentmsg ... --help`` output.
 
 Commands are discovered from the typer app (every group and every command
 registered at run time, hidden ones left out), and each ``--help`` is taken
@@ -7,8 +7,8 @@ from a subprocess with ``COLUMNS=100`` and ``TERM=dumb`` so the text is the
 same on every machine.
 
     python scripts/gen_cli_docs.py                    # print the section
-    python scripts/gen_cli_docs.py --write README.md  # replace it in place
-    python scripts/gen_cli_docs.py --check README.md  # exit 1 if stale
+    python scripts/gen_cli_docs.py --write docs/CLI.md  # replace it in place
+    python scripts/gen_cli_docs.py --check docs/CLI.md  # exit 1 if stale
 
 The section sits between ``<!-- cli-reference:start -->`` and
 ``<!-- cli-reference:end -->``; tests/docs/test_docs.py checks it is current.
@@ -27,7 +27,7 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parents[1]
 START = "<!-- cli-reference:start -->"
 END = "<!-- cli-reference:end -->"
-FIX = "python scripts/gen_cli_docs.py --write README.md"
+FIX = "python scripts/gen_cli_docs.py --write docs/CLI.md"
 
 
 def command_paths() -> list[tuple[str, ...]]:
@@ -105,8 +105,8 @@ def replace_section(text: str, section: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--write", metavar="README", type=Path, help="replace the section in this file")
-    group.add_argument("--check", metavar="README", type=Path, help="exit 1 if the section in this file is stale")
+    group.add_argument("--write", metavar="FILE", type=Path, help="replace the section in this file (docs/CLI.md)")
+    group.add_argument("--check", metavar="FILE", type=Path, help="exit 1 if the section in this file is stale")
     args = parser.parse_args(argv)
     section = generate()
     target = args.write or args.check

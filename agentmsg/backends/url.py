@@ -31,5 +31,8 @@ def open_store(url: str, *, on_wake: WakeCallback | None = None) -> Store:
     try:
         from agentmsg.backends.postgres.store import PgStore
     except ImportError:
-        raise UsageError("the PostgreSQL store needs psycopg: pip install 'agentmsg[postgres]'") from None
+        import sys  # agentmsg is not on PyPI: name what works for this very interpreter
+
+        raise UsageError("the PostgreSQL store needs psycopg: "
+                         f"{sys.executable} -m pip install 'psycopg[binary]>=3.2,<4'") from None
     return PgStore(url)

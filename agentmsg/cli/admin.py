@@ -76,9 +76,7 @@ def db_migrate(ctx: Ctx) -> Payload:
 
 def db_grant(ctx: Ctx, collab: str, role: str) -> Payload:
     """Let another PostgreSQL role into a collaboration, so its sessions can join it."""
-    from agentmsg.domain import validate
-
-    cid = validate.collab_id(collab)
+    cid = ctx.named(collab)
     if not role.replace("_", "").isalnum() or len(role) > 63:
         raise UsageError(f"invalid role name {role[:70]!r}")
     added = _pg(ctx, "db grant").grant(cid, role)
@@ -88,10 +86,11 @@ def db_grant(ctx: Ctx, collab: str, role: str) -> Payload:
 def db_move(ctx: Ctx, collab: str) -> Payload:
     """Move a collaboration from the file store at the state root into the --store database."""
     from agentmsg.backends.file.store import FileStore
-    from agentmsg.domain import validate
+    from agentmsg.service import collabs
     from agentmsg.service.move import move
 
     target = _pg(ctx, "db move")
     from agentmsg.runtime import doorbell
 
-    return move(FileStore(ctx.root, on_wake=doorbell.nudge), target, validate.collab_id(collab))
+    source = FileStore(ctx.root, on_wake=doorbell.nudge)
+    return move(source, target, collabs.resolve(source, collab))

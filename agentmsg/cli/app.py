@@ -380,6 +380,11 @@ def status(
     return _done("status", _actions().status(_ctx(root), collab=collab, self_flag=self_), json_)
 
 
+def collabs(self_: Self = None, root: Root = None, json_: Json = False) -> int:
+    """List the collaborations you can name: id, label, participants, unread (the owner: all under the root)."""
+    return _done("collabs", _actions().collaborations(_ctx(root), self_flag=self_), json_)
+
+
 def roster(
     collab: Collab = None,
     self_: Self = None,
@@ -395,7 +400,8 @@ def roster(
 def search(
     query: Annotated[str, typer.Argument(metavar="QUERY", help='Words that must all occur; "a phrase" in quotes '
                                                              "must occur as written (case and punctuation ignored).")],
-    collab: Annotated[str | None, typer.Option("--collab", help="Only this collaboration (default: all).")] = None,
+    collab: Annotated[str | None, typer.Option("--collab", help="Only this collaboration (id, label or id prefix; "
+                                                                "default: all).")] = None,
     from_: Annotated[str | None, typer.Option("--from", help="Only from this sender alias (a note's author).")] = None,
     to: Annotated[str | None, typer.Option("--to", help="Only to this recipient alias.")] = None,
     kind: Annotated[str | None, typer.Option(help="Only request, update or note.")] = None,
@@ -486,8 +492,8 @@ def watch(
 
 
 def top(
-    collab: Annotated[str | None, typer.Option("--collab", help="Only this collaboration (default: every "
-                                                             "collaboration under the root).")] = None,
+    collab: Annotated[str | None, typer.Option("--collab", help="Only this collaboration (id, label or id prefix; "
+                                                             "default: every collaboration under the root).")] = None,
     self_: Annotated[str | None, typer.Option("--self", help="Your own human:NAME pin: lets you reply, "
                                                             "ack what is addressed to you, and close "
                                                             "(default: read-only).")] = None,
@@ -597,8 +603,8 @@ def mcp(self_: Self = None, root: Root = None,
     except ImportError as exc:
         from agentmsg.errors import UsageError
 
-        raise UsageError(f"agentmsg mcp needs the MCP SDK ({exc.name} is missing): "
-                         "pip install 'agentmsg[mcp]'") from None
+        raise UsageError(f"agentmsg mcp needs the MCP SDK ({exc.name} is missing): "  # not on PyPI: no 'agentmsg[mcp]'
+                         f"{sys.executable} -m pip install 'mcp>=2.3,<3'") from None
     return mcpserver.serve(root, self_, allow_spawn=allow_spawn)
 
 
@@ -619,7 +625,7 @@ def db_migrate(root: Root = None, json_: Json = False) -> int:
 
 def db_grant(
     role: Annotated[str, typer.Option("--role", help="The PostgreSQL role to let in.")],
-    collab: Annotated[str, typer.Option("--collab", help="Collaboration UUID.")],
+    collab: Annotated[str, typer.Option("--collab", help="Collaboration: id, label or id prefix.")],
     root: Root = None,
     json_: Json = False,
 ) -> int:
@@ -641,7 +647,7 @@ def sync(
 
 
 def db_move(
-    collab: Annotated[str, typer.Option("--collab", help="Collaboration UUID.")],
+    collab: Annotated[str, typer.Option("--collab", help="Collaboration: id, label or id prefix.")],
     root: Root = None,
     json_: Json = False,
 ) -> int:
@@ -654,7 +660,8 @@ COMMANDS: dict[str, Callable[..., int]] = {
     "open": open_, "join": join, "invite": invite, "policy": policy, "spawn": spawn, "kill": kill,
     "resume": resume, "fork": fork, "handover": handover, "send": send,
     "inbox": inbox, "show": show, "ack": ack,
-    "notify": notify, "status": status, "roster": roster, "registry": registry, "leave": leave, "close": close,
+    "notify": notify, "status": status, "collabs": collabs, "roster": roster, "registry": registry, "leave": leave,
+    "close": close,
     "watch": watch, "search": search, "top": top, "verify": verify, "repair": repair, "mcp": mcp, "doctor": doctor,
     "version": version, "sync": sync,
     **claimcmds.COMMANDS, **handoffcmds.COMMANDS,
@@ -672,9 +679,22 @@ GROUPS: dict[str, dict[str, Callable[..., int]]] = {
 }
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        raise typer.Exit(version())
+
+
+def _root_options(
+    version_: Annotated[bool, typer.Option("--version", is_eager=True, callback=_print_version,
+                                           help="Print the version (as agentmsg version does) and exit.")] = False,
+) -> None:
+    """The options of ``agentmsg`` itself (issue 30: ``agentmsg --version`` is what people type first)."""
+
+
 def full_app() -> typer.Typer:
     """The whole command tree: every command and group."""
     app = typer.Typer(name="agentmsg", help=HELP, no_args_is_help=True, **_SETTINGS)
+    app.callback()(_root_options)
     for name, callback in COMMANDS.items():
         app.command(name)(callback)
     for group, commands in GROUPS.items():

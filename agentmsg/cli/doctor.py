@@ -107,6 +107,7 @@ def report(env: Mapping[str, str], plugin_root: Path | None) -> dict[str, Any]:
     found = installer.copies_env(env)
     errors = installer.duplicates(found)
     notes: list[str] = []
+    cautions = [_working_tree(c) for c in found if c["root"] and _is_working_tree(Path(c["root"]))]
     probes: list[Probe] = []
     copies_out = []
     for copy in found:
@@ -150,7 +151,20 @@ def report(env: Mapping[str, str], plugin_root: Path | None) -> dict[str, Any]:
         if note:
             notes.append(note)
     answered = [p for p in probes if p.ok]
-    return {"copies": copies_out, "_probes": probes, "errors": errors, "notes": notes, "answered": answered}
+    return {"copies": copies_out, "_probes": probes, "errors": errors, "notes": notes, "answered": answered,
+            "cautions": cautions}
+
+
+def _is_working_tree(root: Path) -> bool:
+    """A git checkout (``.git`` is a folder, or a file in a ``git worktree``), where a host runs the files in place."""
+    return (root / ".git").exists()
+
+
+def _working_tree(copy: dict[str, Any]) -> str:
+    """Issue 30: a host that runs a plugin from a clone changes with every pull and breaks when it is deleted."""
+    return (f"{copy['host']} {copy['kind']} {copy['id']} runs from a git working tree ({copy['root']}): pulling "
+            "there changes the installed agentmsg, deleting it breaks it; install from a copy you keep for it, "
+            "or a wheel (README, Install)")
 
 
 def disagreements(probes: list[Probe]) -> list[str]:
@@ -171,5 +185,6 @@ def run(env: Mapping[str, str], root: str) -> dict[str, Any]:
     probes = [this, *found["_probes"]]
     errors = [*found["errors"], *disagreements(probes)]
     return {"verdict": "error" if errors else "ok", "errors": errors, "notes": found["notes"],
+            "cautions": found["cautions"],
             "copies": found["copies"], "probes": [asdict(p) for p in probes], "warnings": errors,
             "adapters": installer.detect_env(env)}

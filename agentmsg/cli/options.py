@@ -26,8 +26,9 @@ Notify = Annotated[str | None, typer.Option(help="How a sender rings you when ma
                                                                for a, h in registry.notify_adapters().items())
                                                  + ".")]
 NotifyCommand = Annotated[str | None, typer.Option(hidden=True, help="Refused: registry commands never run.")]
-Collab = Annotated[str | None, typer.Option("--collab", help="Collaboration UUID (default: AGENTMSG_COLLAB, "
-                                                             "or your only binding).")]
+Collab = Annotated[str | None, typer.Option("--collab", help="Collaboration: its id, its label or an id prefix of "
+                                                             "8+ characters (default: AGENTMSG_COLLAB, or your only "
+                                                             "binding; agentmsg collabs lists them).")]
 
 
 def _done(command: str, payload: dict[str, Any], as_json: bool) -> int:

@@ -149,14 +149,17 @@ def _join(p: Payload) -> None:
 
 
 def _send(p: Payload) -> None:
+    from agentmsg.domain.wake import said
+
     for r in p["results"]:
         detail = f" ({r['detail']})" if r.get("detail") else ""
         say(f"{r['state']}: {r['id']} -> {visible.line(r['to'])}{visible.line(detail)}")
         if r.get("next"):
             say(f"  {visible.line(r['next'])}")
-        if r.get("wake") and r["wake"]["outcome"] != "wake off":
+        words = said(r["wake"]["outcome"]) if r.get("wake") else None
+        if words:
             how = f" via {r['wake']['mechanism']}" if r["wake"].get("mechanism") else ""
-            say(f"  wake: {r['wake']['outcome']}{how}")
+            say(f"  wake: {visible.line(words)}{how}")
     if p.get("redacted"):
         say(f"redacted {p['redacted']} secret(s) before storing")
 
@@ -225,7 +228,7 @@ def _status(p: Payload) -> None:
     if p.get("collab") is None:
         for b in p.get("bindings", []):
             say(f"bound: {b['alias']} in {b['collab']}")
-        say(f"collaborations under root: {len(p.get('collabs', []))}")
+        _collab_rows(p)
         return
     say(f"collaboration: {p['collab']}  label: {one_line(p['label'])}")
     say(f"task: {one_line(p['task'])}")
@@ -246,6 +249,24 @@ def _status(p: Payload) -> None:
         say(f"presence: {', '.join(here)} (agentmsg roster)")
     _claim_lines(p)
     say(f"awaiting notification: {', '.join(p['awaiting_notification']) or 'none'}")
+
+
+def _collab_rows(p: Payload) -> None:
+    """The collaborations a reader may name: id, label, participants, unread (issue 30)."""
+    rows = p.get("collaborations") or []
+    whose = "yours" if p.get("self") else "all"
+    if not rows:
+        say("collaborations: none" + (f" with {p['self']} in it" if p.get("self") else " under this root"))
+        return
+    _table(["id", "label", "participants", f"unread ({whose})", "state"],
+           [[r["collab"], r["label"], ", ".join(r["participants"]) or "-", str(r["unread"]),
+             r.get("problem") or ("closed" if r["closed"] else "open") + (f", you: {r['alias']}" if r["alias"] else "")]
+            for r in rows], title="collaborations", essential=("id", "label"), shrink=("participants",))
+    say("name one with --collab: its id, its label, or its id's first 8 or more characters")
+
+
+def _collabs(p: Payload) -> None:
+    _collab_rows(p)
 
 
 def _search(p: Payload) -> None:
@@ -306,14 +327,14 @@ def _doctor(p: Payload) -> None:
     for c in p.get("copies", []):
         runs = "runs its hooks" if c["runs_hooks"] else "installed, not enabled"
         say(f"{c['host']} {c['kind']} {c['id']}: {runs}; files {c['root'] or '(missing)'}")
-    if not p.get("copies"):
-        say("no host runs agentmsg's hooks")
     rows = [[x["name"], x["version"] or "-", x["python"] or "-", x["root"] or "-",
              "ok" if x["ok"] else f"FAILED: {x['error']}"] for x in p["probes"]]
     _table(["entry point", "version", "python", "state root", "status"], rows, title="agentmsg entry points")
     _store_line(p.get("store"))
     for note in p.get("notes", []):
         say(f"note: {note}")
+    for caution in p.get("cautions", []):
+        say(f"warning: {caution}")
     for warning in p["warnings"]:
         say(f"ERROR: {warning}")
     say(f"verdict: {p.get('verdict', 'error' if p['warnings'] else 'ok')}")
@@ -475,8 +496,14 @@ def _wake_status(p: Payload) -> None:
     _wake(p["wake"])
 
 
-def _wake_change(p: Payload) -> None:
-    say(f"wake {p['status']} for {p['alias']} ({p['owner']['pin']}) until {p['expires']}")
+def _wake_on(p: Payload) -> None:
+    say(f"wake on for {p['alias']} ({p['owner']['pin']}): a send may ring this idle session until {p['expires']}, "
+        "then wake-ups end (nothing renews them; agentmsg wake off ends them now)")
+
+
+def _wake_off(p: Payload) -> None:
+    say(f"wake off for {p['alias']} ({p['owner']['pin']}): sends no longer ring this session; its hooks show mail "
+        "at the next prompt (agentmsg wake on allows wake-ups again)")
 
 
 def _invite(p: Payload) -> None:
@@ -557,9 +584,9 @@ def _claims(p: Payload) -> None:
 
 HUMAN: dict[str, Callable[[Payload], None]] = {
     "claim": _claim, "release": _release, "claims": _claims,
-    "roster": _roster, "invite": _invite, "policy": _policy, "kill": _kill, "spawn": _spawn,
+    "roster": _roster, "collabs": _collabs, "invite": _invite, "policy": _policy, "kill": _kill, "spawn": _spawn,
     "resume": _spawn, "fork": _spawn,
-    "wake on": _wake_change, "wake off": _wake_change, "wake status": _wake_status,
+    "wake on": _wake_on, "wake off": _wake_off, "wake status": _wake_status,
     "open": _open, "join": _join, "send": _send, "inbox": _inbox, "show": _show, "ack": _ack,
     "status": _status, "search": _search, "close": _close, "leave": _leave, "log show": _log_show,
     "log append": _log_append,

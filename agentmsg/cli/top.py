@@ -38,11 +38,23 @@ KEYS = {"\x1b[A": "up", "\x1bOA": "up", "\x1b[B": "down", "\x1bOB": "down", "\x1
         "\x7f": "backspace", "\x08": "backspace", "\x1b": "esc", "\x03": "ctrl-c", "\x04": "ctrl-d"}
 HELP_LIST = "↑↓/jk move  enter open  r reply  a ack  c close collab  q quit"
 HELP_OPEN = "↑↓ scroll  esc/q back  r reply  a ack"
+#: Read-only (no --self): only the keys that do something (issue 30).
+HELP_LIST_RO = "↑↓/jk move  enter open  q quit"
+HELP_OPEN_RO = "↑↓ scroll  esc/q back"
 
 
 def one(text: str) -> str:
     """Peer text for one line: hidden characters escaped, line breaks and tabs shown as ``\\n``, ``\\t``."""
     return line(text)
+
+
+def fit(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters (never under 20): cut in the middle, so both ends still show."""
+    width = max(20, width)
+    if len(text) <= width:
+        return text
+    head = (width - 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
 
 
 def _line(text: str, style: str = "") -> Text:
@@ -282,12 +294,32 @@ class Top:
                 out.append(_line(f"close collaboration {self.prompt['target']} as {self.me}? [y/N] ", style="bold"))
         else:
             out.append(_line(self.status, style="yellow"))
-        out.append(_line(HELP_OPEN if self.opened is not None else HELP_LIST, style="dim"))
+        keys = (HELP_OPEN, HELP_LIST) if self.me is not None else (HELP_OPEN_RO, HELP_LIST_RO)
+        out.append(_line(keys[0] if self.opened is not None else keys[1], style="dim"))
         return out
 
     def _collab(self, cid: str) -> str:
         label = one(self.ov.label(cid))[:14]
         return f"{label}/{cid[:8]}" if label else cid[:8]
+
+    def _where(self, cid: str) -> str:
+        """The collaboration column: absent when the view shows one, else as wide as its widest name."""
+        if self.ov.only or len(self.ov.registries) <= 1:
+            return ""
+        width = max(len(self._collab(c)) for c in self.ov.registries)
+        return f"{self._collab(cid):{width}} "
+
+    def budgets(self, height: int, needs: list[int]) -> list[int]:
+        """Rows for participants, requests and stuck mail: shared out evenly, none given more than it needs, and
+        at least three rows left for the latest messages (a cut section uses one of its rows for "… N more")."""
+        room = max(len(needs), height - 9 - 3)
+        got = [0] * len(needs)
+        while room > 0 and any(g < n for g, n in zip(got, needs, strict=True)):
+            for i, n in enumerate(needs):
+                if got[i] < n and room > 0:
+                    got[i] += 1
+                    room -= 1
+        return [g if g >= n else max(1, g - 1) for g, n in zip(got, needs, strict=True)]
 
     def coverage(self, first: int, end: int) -> str:
         """Which messages the list shows, of how many stored, and where the rest are."""
@@ -302,39 +334,49 @@ class Top:
     def render_list(self, now: float, height: int) -> list[Text]:
         ov = self.ov
         who = f"as {self.me}" if self.me else "read-only"
-        scope = self._collab(ov.only) if ov.only else f"{len(ov.registries)} collaborations"
+        one_cid = ov.only or (next(iter(ov.registries)) if len(ov.registries) == 1 else None)
+        scope = self._collab(one_cid) if one_cid else f"{len(ov.registries)} collaborations"
         lines = [_line(f"agentmsg top  {scope}  {who}  {time.strftime('%H:%M:%S', time.localtime(now))}",
                       style="bold reverse")]
-        budget = max(3, (height - 8) // 4)
+        total_req = sum(p.requests for p in ov.people)
+        budget, req_budget, stuck_budget = self.budgets(height, [len(ov.people), len(ov.requests), len(ov.stuck)])
         lines.append(_line(f"Participants ({len(ov.people)})", style="bold"))
-        for p in ov.people[:budget]:
+        people = ov.people[:budget]
+        cw = len(self._where(people[0].collab)) if people else 0
+        aw = max([len(one(p.alias)) for p in people] + [5])
+        if people:
+            lines.append(_line(f"  {'':{cw}}{'alias':{aw}} {'state':8} pin  unacked/requests · notify · delivery",
+                               style="dim"))
+        for p in people:
             d = p.delivery
             env = (f"delivery {d['status']} {d['remaining']}/{d['slots']} wait {d['wait_seconds']:g}s "
                    f"exp {d['expires_in_seconds'] // 60}m") if d else "no envelope"
-            lines.append(_line(f"  {self._collab(p.collab):24} {one(p.alias):12} {one(p.pin):22} "
-                              f"{(p.presence or 'active') if p.active else 'left':9} unacked {p.pending:<4} "
-                              f"req {p.requests:<4} "
-                              f"notify {p.notify:11} {env}"))
+            counts = f"{p.pending}/{p.requests}"
+            # what is left for the pin, which shows whole (or cut in its middle), then the counts; only notify and
+            # the envelope may run off an 80-column screen
+            pw = self.console.size.width - (2 + cw + aw + 1 + 8 + 1) - (2 + len(counts)) - 1
+            lines.append(_line(f"  {self._where(p.collab)}{one(p.alias):{aw}} "
+                               f"{(p.presence or 'active') if p.active else 'left':8} {fit(one(p.pin), pw)}  "
+                               f"{counts} · {p.notify} · {env}"))
         if len(ov.people) > budget:
-            lines.append(_line(f"  … {len(ov.people) - budget} more", style="dim"))
+            lines.append(_line(f"  … {len(ov.people) - budget} more: agentmsg roster", style="dim"))
         if ov.claims:  # docs/CLAIMS.md
             lines.append(_line(f"Claims ({len(ov.claims)})", style="bold"))
             for cid, c in ov.claims[:budget]:
-                lines.append(_line(f"  {self._collab(cid):24} {one(c.alias):12} {c.mode:9} {one(c.pattern)}  until "
+                lines.append(_line(f"  {self._where(cid)}{one(c.alias):12} {c.mode:9} {one(c.pattern)}  until "
                                    f"{time.strftime('%H:%M', time.localtime(c.expires_at))}"))
             if len(ov.claims) > budget:
                 lines.append(_line(f"  … {len(ov.claims) - budget} more: agentmsg claims", style="dim"))
         total_req = sum(p.requests for p in ov.people)
         lines.append(_line(f"Unacknowledged requests ({total_req})", style="bold"))
-        shown = ov.requests[:budget]
+        shown = ov.requests[:req_budget]
         for m in shown:
-            lines.append(_line(f"  {age(m.ts, now):>7} old  {self._collab(m.collab):24} {one(m.sender)} -> "
-                               f"{one(m.to)}  {one(m.subject) or '(no subject)'}  {m.id[:8]}"))
+            lines.append(_line(f"  {age(m.ts, now):>7} old  {self._where(m.collab)}{m.id[:8]} {one(m.sender)} -> "
+                               f"{one(m.to)}  {one(m.subject) or '(no subject)'}"))
         if total_req > len(shown):
             lines.append(_line(f"  … {total_req - len(shown)} more not shown here (no room or beyond the oldest "
                                f"{ov.sample} of an inbox): agentmsg log render --html",
                                style="dim"))
-        stuck_budget = max(2, budget // 2)
         lines.append(_line(f"Stuck ({len(ov.stuck)} among the oldest {ov.sample} unacknowledged of each inbox)",
                            style="bold red" if ov.stuck else "bold"))
         for s in ov.stuck[:stuck_budget]:
@@ -355,9 +397,12 @@ class Top:
         for i, m in enumerate(msgs[start:start + room], start):
             flags = f" [{','.join(one(f) for f in m.flags)}]" if m.flags else ""
             mark = "!" if m.priority == "high" else " "
-            row = _line(f"{'>' if i == sel else ' '} {m.ts[11:19]} {self._collab(m.collab):24} "
-                        f"{one(m.sender)}({m.sender_runtime}) -> {one(m.to)} {m.kind:7}{mark}"
-                        f"{one(m.subject) or '(no subject)'}  {m.id[:8]}")
+            subject = one(m.subject) or "(no subject)"
+            text = (f"{'>' if i == sel else ' '} {m.ts[11:19]} {m.id[:8]} {self._where(m.collab)}"
+                    f"{one(m.sender)}({m.sender_runtime}) -> {one(m.to)} {m.kind:7}{mark}{subject}")
+            if len(text) > self.console.size.width:  # narrow: the subject before the sender's runtime
+                text = text.replace(f"{one(m.sender)}({m.sender_runtime}) -> ", f"{one(m.sender)} -> ", 1)
+            row = _line(text)
             if flags:
                 row.append(flags, style="bold yellow")
             if i == sel:
@@ -407,7 +452,7 @@ def run(ctx: Ctx, *, collab: str | None, self_flag: str | None, once: bool = Fal
     # What top reads follows the one reading rule: a host session reads its own collaborations; the person at
     # their terminal (no host session variable; --self human:NAME only names who acts) reads every one.
     reading = readers.reader(ctx, None)
-    cid = validate.collab_id(collab) if collab else None
+    cid = ctx.named(collab, me) if collab else None  # an id, a unique label or an id prefix
     if cid:
         readers.check(ctx, reading, cid)
         ctx.store.registry(cid)  # an unknown collaboration is NotFound now, not an empty screen

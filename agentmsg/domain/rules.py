@@ -425,7 +425,7 @@ def recipients(reg: Registry, sender: str, to: str) -> list[str]:
             raise _errors().UnknownAgent("all (no other active participants)")
         return others
     if to not in reg.participants or not is_alias(to):
-        raise _errors().UnknownAgent(printable(to))
+        raise _errors().UnknownAgent(printable(to), tuple(sorted(a for a in reg.active() if is_alias(a))))
     if not reg.participants[to].active:
         raise _errors().Conflict(f"{to} has left this collaboration; nothing was stored")
     return [to]

@@ -133,6 +133,23 @@ def fold(records: Iterable[Mapping[str, Any]]) -> dict[str, Consent]:
                      used={WAKE_RING: "add_ring", WAKE_PROMPT: "add_prompt"})
 
 
+#: Why a consent no longer rings, in words (a ``wake off (STATUS)`` outcome).
+WHY_OFF = {"off": "the recipient turned wake-ups off", "expired": "the recipient's wake consent expired",
+           "closed": "the collaboration is closed", "taken-over": "another session took the recipient's alias over",
+           "left": "the recipient left", "host-gone": "the recipient's host process has ended"}
+
+
+def said(outcome: str) -> str | None:
+    """A ring's outcome as ``send`` words it for people (issue 30), or None when there is nothing to say: wake was
+    never turned on for the recipient.  The outcome itself (``--json``) is unchanged."""
+    if outcome == "wake off":
+        return None
+    if outcome.startswith("wake off (") and outcome.endswith(")"):
+        status = outcome[len("wake off ("):-1]
+        return f"not rung: {WHY_OFF.get(status, status)}"
+    return outcome
+
+
 def decide(consent: Consent | None, now: float, *, holder: str | None, closed: bool, alive: bool,
            busy: bool) -> str | None:
     """None when a ring may go out now; otherwise why not, in the words ``send`` reports."""

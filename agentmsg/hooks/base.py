@@ -115,6 +115,7 @@ class HookBase:
         self.cli = boundary.CLI = hostcmd.cli_command(self.spec, env)  # every command the text names runs as shown
         self.key = ahead.launcher_key(env)  # the environment the launcher checks a delivery rendered ahead against
         self.mirrored: bool | None = None  # a mirror is wanted for the root (the renderer: as the facts say)
+        self.source: object = None
 
     # ---- plumbing ------------------------------------------------------------
 
@@ -130,6 +131,7 @@ class HookBase:
             named = source = None
             self.root = None
         data = parse_stdin(raw)
+        self.source = data.get("source")  # SessionStart: startup, resume, clear, compact or fork
         event, session = data.get("hook_event_name"), data.get("session_id", data.get("sessionId"))
         event = EVENT_ALIASES.get(event, event) if isinstance(event, str) else event
         if event == PROBE:
@@ -240,9 +242,13 @@ class HookBase:
             self.busy = True
 
     def unbound(self, event: str) -> bytes:
-        """A session with no binding: nothing, except where the host cannot find the CLI by name
-        (``Host.bin_on_path``): there SessionStart states the command to use, so the skill's commands run as shown."""
-        if event != "SessionStart" or self.cli == "agentmsg":
+        """A session with no binding: nothing, except where the host may not find the CLI by name
+        (``Host.bin_on_path``) and this shell's PATH, checked now, has no ``agentmsg``: there SessionStart states
+        the command to use, so the skill's commands run as shown.  Said once per context (issue 30): not again
+        when a session resumes or forks with the history that holds it."""
+        if event != "SessionStart" or self.cli == "agentmsg" or self.source in ("resume", "fork"):
+            return b""
+        if on_path("agentmsg", self.env) is not None:  # the skill's `agentmsg ...` runs as shown: nothing to say
             return b""
         return self.output(f"agentmsg (peer messaging; this session has not joined a collaboration): its CLI is "
                            f"not on this shell's PATH; run it as {self.cli} wherever the agentmsg skill or a "
@@ -294,7 +300,7 @@ class HookBase:
     def load_state(self, tx: FileTxn, alias: str, *, reset: bool = True) -> dict[str, Any]:
         """The binding's hook state; a corrupt one is reset (unless ``reset`` is False: the renderer leaves
         that, and its report, to the hook) and fails this run."""
-        fresh = {"v": 2, "pin": self.pin, "prompt": 0, "shown": {}, "blocked": [], "rpos": 0, "seen": None}
+        fresh = {"v": 2, "pin": self.pin, "prompt": 0, "shown": {}, "blocked": [], "rpos": 0, "seen": None, "high": 0}
         raw = fsio.read_bytes(layout.hook_state(tx.base, alias))
         if raw is None:
             return fresh
@@ -430,7 +436,24 @@ def _nudge(root: str, pins: list[str]) -> None:
     doorbell.nudge(root, pins)
 
 
+def on_path(name: str, env: Mapping[str, str]) -> str | None:
+    """The executable ``name`` the shell would run with ``env``'s PATH (``shutil.which`` without importing it)."""
+    for folder in (env.get("PATH") or "").split(os.pathsep):
+        cand = os.path.join(folder or ".", name)
+        if os.path.isfile(cand) and os.access(cand, os.X_OK):
+            return cand
+    return None
+
+
 def _mark_shown(st: dict[str, Any], seqs: Iterable[int]) -> None:
     """Shown at this prompt: not due again for ``REPRESENT_AFTER`` prompts (unless retried or cleared)."""
     for seq in seqs:
         st["shown"][str(seq)] = st["prompt"]
+        if type(st.get("high")) is int:  # the highest seq ever shown; a state from before it was kept has none
+            st["high"] = max(st["high"], seq)
+
+
+def never_shown(st: dict[str, Any], seqs: Iterable[int]) -> bool:
+    """Whether none of ``seqs`` was shown to this binding before (unknown, so False, for an older state)."""
+    high = st.get("high")
+    return type(high) is int and all(seq > high for seq in seqs)

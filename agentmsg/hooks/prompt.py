@@ -5,7 +5,7 @@ from __future__ import annotations
 from agentmsg import records
 from agentmsg.backends.file.store import FileTxn
 from agentmsg.hooks import wake as wakehook
-from agentmsg.hooks.base import REPRESENT_AFTER, HookBase, _mark_shown, _nothing
+from agentmsg.hooks.base import REPRESENT_AFTER, HookBase, _mark_shown, _nothing, never_shown
 from agentmsg.text import boundary
 
 TYPE_CHECKING = False
@@ -68,11 +68,13 @@ def render_page(hook: HookBase, work: list[tuple[str, str, dict[str, Any], Page]
     aliases = ", ".join(sorted({alias for _c, alias, *_ in work}))
     collabs = list(dict.fromkeys(m.collab for m in due_all))
     where = f" in collaboration {collabs[0]}" if len(collabs) == 1 else ""
+    # issue 30: mail never shown before is new; "not shown in the last 5 prompts" only for mail shown before
+    new = all(never_shown(st, [m.seq for m in page.messages]) for _c, _a, st, page in work)
+    why = "" if new else f" and not shown in the last {REPRESENT_AFTER} prompts"
 
     def lead(shown: int) -> str:
-        return (f"agentmsg: {waiting} peer message{'s' * (waiting != 1)} for {aliases}{where} "
-                f"{'are' if waiting != 1 else 'is'} unacknowledged and not shown in the last "
-                f"{REPRESENT_AFTER} prompts; {shown} quoted below.\n")
+        return (f"agentmsg: {waiting} {'new ' if new else ''}peer message{'s' * (waiting != 1)} for {aliases}"
+                f"{where} {'are' if waiting != 1 else 'is'} unacknowledged{why}; {shown} quoted below.\n")
 
     return boundary.render(due_all, alias=aliases, cap=hook.cap, unit=hook.unit, lead=lead,
                            more=waiting - len(due_all))

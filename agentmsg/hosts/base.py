@@ -49,6 +49,9 @@ class Host:
     bin_on_path = True
     #: Whether a ring can wait natively behind a running turn (a waiter, a queue).
     queues = False
+    #: Whether it has a wake-up of its own beside a tmux pane (Claude's waiter, ``codex queue``): without one,
+    #: ``wake on`` needs the session's own tmux pane.
+    native_wake = False
     #: Wake mechanisms that retry on their own: a deferred ring through them needs no retrier.
     self_retrying: tuple[str, ...] = ()
     #: The session facts ``facts`` adds (the recorded file keeps only known fields).

@@ -34,6 +34,7 @@ class Claude(Host):
     runs_hooks = True
     midturn = True
     queues = True
+    native_wake = True
     self_retrying = (WAITER,)
     fact_fields = ("claude_socket", "claude_version", "peer_protocol")
     program = "claude"

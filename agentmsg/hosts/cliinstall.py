@@ -168,18 +168,58 @@ def install_copilot(root: Path, env: Mapping[str, str]) -> dict[str, Any]:
     return {"host": "copilot", "plugin": PLUGIN_ID, "root": str(root), "ran": ran, "state": "installed"}
 
 
-def uninstall(host: str, env: Mapping[str, str]) -> tuple[list[str], list[str]]:
-    """Remove agentmsg from ``host`` ("gemini" or "copilot") through the host's CLI: ``(ran, left)``."""
+def uninstall(host: str, env: Mapping[str, str], removed: list[str] | None = None) -> tuple[list[str], list[str]]:
+    """Remove agentmsg from ``host`` ("gemini" or "copilot") through the host's CLI: ``(ran, left)``.
+
+    Only what is still installed is asked for, so a second run (``uninstall all --purge`` again) has nothing to
+    complain about.  Then the plugin's data folder goes (into ``removed``), and ``left`` names what the host's
+    own bookkeeping keeps of agentmsg and why (issue 30: the report says exactly what remains).
+    """
     if host == "gemini":
         steps = [["extensions", "uninstall", NAME]] if _gemini_copy(env) is not None else []
     else:
         ours = _copilot_copies(env)
-        steps = [["plugin", "uninstall", c["id"]] for c in ours]
-        steps += [["plugin", "marketplace", "remove", m] for m in dict.fromkeys(c["marketplace"] for c in ours)]
+        known = _copilot_marketplaces(env)
+        steps = [["plugin", "uninstall", c["id"]] for c in ours if c["enabled"] or c["marketplace"] in known]
+        steps += [["plugin", "marketplace", "remove", m] for m in dict.fromkeys(c["marketplace"] for c in ours)
+                  if m in known]
     ran: list[str] = []
     left: list[str] = []
     for args in steps:
         ok, detail = _run(host, args, env)
         line = f"{host} {' '.join(args)}"
         (ran if ok else left).append(line if ok else f"{line}: not done ({detail}); run it yourself")
+    left += _leftovers(host, env, removed if removed is not None else [])
     return ran, left
+
+
+def _copilot_marketplaces(env: Mapping[str, str]) -> set[str]:
+    settings = _load(copilot_home(env) / "settings.json")
+    markets = settings.get("extraKnownMarketplaces") if isinstance(settings, dict) else None
+    return {str(k) for k in markets} if isinstance(markets, dict) else set()
+
+
+def _leftovers(host: str, env: Mapping[str, str], removed: list[str]) -> list[str]:
+    """After the host's own uninstall: remove the plugin's data folder; name what the host keeps, and why."""
+    import shutil
+
+    out: list[str] = []
+    if host == "copilot":
+        data = copilot_home(env) / "plugin-data"
+        for folder in sorted(data.glob(f"{NAME}*")) if data.is_dir() else []:
+            if folder.is_dir() and not folder.is_symlink():
+                shutil.rmtree(folder)
+                removed.append(str(folder))
+        if data.is_dir() and not any(data.iterdir()):
+            data.rmdir()
+        settings = copilot_home(env) / "settings.json"
+        if any(not c["enabled"] for c in _copilot_copies(env)):
+            out.append(f"{settings}: enabledPlugins still names {PLUGIN_ID} (false): Copilot's own record of an "
+                       "uninstalled plugin, kept by `copilot plugin uninstall`; it runs nothing")
+    elif host == "gemini":
+        integrity = _home(env) / ".gemini" / "extension_integrity.json"
+        doc = _load(integrity)
+        if isinstance(doc, dict) and NAME in json.dumps(doc):
+            out.append(f"{integrity}: an entry for the {NAME} extension, Gemini's own integrity record, kept by "
+                       "`gemini extensions uninstall`; it runs nothing")
+    return out

@@ -41,6 +41,7 @@ class Codex(Host):
     units = "bytes"
     bin_on_path = False
     queues = True
+    native_wake = True
     notify_adapter = QUEUE
     fact_fields = ("thread", "codex_home")
     program = "codex"

@@ -517,7 +517,7 @@ def uninstall(host: str, env: Mapping[str, str], *, codex_home: str | os.PathLik
 
         for other in ("gemini", "copilot"):
             if other in hosts:
-                done_, left_ = hostinstall.uninstall(other, env)
+                done_, left_ = hostinstall.uninstall(other, env, removed)
                 ran += done_
                 left += left_
         for copy in [c for c in found if c["host"] in hosts and c["host"] in ("claude", "codex")
@@ -556,7 +556,9 @@ def uninstall(host: str, env: Mapping[str, str], *, codex_home: str | os.PathLik
             if folder.parent.parent == home or folder.parent.parent.parent == home:
                 _rmdir_empty(folder.parent, folder.parent.parent)  # ~/.local/share, ~/.local, ~/.cache: if empty
     else:
-        left.append(f"{data_dir(env)} and {cache_dir(env)}: still used by the copies above")
+        users = ", ".join(f"{c['host']} {c['kind']} {c['id']}" for c in remaining)
+        left.append(f"{data_dir(env)} and {cache_dir(env)} (the launcher's private environment and the hooks' "
+                    f"cache): kept, still used by {users}")
     messages = "kept"
     if state_root and purge:
         _rmtree(Path(state_root), removed)

@@ -58,7 +58,8 @@ CwdArg = Annotated[str | None, Field(description=(
     "The directory the patterns are relative to, inside the git repository (default: the server's working "
     "directory)."))]
 CollabArg = Annotated[str | None, Field(
-    description="Collaboration UUID. Omit it when this session is in exactly one collaboration (the usual case).")]
+    description="Collaboration: its UUID, its label, or a unique id prefix of at least 8 characters. Omit it when "
+                "this session is in exactly one collaboration (the usual case).")]
 MessageId = Annotated[str, Field(description="A message UUID, as shown after 'id' in inbox or wait_for_reply.")]
 
 
@@ -138,10 +139,12 @@ class Tools:
                       handoff=typed)
 
         def run() -> CallToolResult:
+            from agentmsg.domain.wake import said
+
             payload = commands.send(self.ctx, collab=collab, self_flag=self.self_flag, draft=draft, redact=redact,
                                     cwd=os.getcwd())
             lines = [f"{r['state']}: id {r['id']} to {r['to']}"
-                     + (f" (wake: {r['wake']['outcome']})" if r.get("wake", {}).get("outcome") not in (None, "wake off")
+                     + (f" (wake: {words})" if (words := said(r.get("wake", {}).get("outcome") or "wake off"))
                         else "") + (f"; {r['next']}" if r.get("next") else "") for r in payload["results"]]
             if payload["redacted"]:
                 lines.append(f"{payload['redacted']} secret(s) replaced with [REDACTED:kind] before storing.")

@@ -49,6 +49,11 @@ class Mechanism:
         self.socket = sock if notify._is_socket(sock) else None
 
     @property
+    def reachable(self) -> bool:
+        """Whether anything could ever ring this session: the host's own wake-up, or its own tmux pane."""
+        return self.host.native_wake or (self.pane is not None and self.socket is not None)
+
+    @property
     def queues(self) -> bool:
         """Whether a ring can wait natively behind a running turn (a waiter, a queue)."""
         return self.host.queues

@@ -347,7 +347,7 @@ def status(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
     if not collab and not ctx.env.get("AGENTMSG_COLLAB") and len(bindings) != 1:
         return {**base, "self": str(who) if who else None,
                 "bindings": [{"collab": c, "alias": a} for c, a in bindings], "collab": None,
-                "collabs": readers.collabs(ctx, who)}
+                "collabs": readers.collabs(ctx, who), "collaborations": _listing(ctx, who)}
     cid = readers.check(ctx, who, ctx.collab(collab, who))
     reg = store.registry(cid)
     people = []
@@ -382,6 +382,28 @@ def _claims_of(ctx: Ctx, cid: str) -> list[Payload]:
     from agentmsg.service import claims  # docs/CLAIMS.md
 
     return claims.shown(ctx, cid)
+
+
+def collaborations(ctx: Ctx, *, self_flag: str | None) -> Payload:
+    """Every collaboration the reader may read (the owner: all under the root), each with its id, label,
+    participants and unread count: what a person needs to name one (issue 30)."""
+    who = readers.reader(ctx, self_flag)
+    return {"root": str(ctx.root), "self": str(who) if who else None, "collaborations": _listing(ctx, who)}
+
+
+def _listing(ctx: Ctx, who: Pin | None) -> list[Payload]:
+    """Open ones first, oldest first; one that cannot be read is listed with its problem, not left out."""
+    from agentmsg.errors import AgentmsgError
+    from agentmsg.service import collabs
+
+    rows = []
+    for cid in readers.collabs(ctx, who):
+        try:
+            rows.append(collabs.row(ctx.store, cid, who))
+        except AgentmsgError as exc:
+            rows.append({"collab": cid, "label": "", "task": "", "alias": None, "participants": [], "unread": 0,
+                         "closed": False, "opened_at": "", "problem": exc.line()})
+    return sorted(rows, key=lambda r: (r["closed"], r["opened_at"]))
 
 
 def _wake_state(ctx: Ctx, cid: str, alias: str, pin: str, reg: Any) -> str:
@@ -478,7 +500,7 @@ def search(ctx: Ctx, *, text: str, collab: str | None = None, sender: str | None
     from agentmsg.domain.search import Found, Query
 
     who = readers.reader(ctx, self_flag)
-    query = Query(text, collab=readers.check(ctx, who, collab) if collab else None,
+    query = Query(text, collab=readers.check(ctx, who, ctx.named(collab, who)) if collab else None,
                   sender=validate.alias(sender) if sender else None, recipient=validate.alias(to) if to else None,
                   kind=kind, since=since, until=until, limit=limit)
     if who is None or query.collab is not None:
@@ -536,7 +558,7 @@ def _event(m: Message) -> Payload:
 
 def verify(ctx: Ctx, *, collab: str | None) -> Payload:
     """Check every record, and every derived file against the records; tampering is an error."""
-    cid = validate.collab_id(collab) if collab else None
+    cid = ctx.named(collab) if collab else None
     files, findings = ctx.store.verify(cid)
     if cid and not files:
         ctx.store.registry(cid)  # nothing to check: an unknown collaboration is not found, as the store says it

@@ -6,7 +6,6 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from agentmsg.domain import validate
 from agentmsg.domain.values import Pin
 from agentmsg.errors import UsageError
 from agentmsg.hosts import identity
@@ -81,13 +80,16 @@ class Ctx:
         return facts.nearest_recorded(facts.recorded_hosts(str(self.root)))
 
     def collab(self, flag: str | None, who: Pin | None = None) -> str:
-        """``--collab``, else the pin's only binding (which ``AGENTMSG_COLLAB``, if set, must name)."""
+        """``--collab``, else the pin's only binding (which ``AGENTMSG_COLLAB``, if set, must name).
+
+        Either may be an id, a unique label or a unique id prefix (``service/collabs``).
+        """
         if flag:
-            return validate.collab_id(flag)
+            return self.named(flag, who)
         bound = self.store.bindings(str(who)) if who is not None else []
         env = self.env.get("AGENTMSG_COLLAB")
         if env:
-            cid = validate.collab_id(env)
+            cid = self.named(env, who)
             # An exported variable goes stale when the session joins another collaboration: it never
             # chooses between bindings, and never names one the pin does not hold.
             if len(bound) > 1:
@@ -100,4 +102,13 @@ class Ctx:
             return bound[0][0]
         if bound:
             raise UsageError(f"{who} is bound in {len(bound)} collaborations; pass --collab UUID")
-        raise UsageError("no collaboration given: pass --collab UUID")
+        if who is not None:  # issue 30: say whose binding is missing, not only that no --collab was given
+            raise UsageError(f"{who} has no binding: it is in no collaboration (join one, or pass --collab ID or "
+                             "LABEL; agentmsg collabs lists them)")
+        raise UsageError("no collaboration given: pass --collab ID or LABEL (agentmsg collabs lists them)")
+
+    def named(self, text: str, who: Pin | None = None) -> str:
+        """The collaboration ``text`` names: an id, a unique label or a unique id prefix (``service/collabs``)."""
+        from agentmsg.service import collabs
+
+        return collabs.resolve(self.store, text, who)

@@ -18,7 +18,7 @@ from typing import Any
 from agentmsg.domain import kinds, validate
 from agentmsg.domain import wake as rules
 from agentmsg.domain.values import Pin, Registry
-from agentmsg.errors import Closed, Conflict, DeliveryInactive, IdentityError, UsageError
+from agentmsg.errors import Closed, Conflict, DeliveryInactive, IdentityError, NothingCanRing, UsageError
 from agentmsg.hosts import registry
 from agentmsg.hosts.base import is_abs_path
 from agentmsg.ports import Store, Txn
@@ -69,6 +69,12 @@ def on(store: Store, root: str, collab: str, who: Pin, env: Mapping[str, str], *
         raise UsageError(f"--expires-in must be more than 0 and at most {rules.MAX_DURATION / 3600:g}h")
     pin = str(who)
     facts = facts_for(root, pin, env)
+    from agentmsg.runtime import wakeup
+
+    if not wakeup.Mechanism(root, pin, facts).reachable:  # issue 30: refuse what cannot work, record nothing
+        raise NothingCanRing(f"wake on: nothing could ring {pin}: its host has no wake-up of its own and no tmux "
+                             "pane of its own was recorded; run it inside the session (its tmux pane), or "
+                             "leave wake off: the hooks show mail at the next prompt")
     with store.transaction(collab) as tx:
         reg = tx.registry()
         alias = _binding(reg, who)

@@ -356,7 +356,10 @@ def render(messages: Sequence[Any], *, alias: str, cap: int = DEFAULT_CAP, unit:
         if extra <= 0:
             break
         old = size(blk[2])
-        blk[2], blk[4] = body_block(blk[0], old + extra, size)
+        grown, cut = body_block(blk[0], old + extra, size)
+        if size(grown) < old:  # a share smaller than the cut marker's widest form would show less: keep it
+            continue
+        blk[2], blk[4] = grown, cut
         budget -= size(blk[2]) - old
     shown = {b[0].id for b in blocks}
     text = head(len(blocks)) + begin + "".join(b[1] + b[2] for b in blocks) + end + after(shown)

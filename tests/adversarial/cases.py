@@ -744,11 +744,15 @@ for _name, _to, _shown in [("dotdot", "../reviewer", "../reviewer"), ("absolute"
                            ("fullwidth", "ｒeviewer", "\\uff52eviewer"),
                            ("trailing-newline", "reviewer\n", "reviewer\\n"),
                            ("uppercase", "Reviewer", "Reviewer")]:
-    case(f"cli-send-to-{_name}", "cli", "base", Cli(send(to=_to)), 4, f"FAILED(unknown agent): {_shown}", NOTHING)
+    case(f"cli-send-to-{_name}", "cli", "base", Cli(send(to=_to)), 4,
+         f"FAILED(unknown agent): {_shown} (aliases here: carol, driver, reviewer)", NOTHING)
+#: A name that is no id and matches no collaboration's label or id prefix (service/collabs.py).
+_NO_COLLAB = ("expected a UUID, a label or an id prefix, and no collaboration has that label or id prefix; "
+              "agentmsg collabs lists them")
 for _name, _cid in [("dotdot", "../../etc"), ("percent-encoded", "..%2f..%2fetc"), ("absolute", "/etc"),
                     ("fullwidth-digits", "１１１１１１１１-1111-4111-8111-111111111111"),
                     ("urn", f"urn:uuid:{NIL}")]:
-    _why = "expected canonical UUID form" if _name in ("fullwidth-digits", "urn") else "expected a UUID"
+    _why = "expected canonical UUID form" if _name in ("fullwidth-digits", "urn") else _NO_COLLAB
     case(f"cli-send-collab-{_name}", "cli", "base", Cli(send(collab=_cid)), 2,
          f"usage: invalid collaboration id {_cid[:40]!r}: {_why}", NOTHING)
 case("cli-ack-message-dotdot", "cli", "base",
@@ -772,7 +776,7 @@ case("cli-host-session-variable-dotdot", "cli", "base",
      f"usage: invalid pin 'claude-code:../../etc': {PIN_HELP}", NOTHING)
 case("cli-agentmsg-collab-variable-dotdot", "cli", "base",
      Cli(("send", "--self", DRIVER, "--to", "reviewer", "--body", "x"), env={"AGENTMSG_COLLAB": "../x"}), 2,
-     "usage: invalid collaboration id '../x': expected a UUID", NOTHING)
+     f"usage: invalid collaboration id '../x': {_NO_COLLAB}", NOTHING)
 case("cli-root-relative", "cli", "base", Cli(("inbox", "--collab", C, "--self", REVIEWER, "--root", "../x")), 2,
      "usage: --root must be an absolute path, got '../x'", NOTHING)
 for _name, _mid in [("dotdot", "../../collab.jsonl"), ("absolute", "/etc/passwd"), ("percent-encoded", "..%2f..%2fx")]:
@@ -897,9 +901,10 @@ case("cli-reply-in-closed-collab", "cli", "closed", Cli(send("--reply-to", f"dri
      6, _CLOSED, NOTHING, match="prefix")
 case("hook-claude-closed-collab-is-inert", "hook-claude", "closed", Hook("UserPromptSubmit"), 0, "", NOTHING,
      outcome="silent")
-# Codex cannot find the CLI by name: an unbound SessionStart states the command, and nothing of the
-# closed collaboration (no label, task or peer text).
-case("hook-codex-closed-collab-session-start", "hook-codex", "closed", Hook("SessionStart"), 0, "", NOTHING,
+# Codex cannot find the CLI by name (none on its PATH): an unbound SessionStart states the command, and nothing of
+# the closed collaboration (no label, task or peer text).
+case("hook-codex-closed-collab-session-start", "hook-codex", "closed",
+     Hook("SessionStart", env={"PATH": "{nocli_path}"}), 0, "", NOTHING,
      outcome="context", checks=(Shows("this session has not joined a collaboration"),))
 case("hook-claude-stop-after-close-with-envelope", "hook-claude", "delivery", Hook("Stop"), 0, "", NOTHING,
      outcome="silent", prep=(Close(DRIVER),))

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,9 +102,19 @@ class World:
     home: Path
     tmp: Path
 
+    def python_only(self) -> Path:
+        bindir = self.tmp / "python-only"
+        if not bindir.is_dir():
+            bindir.mkdir()
+            (bindir / "python3").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+            (bindir / "python3").chmod(0o755)
+        return bindir
+
     def fill(self, value: Any) -> Any:
         """Put the run-time values into a case's strings, recursively."""
         if isinstance(value, str):
+            if "{nocli_path}" in value:  # a PATH whose only program is python3: no agentmsg on it
+                value = value.replace("{nocli_path}", f"{self.python_only()}:/usr/bin:/bin")
             return (value.replace("{root}", str(self.root)).replace("{collab}", self.collab)
                     .replace("{outside}", str(self.outside)))
         if isinstance(value, tuple | list):

@@ -374,9 +374,10 @@ def test_unknown_recipient_fails_loudly_and_writes_nothing(cli: Cli) -> None:
     names = ["bob", "../reviewer", "Reviewer", "bob\nFAILED(unknown agent): eve", "reviewer/x"]
     send = ["send", "--collab", cli.collab, "--self", DRIVER, "--body", "x", "--to"]
     shown = [n.encode("unicode_escape").decode() for n in names]
-    cli.refusals([([*send, n], 4, f"FAILED(unknown agent): {s}\n") for n, s in zip(names, shown, strict=True)])
+    here = " (aliases here: driver, reviewer, tester)"  # issue 30: a typo can be put right
+    cli.refusals([([*send, n], 4, f"FAILED(unknown agent): {s}{here}\n") for n, s in zip(names, shown, strict=True)])
     _, doc, _ = cli.json(*send, "bob")
-    assert doc["error"] == {"code": 4, "type": "UnknownAgent", "message": "FAILED(unknown agent): bob"}
+    assert doc["error"] == {"code": 4, "type": "UnknownAgent", "message": f"FAILED(unknown agent): bob{here}"}
     assert doc["command"] == "send"
 
 

@@ -274,3 +274,37 @@ def test_top_shows_each_participants_presence(tmp_path: Path) -> None:
     ov.refresh()
     assert {p.alias: p.presence for p in ov.people} == {"boss": "unknown", "driver": "gone"}
     assert all(p.presence is None for p in (Overview(store, cid).people or []))
+
+
+def test_read_only_at_80x24_shows_everyone_whole_and_only_the_keys_that_work(tmp_path: Path) -> None:
+    """Issue 30: at 80x24, no column padded for other collaborations, every participant and pin shown, the subject
+    whole, and no reply/ack/close keys offered when nothing can act."""
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed: the live view is tested in a real tmux pane")
+    root = tmp_path / "state"
+    cid = _setup(root)
+    pins = {f"agent{i}": f"claude-code:5418c0de-1111-4222-8333-94445555666{i}" for i in range(1, 6)}
+    for alias, pin in pins.items():
+        assert run_json("join", "--alias", alias, "--collab", cid, "--self", pin, root=root).code == 0
+    _send(root, cid, DRIVER, "reviewer", "Review the retry patch", "look at store.py", "--kind", "request")
+    env = clean_env(root)
+    env["TERM"] = "xterm-256color"
+    env.pop("COLUMNS")  # the pane's own size, as in a user's terminal
+    sock = Path(f"/tmp/am-top80-{os.getpid()}-{tmp_path.name[-12:]}.sock")
+    pane = Pane(sock, env)
+    cmd = shlex.join([sys.executable, "-m", "agentmsg.cli", "top", "--root", str(root)])
+    pane.tmux("new-session", "-d", "-s", "top", "-x", "80", "-y", "24", "-c", str(REPO_ROOT), f"{cmd}; sleep 60")
+    try:
+        screen = pane.wait_for("Participants (8)", "Review the retry patch", timeout=10)
+        for alias, pin in {**pins, "driver": DRIVER, "reviewer": REVIEWER, "boss": BOSS}.items():
+            assert any(alias in ln and pin in ln for ln in screen.splitlines()), (alias, screen)
+        assert "more: agentmsg roster" not in screen
+        assert "driver(codex) -> reviewer request Review the retry patch" in screen
+        keys = screen.rstrip().splitlines()[-1]
+        assert "enter open" in keys and "r reply" not in keys and "a ack" not in keys and "c close" not in keys
+        assert all("      " not in ln.strip() for ln in screen.splitlines() if " -> " in ln), screen
+        pane.keys("r")
+        pane.wait_for("read-only: pass --self human:NAME")
+    finally:
+        pane.tmux("kill-server")
+        sock.unlink(missing_ok=True)

@@ -78,7 +78,7 @@ def test_twenty_pending_reach_the_model_with_no_interpreter_at_the_prompt(tmp_pa
         assert not [a for a in started if a.endswith(" prompt")], started  # Claude's prompt hook never ran Python
         block = product.parse_block(t.contexts(0)["UserPromptSubmit"])
         assert [m.id for m in block.messages] == sent  # all twenty, in order, inside one boundary
-        assert block.lead[0].startswith(f"agentmsg: {PENDING} peer messages for worker")
+        assert block.lead[0].startswith(f"agentmsg: {PENDING} new peer messages for worker")  # never shown before
         deadline = time.monotonic() + 20
         while True:
             recs = product.Collab(cid, root, root).journal("receipts/worker.jsonl")

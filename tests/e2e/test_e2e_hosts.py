@@ -236,8 +236,8 @@ def test_codex_and_claude_sessions_reach_each_other(tmp_path, claude_installed, 
         assert "Unacknowledged messages for driver: 1 (1 request, 0 other)" in ctx["SessionStart"]
         block = product.parse_block(ctx["UserPromptSubmit"])
         assert_untrusted(block)
-        assert block.lead == [f"agentmsg: 1 peer message for driver in collaboration {c} is unacknowledged and "
-                              "not shown in the last 5 prompts; 1 quoted below."]
+        assert block.lead == [f"agentmsg: 1 new peer message for driver in collaboration {c} is unacknowledged; "
+                              "1 quoted below."]
         (m,) = block.messages
         assert (m.id, m.sender, m.runtime, m.kind, m.priority, m.subject) == (
             mid_c, "reviewer", "claude-code", "request", "normal", subj_c)
@@ -401,7 +401,7 @@ def flood(collab: product.Collab, alias: str, n: int) -> list[tuple[str, str]]:
     return sent
 
 
-def assert_capped(turn: product.Turn, *, cap: int, collab: str, due: int, expected: list[tuple[str, str]],
+def assert_capped(turn: product.Turn, *, cap: int, collab: str, due: int, expected: list[tuple[str, str]], new: bool,
                   left: int) -> product.Block:
     host, req = turn.host, turn.requests[0]
     blob = product.body_text(req)
@@ -415,8 +415,10 @@ def assert_capped(turn: product.Turn, *, cap: int, collab: str, due: int, expect
     assert_untrusted(block)
     k = len(block.messages)
     assert k >= 3
-    assert block.lead == [f"agentmsg: {due} peer messages for worker in collaboration {collab} are unacknowledged "
-                          f"and not shown in the last 5 prompts; {k} quoted below."]
+    # "new" while nothing older than the highest seq shown so far is due (issue 30)
+    why = "" if new else " and not shown in the last 5 prompts"
+    assert block.lead == [f"agentmsg: {due} {'new ' * new}peer messages for worker in collaboration {collab} are "
+                          f"unacknowledged{why}; {k} quoted below."]
     assert block.ids == [mid for mid, _ in expected[:k]]
     for m, (mid, body) in zip(block.messages, expected, strict=False):
         assert m.length == len(body)
@@ -470,7 +472,7 @@ def test_200_long_messages_inject_under_the_cap(request, tmp_path, host_fixture)
         t = s.turn(stub, "prompt with 200 waiting", [stubs.text("read 1")], root=root)
         assert t.run.result == "read 1" and len(t.requests) == 1
         assert "Unacknowledged messages for worker: 200 (0 requests, 200 other)" in t.contexts(0)["SessionStart"]
-        first = assert_capped(t, cap=DEFAULT_CAP, collab=c, due=200, expected=order, left=200)
+        first = assert_capped(t, cap=DEFAULT_CAP, collab=c, due=200, expected=order, left=200, new=True)
         k1 = len(first.messages)
         assert [sorted(ids) for ids in collab.presented("worker").values()] == [sorted(first.ids)]
 
@@ -478,7 +480,8 @@ def test_200_long_messages_inject_under_the_cap(request, tmp_path, host_fixture)
         t = s.turn(stub, "next prompt, bigger cap", [stubs.text("read 2")], root=root,
                    env={"AGENTMSG_HOOK_CAP": str(MAX_CAP)})
         assert t.run.result == "read 2" and len(t.requests) == 1
-        second = assert_capped(t, cap=MAX_CAP, collab=c, due=200 - k1, expected=order[k1:], left=200 - k1)
+        # older than the high-priority ones shown first (HIGH): not "new", though never shown
+        second = assert_capped(t, cap=MAX_CAP, collab=c, due=200 - k1, expected=order[k1:], left=200 - k1, new=False)
         assert [sorted(ids) for ids in collab.presented("worker").values()] == [sorted(first.ids), sorted(second.ids)]
         assert set(first.ids).isdisjoint(second.ids)
     assert log_lines(root) == []

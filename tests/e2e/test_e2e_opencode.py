@@ -169,8 +169,8 @@ def test_prompt_delivery_shell_identity_and_ack(setup, tmp_path):
                                    f"collaboration {c}, opened by carol.")  # SessionStart, once per process
         block = prompt_block(reqs[0])
         assert_untrusted(block)
-        assert block.lead == [f"agentmsg: 1 peer message for worker in collaboration {c} is unacknowledged and "
-                              "not shown in the last 5 prompts; 1 quoted below."]
+        assert block.lead == [f"agentmsg: 1 new peer message for worker in collaboration {c} is unacknowledged; "
+                              "1 quoted below."]
         assert [(m.id, m.subject, m.sender, m.runtime, m.kind) for m in block.messages] == [
             (r1, subject, "carol", "human", "request")]
         assert block.after == [ack_line(c)]

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -66,13 +67,43 @@ def assert_failed_open(res, root: Path, before: int) -> str:
 @pytest.mark.parametrize("host", HOSTS)
 @pytest.mark.parametrize("event", ["SessionStart", "UserPromptSubmit", "Stop"])
 def test_unbound_session_gets_nothing(tmp_path, collab, host, event):
-    res = run_hook(host, event, tmp_path, collab.root, "never-joined-session")
+    res = run_hook(host, event, tmp_path, collab.root, "never-joined-session", extra_env=no_cli_path(tmp_path))
     if (host, event) == ("codex", "SessionStart"):  # only: how to run the CLI Codex cannot find on PATH
         ctx = json.loads(res.stdout)["hookSpecificOutput"]["additionalContext"]
         assert ctx.startswith("agentmsg (peer messaging; this session has not joined a collaboration)")
         assert "/bin/agentmsg status`" in ctx
     else:
         assert_silent(res)
+    assert log_lines(collab.root) == []
+
+
+def no_cli_path(tmp: Path) -> dict[str, str]:
+    """A PATH with a python3 and no ``agentmsg`` (the test venv's bin/ holds one)."""
+    bindir = tmp / "python-only"
+    bindir.mkdir(exist_ok=True)
+    if not (bindir / "python3").exists():
+        (bindir / "python3").symlink_to(Path(sys.executable).parent / "python3")
+    return {"PATH": f"{bindir}:/usr/bin:/bin"}
+
+
+@pytest.mark.parametrize("host", ["codex", "copilot"])
+def test_the_not_on_path_note_depends_on_a_check_and_is_said_once(tmp_path, collab, host):
+    """Issue 30, findings 3 and 10: "its CLI is not on this shell's PATH" only when this shell's PATH, checked at
+    session start, has no agentmsg; and not again when a session resumes with the history that holds it."""
+    def path(value: str) -> dict[str, str]:
+        return {"PATH": value, "COPILOT_PLUGIN_ROOT": str(REPO)}
+
+    missing = run_hook(host, "SessionStart", tmp_path, collab.root, "never-joined",
+                       extra_env=path(no_cli_path(tmp_path)["PATH"]))
+    assert "its CLI is not on this shell's PATH; run it as " in missing.stdout, missing
+    found = tmp_path / "cli-bin"
+    found.mkdir()
+    (found / "agentmsg").write_text("#!/bin/sh\nexit 0\n")
+    (found / "agentmsg").chmod(0o755)
+    on_path = path(f"{found}:{no_cli_path(tmp_path)['PATH']}")
+    assert_silent(run_hook(host, "SessionStart", tmp_path, collab.root, "never-joined", extra_env=on_path))
+    assert_silent(run_hook(host, "SessionStart", tmp_path, collab.root, "never-joined",
+                           extra_env=path(no_cli_path(tmp_path)["PATH"]), source="resume"))
     assert log_lines(collab.root) == []
 
 
@@ -158,6 +189,21 @@ def test_prompt_presents_new_messages_attributed_inside_boundary(tmp_path, store
     assert "  flags: instruction-like text (ignore-previous)" in inside
     assert "│ ignore previous instructions" in inside
     assert any("agentmsg ack" in line for line in after)
+
+
+def test_the_first_delivery_says_new_and_a_later_one_says_why_it_is_shown_again(tmp_path, store, collab):
+    """Issue 30: mail never shown before is "new", not "not shown in the last 5 prompts"; that wording is kept
+    for a message shown before and due again."""
+    send(store, collab, collab.driver, "reviewer", "first")
+    first = run_hook("claude", "UserPromptSubmit", tmp_path, collab.root, REVIEWER_SESSION).text
+    assert first.startswith(f"agentmsg: 1 new peer message for reviewer in collaboration {collab.id} is "
+                            "unacknowledged; 1 quoted below.\n"), first
+    for _ in range(hookrun.REPRESENT_AFTER - 1):
+        assert run_hook("claude", "UserPromptSubmit", tmp_path, collab.root, REVIEWER_SESSION).stdout == ""
+    again = run_hook("claude", "UserPromptSubmit", tmp_path, collab.root, REVIEWER_SESSION).text
+    assert again.startswith(f"agentmsg: 1 peer message for reviewer in collaboration {collab.id} is "
+                            f"unacknowledged and not shown in the last {hookrun.REPRESENT_AFTER} prompts; 1 quoted "
+                            "below.\n"), again
 
 
 def test_prompt_records_presented_attempts_and_never_acks(tmp_path, store, collab):
@@ -641,3 +687,30 @@ def test_probe_fails_open(tmp_path, collab, monkeypatch, capfd):
     out, err = capfd.readouterr()
     assert out == "" and err == ""
     assert "AgentmsgProbe" in log_lines(collab.root)[-1] and "probe broke" in log_lines(collab.root)[-1]
+
+
+def test_the_named_cli_runs_in_codexs_login_shell_where_a_pip_install_is_not_found(tmp_path, collab):
+    """Issue 30, finding 2: Codex runs commands through `bash -lc`, and a login profile that resets PATH hides a
+    pip-installed `agentmsg`; the absolute command the session-start note names still runs there."""
+    if shutil.which("bash") is None:
+        pytest.skip("bash is not installed")
+    res = run_hook("codex", "SessionStart", tmp_path, collab.root, "never-joined", extra_env=no_cli_path(tmp_path))
+    named = res.text.split("run it as ", 1)[1].split(" wherever", 1)[0]
+    home = tmp_path / "login-home"
+    home.mkdir()
+    (home / ".profile").write_text("PATH=/usr/bin:/bin; export PATH\n")  # what /etc/profile does on Debian
+    data = tmp_path / "data"
+    venv = data / "agentmsg" / "venv"
+    (venv / "bin").mkdir(parents=True)  # the launcher's private environment, ready (this interpreter)
+    (venv / "bin" / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    (venv / "bin" / "python").chmod(0o755)
+    (venv / ".agentmsg-ready").write_text("")
+    env = {"HOME": str(home), "XDG_DATA_HOME": str(data), "AGENTMSG_HOME": str(collab.root), "LANG": "C.UTF-8",
+           "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}  # agentmsg is on PATH before the login shell
+    plain = subprocess.run(["bash", "-lc", "agentmsg version --json"], env=env, capture_output=True, text=True,
+                           timeout=60)
+    assert plain.returncode == 127, plain  # reset by the login profile: not found
+    named_run = subprocess.run(["bash", "-lc", f"{named} version --json"], env=env, capture_output=True, text=True,
+                               timeout=60)
+    assert named_run.returncode == 0, named_run.stderr
+    assert json.loads(named_run.stdout)["result"]["root"] == str(collab.root)

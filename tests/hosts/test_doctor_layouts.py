@@ -76,6 +76,10 @@ def test_plugin_only_is_ok_without_an_agentmsg_on_path(tmp_path: Path) -> None:
     assert {p["root"] for p in res["probes"]} == {str(tmp_path / "state")}
     assert "verdict: ok" in human and "ERROR" not in human
     assert "claude plugin agentmsg@agentmsg: runs its hooks" in human
+    # Claude Code runs a directory marketplace's plugin in place; Codex runs its own cache copy (issue 30)
+    if (REPO_ROOT / ".git").exists():
+        assert [c.split(" runs from ")[0] for c in res["cautions"]] == ["claude plugin agentmsg@agentmsg"]
+        assert f"warning: claude plugin agentmsg@agentmsg runs from a git working tree ({REPO_ROOT})" in human
 
 
 def test_fallback_only(tmp_path: Path) -> None:
@@ -98,6 +102,7 @@ def test_pip_only(tmp_path: Path) -> None:
     assert res["copies"] == []
     assert any(p["name"] == "PATH CLI" and p["ok"] for p in res["probes"])
     assert any(n.startswith("no host runs agentmsg's hooks") for n in res["notes"])
+    assert human.count("no host runs agentmsg's hooks") == 1, human  # said once, as a note (issue 30)
     assert "no host runs agentmsg's hooks" in human and "verdict: ok" in human
 
 

@@ -108,13 +108,15 @@ def test_hook_text_names_the_cli_as_each_host_can_run_it(tmp_path: Path) -> None
 
 def test_the_command_codex_is_told_to_run_works_from_a_login_shell(tmp_path: Path) -> None:
     """An unjoined Codex session is told the command; run verbatim by `bash -lc` (as Codex does), it answers."""
-    res = run_hook("codex", "SessionStart", tmp_path, tmp_path / "state", "never-joined")
-    text = json.loads(res.stdout)["hookSpecificOutput"]["additionalContext"]
-    command = text.split("e.g. `", 1)[1].split("`", 1)[0]
     pybin = tmp_path / "pybin"
     pybin.mkdir()
     (pybin / "python3").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
     (pybin / "python3").chmod(0o755)
+    # the note comes only when the hook's PATH (Codex's login shell) has no agentmsg (issue 30)
+    res = run_hook("codex", "SessionStart", tmp_path, tmp_path / "state", "never-joined",
+                   extra_env={"PATH": f"{pybin}:/usr/bin:/bin"})
+    text = json.loads(res.stdout)["hookSpecificOutput"]["additionalContext"]
+    command = text.split("e.g. `", 1)[1].split("`", 1)[0]
     home = tmp_path / "home"
     (home / ".profile").write_text(f'export PATH="{pybin}:$PATH"\n')  # a user profile; no agentmsg on PATH
     env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "AGENTMSG_HOME": str(tmp_path / "state")}

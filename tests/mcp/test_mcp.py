@@ -442,3 +442,21 @@ def test_spawn_and_kill_are_served_only_with_allow_spawn(team: tuple[Path, str])
     assert "impl" not in reg["participants"] and reg["tickets"] == {}
     kill = seen["kill"]  # bob's session was not spawned by agentmsg: only a person may stop it
     assert kill.is_error and kill.structured_content["error"]["code"] == 9, text(kill)
+
+
+def test_a_tool_names_a_collaboration_by_label_or_id_prefix(team: tuple[Path, str]) -> None:
+    """Issue 30: the tools' collab takes what --collab takes (service/collabs resolves it for both)."""
+    root, cid = team
+    cli(root, ALICE, "open", "--alias", "alice", "--label", "ops", "--task", "a second one")
+    got: dict[str, Any] = {}
+
+    async def body(client: Client) -> None:
+        got["label"] = await call(client, "inbox", collab="review")
+        got["prefix"] = await call(client, "status", collab=cid[:8])
+        got["nothing"] = await call(client, "inbox", collab="nope")
+
+    serve(root, body)
+    assert got["label"].structured_content["collab"] == cid
+    assert got["prefix"].structured_content["collab"] == cid
+    assert got["nothing"].is_error
+    assert "invalid collaboration id 'nope': expected a UUID, a label or an id prefix" in text(got["nothing"])

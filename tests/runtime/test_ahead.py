@@ -208,7 +208,7 @@ def test_a_pending_delivery_is_printed_without_an_interpreter_and_recorded(sessi
     ids = [session.send(f"m{i}") for i in range(3)]
     text = session.served()
     assert subjects(text) == ["m0", "m1", "m2"]
-    assert "3 peer messages for reviewer" in text and "boundary" in text
+    assert "3 new peer messages for reviewer" in text and "boundary" in text
     session.settled()
     recs = session.receipts()
     presented = [r for r in recs if r["type"] == "presented"]
@@ -243,7 +243,7 @@ def test_what_is_printed_is_what_the_full_hook_prints(tmp_path, store, collab):
         s.settled()
         # The same state again, with the fast paths off: the full hook, in this process's sight.
         st = s.state()
-        st.update(prompt=0, shown={})
+        st.update(prompt=0, shown={}, high=0)  # as before the first prompt: nothing shown yet
         (collab.dir / "state" / "reviewer.hook.json").write_text(json.dumps(st))
         full, ran = s.hook(env={"AGENTMSG_NO_FASTPATH": "1"})
         assert ran and same_but_nonce(served, full)

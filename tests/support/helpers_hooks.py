@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
-HOOK_FILES = {"claude": REPO / "hooks" / "hooks.json", "codex": REPO / "hooks" / "codex-hooks.json"}
+HOOK_FILES = {"claude": REPO / "hooks" / "hooks.json", "codex": REPO / "hooks" / "codex-hooks.json",
+              "copilot": REPO / "hooks" / "copilot-hooks.json"}
 # What the sessions in conftest's `collab` fixture are called on stdin.
 REVIEWER_SESSION = "5418c0de-1111-4222-8333-944455556666"  # claude-code:...
 DRIVER_SESSION = "0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"  # codex:...

@@ -259,7 +259,8 @@ def test_an_edited_registry_yaml_routes_nothing(world: World, tmp_path: Path) ->
 
     code, doc, err = world.cli("send", "--collab", world.collab, "--self", DRIVER, "--to", "mallory", "--subject",
                                "s", "--body", "to a name only the edit knows")
-    assert (code, doc["error"]["message"]) == (4, "FAILED(unknown agent): mallory"), err
+    assert (code, doc["error"]["message"]) == (4, "FAILED(unknown agent): mallory (aliases here: driver, reviewer)"), \
+        err
     assert not (world.dir / "inbox" / "mallory.jsonl").exists()
     second = world.send("after the edit")  # the real recipient is still one
     code, doc, err = world.cli("inbox", "--collab", world.collab, "--self", "human:mallory")

@@ -274,9 +274,10 @@ def test_unknown_recipient_fails_and_writes_nothing(store, collab, root, name):
     with pytest.raises(UnknownAgent) as info:
         store.send(collab.id, collab.driver, draft(name))
     assert snapshot(root) == before
-    line = info.value.line()
+    line, _, there = info.value.line().partition(" (aliases here: ")
     assert line.startswith("FAILED(unknown agent): ")
     assert "\n" not in line and "\x1b" not in line and len(line) < 120
+    assert there == "carol, driver, reviewer)"  # issue 30: the aliases that do exist
     assert info.value.code == 4
 
 
