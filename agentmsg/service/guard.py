@@ -56,18 +56,25 @@ def _ours(path: str) -> bool:
 
 
 def install(cwd: str | None = None) -> Payload:
+    """Write the shims through ``fsio.write_outside`` (nothing below the hooks folder is followed); an existing
+    hook is copied beside them, then replaced: chained, never lost.  A symlinked hook is refused (exit 12)."""
     repo = repository(cwd)
     folder = gitrepo.hooks_dir(repo.top)
     if folder is None:
         raise UsageError("git did not name this repository's hooks folder")
-    os.makedirs(folder, exist_ok=True)
     done = {}
     for hook in HOOKS:
         path = os.path.join(folder, hook)
+        if os.path.islink(path):
+            from agentmsg.errors import UnsafePath
+
+            raise UnsafePath(f"{path} is a symlink: agentmsg guard does not replace it (chain it by hand, or remove "
+                             "the link); nothing was written")
         kept = os.path.exists(path) and not _ours(path)
         if kept:
-            os.replace(path, path + CHAINED)  # chained, never overwritten
-        fsio.atomic_write(path, _shim(hook, sys.executable).encode())
+            with open(path, "rb") as fh:
+                fsio.write_outside(folder, hook + CHAINED, fh.read(), mode=0o755)  # chained, never overwritten
+        fsio.write_outside(folder, hook, _shim(hook, sys.executable).encode(), mode=0o755)
         os.chmod(path, 0o755)
         done[hook] = "chained the existing hook" if kept else "written"
     return {"repo": repo.key, "top": repo.top, "hooks_dir": folder, "hooks": done}
@@ -82,11 +89,14 @@ def uninstall(cwd: str | None = None) -> Payload:
         if not _ours(path):
             done[hook] = "not ours: left alone" if os.path.exists(path) else "absent"
             continue
-        os.unlink(path)
-        if os.path.exists(path + CHAINED):
-            os.replace(path + CHAINED, path)
+        chained = path + CHAINED
+        if os.path.isfile(chained) and not os.path.islink(chained):
+            with open(chained, "rb") as fh:
+                fsio.write_outside(folder, hook, fh.read(), mode=0o755)  # over the shim: the chained hook is back
+            os.unlink(chained)
             done[hook] = "removed; the chained hook is back"
         else:
+            os.unlink(path)
             done[hook] = "removed"
     return {"repo": repo.key, "top": repo.top, "hooks_dir": folder, "hooks": done}
 

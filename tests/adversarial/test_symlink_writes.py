@@ -404,6 +404,8 @@ ALLOWED: dict[tuple[str, str], str] = {
                                                  "is opened by fsio._open (no link, FIFO or hard link)",
     ("agentmsg/hooks/base.py", "HookBase.log"): "hooks.log in the state root",
     ("agentmsg/hooks/base.py", "HookBase.save_state"): "hook state in the state root",
+    ("agentmsg/hooks/pretool.py", "_log"): "fsio.append: hooks.log in the state root",
+    ("agentmsg/service/guard.py", "_log"): "fsio.append: hooks.log in the state root (AGENTMSG_GUARD=off)",
     ("agentmsg/hooks/waiter.py", "Waiter.run"): "the waiter's token, a session file in the state root",
     ("agentmsg/hosts/claude.py", "Claude.session_started"): "fsio.append_entries: CLAUDE_ENV_FILE, refusing a "
                                                             "link, a FIFO and a hard link",

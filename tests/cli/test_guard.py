@@ -79,3 +79,17 @@ def test_the_guard_refuses_a_push_and_uninstall_restores_the_old_hook(world, tmp
     hook = (repo / ".git" / "hooks" / "pre-commit").read_text()
     assert "agentmsg-guard" not in hook and "old-hook-ran" in hook
     assert not (repo / ".git" / "hooks" / "pre-push").exists()
+
+
+def test_a_symlinked_hook_is_refused_and_nothing_is_written_through_it(world, tmp_path: Path) -> None:
+    root, _cid, repo, _marker = world
+    hooks = repo / ".git" / "hooks"
+    elsewhere = tmp_path / "shared-hook"
+    elsewhere.write_text("#!/bin/sh\nexit 0\n")
+    (hooks / "pre-commit").unlink()
+    (hooks / "pre-commit").symlink_to(elsewhere)
+    code, _out, err = run("guard", "install", root=root, cwd=repo)
+    assert code == 12 and "is a symlink" in err and err.count("\n") == 1
+    assert elsewhere.read_text() == "#!/bin/sh\nexit 0\n"
+    assert (hooks / "pre-commit").is_symlink()
+    assert not (hooks / "pre-commit.agentmsg-chained").exists() and not (hooks / "pre-push").exists()
