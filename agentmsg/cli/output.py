@@ -28,7 +28,7 @@ Payload = dict[str, Any]
 def command_name(args: Sequence[str]) -> str:
     words = [a for a in args if not a.startswith("-")]
     if words[:1] and words[0] in ("log", "delivery", "wake", "install", "uninstall", "run", "db", "task",
-                                           "template") \
+                                           "template", "guard") \
             and len(words) > 1:
         return f"{words[0]} {words[1]}"
     return words[0] if words else ""
