@@ -67,6 +67,8 @@ class Overview:
     errors: list[str] = field(default_factory=list)
     #: live claims (docs/CLAIMS.md): (collaboration, claim), by repository and pattern
     claims: list[tuple[str, Any]] = field(default_factory=list)
+    #: each collaboration's events read so far, for the claims' fold (read on from the last one, by seq)
+    _events: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     seen_upto: dict[tuple[str, str], int] = field(default_factory=dict)
     #: The pin this view reads as (``service.readers``): None is the owner, who sees every collaboration;
     #: a pin sees those it is a current member of, asked again at every refresh (a takeover ends it).
@@ -154,14 +156,18 @@ class Overview:
         self.poll()
 
     def _claims(self, now: float) -> list[tuple[str, Any]]:
+        """Live claims, folded from the events read since the last refresh (a page, never the whole history)."""
         from agentmsg.domain import claims
 
         out: list[tuple[str, Any]] = []
         for cid in self.registries:
             try:
-                out += [(cid, c) for c in claims.live(claims.fold(self.store.events(cid)), now)]
-            except (AgentmsgError, OSError) as exc:
-                self._error(cid, "", exc)
+                seen = self._events.setdefault(cid, [])
+                last = seen[-1]["seq"] if seen else 0
+                seen += self.store.records_since(cid, "events", last, 1 << 30)  # type: ignore[attr-defined]
+                out += [(cid, c) for c in claims.live(claims.fold(seen), now)]
+            except (AgentmsgError, OSError, KeyError, TypeError) as exc:
+                self._error(cid, "", exc if isinstance(exc, (AgentmsgError, OSError)) else OSError(str(exc)))
         return out
 
     def _presence(self, cid: str, reg: Registry, alias: str, pin: str, now: float) -> str:
