@@ -136,15 +136,16 @@ def test_a_wheel_install_sets_up_codex_gemini_and_copilot(tmp_path):
 
 
 def test_readme_install_steps_for_gemini_and_copilot_run_as_written(tmp_path):
-    """Every `gemini ...` and `copilot ...` line of README's "In Gemini CLI and GitHub Copilot CLI" block, run
-    with the real host CLIs against a fresh HOME and a clone-like copy: validate, install, marketplace add."""
+    """The host-CLI alternatives README's Install block gives for Gemini and Copilot (``# or: ...``), run as
+    written with the real host CLIs against a fresh HOME and a clone-like copy: install, marketplace add."""
     text = (product.REPO / "README.md").read_text()
-    section = text.split("## In Gemini CLI and GitHub Copilot CLI", 1)[1].split("\n## ", 1)[0]
+    section = text.split("## Install\n", 1)[1].split("\n## ", 1)[0]
     block = section.split("```sh\n", 1)[1].split("```", 1)[0]
-    lines = [ln.split("  #", 1)[0].strip() for ln in block.splitlines() if ln.startswith(("gemini ", "copilot "))]
+    lines = [part.strip() for ln in block.splitlines() if ln.startswith(("agentmsg install gemini",
+                                                                         "agentmsg install copilot"))
+             for part in ln.split("# or: ", 1)[1].split("&&")]
     assert [ln.split()[:3] for ln in lines] == [
-        ["gemini", "extensions", "validate"], ["gemini", "extensions", "install"],
-        ["copilot", "plugin", "marketplace"], ["copilot", "plugin", "install"]]
+        ["gemini", "extensions", "install"], ["copilot", "plugin", "marketplace"], ["copilot", "plugin", "install"]]
     clone = product.export_plugin(tmp_path / "clone")
     home = tmp_path / "home"
     harness._gemini_settings(home)
