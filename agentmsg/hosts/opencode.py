@@ -10,7 +10,7 @@ from agentmsg.hosts.base import Host
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
     from typing import Any
 
 
@@ -21,6 +21,19 @@ class OpenCode(Host):
     runs_hooks = True
     program = "opencode"
     session_vars = ("OPENCODE_SESSION_ID", "OPENCODE", "OPENCODE_PID")
+    resumes = forks = True
+
+    def spawn_argv(self, program: str, args: Sequence[str], prompt: str) -> list[str]:
+        """``opencode --prompt PROMPT``: its TUI with a first prompt (a bare argument is a project folder)."""
+        return [program, *args, "--prompt", prompt]
+
+    def resume_argv(self, program: str, session: str, args: Sequence[str], prompt: str) -> list[str]:
+        """``opencode --session ID --prompt PROMPT``: the same session id."""
+        return [program, "--session", session, *args, "--prompt", prompt]
+
+    def fork_argv(self, program: str, session: str, args: Sequence[str], prompt: str) -> list[str]:
+        """``opencode --session ID --fork --prompt PROMPT``: the session so far, under a new id."""
+        return [program, "--session", session, "--fork", *args, "--prompt", prompt]
 
     def install(self, env: Mapping[str, str], **options: str | None) -> dict[str, Any]:
         """The plugin and skill, naming this copy's hooks/run (a wheel: its console script for the CLI);
