@@ -21,19 +21,13 @@ class OpenCode(Host):
     runs_hooks = True
     program = "opencode"
     session_vars = ("OPENCODE_SESSION_ID", "OPENCODE", "OPENCODE_PID")
-    resumes = forks = True
 
     def spawn_argv(self, program: str, args: Sequence[str], prompt: str) -> list[str]:
-        """``opencode --prompt PROMPT``: its TUI with a first prompt (a bare argument is a project folder)."""
+        """``opencode --prompt PROMPT``: its TUI with a first prompt (a bare argument is a project folder).
+
+        No resume or fork: ``opencode --session ID --prompt PROMPT`` (1.18.33) opens the session in its TUI but
+        neither shows it nor submits the prompt, so no first turn would ever prove it ready (docs/LIFECYCLE.md)."""
         return [program, *args, "--prompt", prompt]
-
-    def resume_argv(self, program: str, session: str, args: Sequence[str], prompt: str) -> list[str]:
-        """``opencode --session ID --prompt PROMPT``: the same session id."""
-        return [program, "--session", session, *args, "--prompt", prompt]
-
-    def fork_argv(self, program: str, session: str, args: Sequence[str], prompt: str) -> list[str]:
-        """``opencode --session ID --fork --prompt PROMPT``: the session so far, under a new id."""
-        return [program, "--session", session, "--fork", *args, "--prompt", prompt]
 
     def install(self, env: Mapping[str, str], **options: str | None) -> dict[str, Any]:
         """The plugin and skill, naming this copy's hooks/run (a wheel: its console script for the CLI);

@@ -55,7 +55,15 @@ def _seen(stub: Any, text: str, since: int = 0) -> bool:
     return any(text in r.text_blob() for r in stub.agent_requests()[since:])
 
 
-def _lifecycle(world: World, stub: Any, host: str, args: list[str], *, forks: bool) -> None:
+def _refused(world: World, command: list[str], args: list[str]) -> None:
+    """A host that cannot do this: one line, exit 19, nothing started or written."""
+    before = len(events(world, "invited")), len(events(world, "spawned"))
+    code, doc = world.cli(*command, "--collab", world.cid, "--self", LEAD, *args)
+    assert code == 19 and doc["error"]["message"].startswith("host cannot: "), doc
+    assert (len(events(world, "invited")), len(events(world, "spawned"))) == before
+
+
+def _lifecycle(world: World, stub: Any, host: str, args: list[str], *, forks: bool, resumes: bool = True) -> None:
     """spawn, idle, a send at the next prompt, kill, gone, a send to the gone session, resume, fork."""
     cid = world.cid
     world.user_tmux()
@@ -84,6 +92,11 @@ def _lifecycle(world: World, stub: Any, host: str, args: list[str], *, forks: bo
     sent = world.ok("send", "--collab", cid, "--self", "codex:other", "--to", "w", "--subject", "s",
                     "--body", "PEER-BODY-3")
     assert sent["results"][0]["presence"]["state"] == "gone" and "session ended" in sent["results"][0]["next"]
+    if not resumes:
+        _refused(world, ["resume", "w"], args)
+        _refused(world, ["fork", "w", "--alias", "w2"], args)
+        assert "w2" not in world.roster() and world.roster()["w"]["presence"]["state"] == "gone"
+        return
     # resume: the same session (the same pin) under the same alias; what was sent meanwhile reaches its model
     n = len(stub.agent_requests())
     back = world.ok("resume", "w", "--collab", cid, "--self", LEAD, "--timeout", "90s", *args)
@@ -97,11 +110,8 @@ def _lifecycle(world: World, stub: Any, host: str, args: list[str], *, forks: bo
         roster = world.roster()
         assert (roster["w2"]["pin"], roster["w"]["pin"]) == (forked["pin"], pin)
         started.append(forked)
-    else:  # one line, its own exit code, nothing started or written
-        before = len(events(world, "invited"))
-        code, doc = world.cli("fork", "w", "--alias", "w2", "--collab", cid, "--self", LEAD, *args)
-        assert code == 19 and doc["error"]["message"].startswith("host cannot: "), doc
-        assert "cannot fork" in doc["error"]["message"] and len(events(world, "invited")) == before
+    else:
+        _refused(world, ["fork", "w", "--alias", "w2"], args)
         assert "w2" not in world.roster()
     for s in started:
         world.ok("kill", "w2" if s["how"] == "fork" else "w", "--collab", cid, "--self", LEAD)
@@ -137,11 +147,11 @@ def test_copilot_spawned_in_tmux_is_seen_killed_and_resumed_and_cannot_fork(tmp_
             world.close()
 
 
-def test_opencode_spawned_in_tmux_is_seen_killed_resumed_and_forked(tmp_path: Path) -> None:
+def test_opencode_spawned_in_tmux_is_seen_and_killed_and_cannot_resume_or_fork(tmp_path: Path) -> None:
     with ChatCompletionsStub() as stub:
         world, args = opencode_world(tmp_path, stub)
         try:
-            _lifecycle(world, stub, "opencode", args, forks=True)
+            _lifecycle(world, stub, "opencode", args, forks=False, resumes=False)
         finally:
             world.close()
 
