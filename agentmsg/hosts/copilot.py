@@ -36,6 +36,12 @@ class Copilot(Host):
         """``copilot --resume ID -i PROMPT``: the same session id, interactive."""
         return [program, "--resume", session, *args, "-i", prompt]
 
+    def spawn_hint(self, args: Sequence[str]) -> str:
+        """Copilot asks whether to trust a new folder before its first prompt, and its session starts only then."""
+        return ("are agentmsg's hooks installed for Copilot CLI (agentmsg install copilot, or --plugin-dir after --), "
+                "is the folder trusted (its trust screen, or trusted_folders in $COPILOT_HOME/config.json), and is "
+                "its model reachable?")
+
     def runs_claude_format(self, env: Mapping[str, str]) -> bool:
         return bool(env.get("COPILOT_CLI"))
 

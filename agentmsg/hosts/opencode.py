@@ -29,6 +29,11 @@ class OpenCode(Host):
         neither shows it nor submits the prompt, so no first turn would ever prove it ready (docs/LIFECYCLE.md)."""
         return [program, *args, "--prompt", prompt]
 
+    def spawn_hint(self, args: Sequence[str]) -> str:
+        """Its plugin runs the SessionStart hook at the first message, once OpenCode has started."""
+        return ("is agentmsg's plugin installed for OpenCode (agentmsg install opencode), and is its model reachable "
+                "(its plugin binds the session at its first message)?")
+
     def install(self, env: Mapping[str, str], **options: str | None) -> dict[str, Any]:
         """The plugin and skill, naming this copy's hooks/run (a wheel: its console script for the CLI);
         ``options["project"]``: that project's folders instead of the user's."""

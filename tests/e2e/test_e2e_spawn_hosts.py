@@ -72,6 +72,7 @@ def _lifecycle(world: World, stub: Any, host: str, args: list[str], *, forks: bo
     pin, pane = out["pin"], out["tmux"]["pane"]
     assert pin.startswith(f"{host}:") and out["where"] == "tmux" and out["how"] == "spawn" and alive(out["pid"])
     assert out["tmux"]["socket"] == str(world.socket) and out["tmux"]["window"] in _windows(world)
+    assert _hosts_in(world.tmp / "proj")  # what a failed spawn must not leave (below) is seen while one runs
     # bound by its own hooks with the ticket (only its hash recorded, and now used), and its first turn answered
     joined = [e for e in events(world, "joined") if e["alias"] == "w"]
     assert [(e["pin"], len(e["ticket"])) for e in joined] == [(pin, 64)]
@@ -88,6 +89,7 @@ def _lifecycle(world: World, stub: Any, host: str, args: list[str], *, forks: bo
     killed = world.ok("kill", "w", "--collab", cid, "--self", LEAD)
     assert killed["spawned"] is True and killed["pid"] == out["pid"] and not alive(out["pid"])
     assert out["tmux"]["window"] not in _windows(world)
+    wait_for(lambda: not _hosts_in(world.tmp / "proj"), 10, "no host process left")
     wait_for(lambda: world.roster()["w"]["presence"]["state"] == "gone", 10, "w gone")
     sent = world.ok("send", "--collab", cid, "--self", "codex:other", "--to", "w", "--subject", "s",
                     "--body", "PEER-BODY-3")
@@ -165,8 +167,27 @@ def test_codex_spawned_in_tmux_is_seen_killed_resumed_and_forked(tmp_path: Path)
             world.close()
 
 
+def _hosts_in(folder: Path) -> list[str]:
+    """The programs of live processes whose working directory is ``folder``: the spawned host and what it started,
+    but not agentmsg's own detached per-root helpers (Python, a shell), which the session's hooks may have started
+    and which end on their own once idle (agentmsg/resident/helper.py)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if not proc.name.isdigit() or Path(proc / "cwd").resolve() != folder.resolve():
+                continue
+            exe = Path(proc / "exe").resolve().name
+            if alive(int(proc.name)) and not exe.startswith(("python", "sh", "dash", "bash")):
+                found.append(exe)
+        except OSError:
+            continue
+    return found
+
+
 def _nothing_left(world: World, alias: str, *, tried: bool) -> None:
-    """A failed spawn: no binding, no unused ticket, and (once a session was started) one spawn-failed event."""
+    """A failed spawn: no binding, no unused ticket, no process, and (once a session was started) one spawn-failed
+    event."""
+    wait_for(lambda: not _hosts_in(world.tmp / "proj"), 10, "no host process left in the session's folder")
     reg = world.ok("registry", "--collab", world.cid)
     assert alias not in reg["participants"] and reg["tickets"] == {}
     assert [e["target"] for e in events(world, "spawn-failed")] == ([alias] if tried else [])
