@@ -143,6 +143,13 @@ class NothingCanRing(AgentmsgError):
     prefix = "wake"
 
 
+class HostCannot(AgentmsgError):
+    """The host has no way to do this from agentmsg (resume or fork a session): nothing was started or written."""
+
+    code = 19
+    prefix = "host cannot"
+
+
 class StoreUnreachable(AgentmsgError):
     """The database store could not be reached, or went away mid-command: nothing was stored."""
 
@@ -181,6 +188,8 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     (SpawnFailed.code, "spawn or resume failed: the host did not start or never got ready; it was stopped and "
                        "nothing stays bound"),
     (NothingCanRing.code, "wake on: nothing could ring this session (no native wake-up, no tmux pane of its own)"),
+    (HostCannot.code, "host cannot: this host cannot resume or fork a session from agentmsg (docs/LIFECYCLE.md); "
+                      "nothing was started or written"),
     (StoreUnreachable.code, "store unreachable: the PostgreSQL store could not be reached or went away; "
                             "nothing was stored (retry with the same --id)"),
     (SchemaMismatch.code, "schema: the PostgreSQL schema is missing, too old (run `agentmsg db migrate`) or newer "

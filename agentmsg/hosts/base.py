@@ -65,6 +65,8 @@ class Host:
     session_vars: tuple[str, ...] = ()
     #: Whether the host can resume a session by its id in a new process (``agentmsg resume``).
     resumes = False
+    #: Whether the host can start a new session from a session's conversation, under a new id (``agentmsg fork``).
+    forks = False
 
     def spawn_argv(self, program: str, args: Sequence[str], prompt: str) -> list[str]:
         """The interactive, long-lived session ``agentmsg spawn`` starts: ``program``, the user's arguments (after
@@ -73,15 +75,15 @@ class Host:
 
     def resume_argv(self, program: str, session: str, args: Sequence[str], prompt: str) -> list[str]:
         """The same session again (``agentmsg resume``), interactive, with a first prompt."""
-        from agentmsg.errors import UsageError
+        from agentmsg.errors import HostCannot
 
-        raise UsageError(f"{self.title} cannot resume a session from agentmsg (docs/LIFECYCLE.md)")
+        raise HostCannot(f"{self.title} cannot resume a session from agentmsg (docs/LIFECYCLE.md)")
 
     def fork_argv(self, program: str, session: str, args: Sequence[str], prompt: str) -> list[str]:
         """A new session from this one's conversation, with its own new session id (``agentmsg fork``)."""
-        from agentmsg.errors import UsageError
+        from agentmsg.errors import HostCannot
 
-        raise UsageError(f"{self.title} cannot fork a session from agentmsg (docs/LIFECYCLE.md)")
+        raise HostCannot(f"{self.title} cannot fork a session from agentmsg (docs/LIFECYCLE.md)")
 
     def spawn_hint(self, args: Sequence[str]) -> str:
         """Why a spawned session may never have run agentmsg's hooks, and what to do (one clause)."""

@@ -41,7 +41,7 @@ class Claude(Host):
     session_vars = ("CLAUDE_CODE_SESSION_ID", "CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_ENV_FILE",
                     "CLAUDE_PROJECT_DIR", "CLAUDE_PLUGIN_ROOT", "CLAUDE_PLUGIN_DATA", "CLAUDE_CODE_MESSAGING_SOCKET",
                     "CLAUDE_CODE_SSE_PORT")
-    resumes = True
+    resumes = forks = True
 
     def spawn_argv(self, program: str, args: Sequence[str], prompt: str) -> list[str]:
         """The prompt after ``--``: some of Claude Code's options take several values (``--allowedTools``)."""

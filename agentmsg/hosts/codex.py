@@ -47,7 +47,7 @@ class Codex(Host):
     program = "codex"
     session_vars = ("CODEX_THREAD_ID", "CODEX_SESSION_ID", "CODEX_SANDBOX", "CODEX_SANDBOX_NETWORK_DISABLED",
                     "PLUGIN_ROOT", "PLUGIN_DATA")
-    resumes = True
+    resumes = forks = True
 
     def resume_argv(self, program: str, session: str, args: Sequence[str], prompt: str) -> list[str]:
         """``codex resume ID``: the same thread id, so the alias stays with its pin."""

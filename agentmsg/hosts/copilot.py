@@ -11,7 +11,7 @@ from agentmsg.hosts.base import Host
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
     from typing import Any
 
 
@@ -25,6 +25,22 @@ class Copilot(Host):
     program = "copilot"
     session_vars = ("COPILOT_AGENT_SESSION_ID", "COPILOT_CLI", "COPILOT_PROJECT_DIR", "COPILOT_PLUGIN_ROOT",
                     "COPILOT_PLUGIN_DATA")
+
+    resumes = True
+
+    def spawn_argv(self, program: str, args: Sequence[str], prompt: str) -> list[str]:
+        """``copilot -i PROMPT``: interactive, with a first prompt (a bare argument is not a prompt to it)."""
+        return [program, *args, "-i", prompt]
+
+    def resume_argv(self, program: str, session: str, args: Sequence[str], prompt: str) -> list[str]:
+        """``copilot --resume ID -i PROMPT``: the same session id, interactive."""
+        return [program, "--resume", session, *args, "-i", prompt]
+
+    def spawn_hint(self, args: Sequence[str]) -> str:
+        """Copilot asks whether to trust a new folder before its first prompt, and its session starts only then."""
+        return ("are agentmsg's hooks installed for Copilot CLI (agentmsg install copilot, or --plugin-dir after --), "
+                "is the folder trusted (its trust screen, or trusted_folders in $COPILOT_HOME/config.json), and is "
+                "its model reachable?")
 
     def runs_claude_format(self, env: Mapping[str, str]) -> bool:
         return bool(env.get("COPILOT_CLI"))

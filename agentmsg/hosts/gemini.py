@@ -12,7 +12,7 @@ from agentmsg.hosts.base import Host
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
     from typing import Any
 
 SESSION_VAR = "GEMINI_SESSION_ID"
@@ -26,6 +26,11 @@ class Gemini(Host):
     bin_on_path = False
     program = "gemini"
     session_vars = (SESSION_VAR, "GEMINI_CLI", "GEMINI_PROJECT_DIR", "GEMINI_CWD")
+    resumes = True
+
+    def resume_argv(self, program: str, session: str, args: Sequence[str], prompt: str) -> list[str]:
+        """``gemini --resume ID PROMPT``: the same session id, interactive (a positional prompt stays so)."""
+        return [program, "--resume", session, *args, prompt]
 
     def runs_claude_format(self, env: Mapping[str, str]) -> bool:
         # Claude Code sets its own variable in every hook; Gemini never does.

@@ -10,7 +10,7 @@ from agentmsg.hosts.base import Host
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
     from typing import Any
 
 
@@ -21,6 +21,18 @@ class OpenCode(Host):
     runs_hooks = True
     program = "opencode"
     session_vars = ("OPENCODE_SESSION_ID", "OPENCODE", "OPENCODE_PID")
+
+    def spawn_argv(self, program: str, args: Sequence[str], prompt: str) -> list[str]:
+        """``opencode --prompt PROMPT``: its TUI with a first prompt (a bare argument is a project folder).
+
+        No resume or fork: ``opencode --session ID --prompt PROMPT`` (1.18.33) opens the session in its TUI but
+        neither shows it nor submits the prompt, so no first turn would ever prove it ready (docs/LIFECYCLE.md)."""
+        return [program, *args, "--prompt", prompt]
+
+    def spawn_hint(self, args: Sequence[str]) -> str:
+        """Its plugin runs the SessionStart hook at the first message, once OpenCode has started."""
+        return ("is agentmsg's plugin installed for OpenCode (agentmsg install opencode), and is its model reachable "
+                "(its plugin binds the session at its first message)?")
 
     def install(self, env: Mapping[str, str], **options: str | None) -> dict[str, Any]:
         """The plugin and skill, naming this copy's hooks/run (a wheel: its console script for the CLI);

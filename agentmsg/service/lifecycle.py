@@ -25,7 +25,7 @@ from typing import Any
 
 from agentmsg.domain import kinds, rules, validate
 from agentmsg.domain.values import Draft, Pin
-from agentmsg.errors import SpawnFailed, UsageError
+from agentmsg.errors import HostCannot, SpawnFailed, UsageError
 from agentmsg.hosts import registry
 from agentmsg.runtime import spawn as starter
 from agentmsg.runtime import spawned
@@ -106,8 +106,8 @@ def fork(ctx: Ctx, *, collab: str | None, self_flag: str | None, alias: str, new
     spawner = rules.spawn_target(reg, who, new_alias)
     runtime, _, session = source.partition(":")
     spec = registry.of_runtime(runtime)
-    if spec is None or not spec.resumes or spec.program is None:
-        raise UsageError(f"{spec.title if spec else runtime} sessions cannot be forked from agentmsg "
+    if spec is None or not spec.forks or spec.program is None:
+        raise HostCannot(f"{spec.title if spec else runtime} cannot fork a session from agentmsg "
                          "(docs/LIFECYCLE.md)")
     last = spawn_of(ctx, cid, alias, source)
     folder = _folder(cwd or (str(last["cwd"]) if last and isinstance(last.get("cwd"), str) else None))
@@ -162,7 +162,7 @@ def resume(ctx: Ctx, *, collab: str | None, self_flag: str | None, alias: str, c
     runtime, _, session = pin.partition(":")
     spec = registry.of_runtime(runtime)
     if spec is None or not spec.resumes or spec.program is None:
-        raise UsageError(f"{spec.title if spec else runtime} sessions cannot be resumed from agentmsg "
+        raise HostCannot(f"{spec.title if spec else runtime} cannot resume a session from agentmsg "
                          "(docs/LIFECYCLE.md)")
     found = sessionfacts.load(str(ctx.root), pin).get("facts")
     if isinstance(found, dict) and type(found.get("pid")) is int and sessionfacts.alive(found):

@@ -8,127 +8,16 @@ recorded requests and ``/proc``, never by sleeping.
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.support.cli_helpers import run
-from tests.support.hosts.harness import (
-    CODEX_KEY_ENV,
-    NODE_BIN,
-    REPO_ROOT,
-    claude_env,
-    codex_config_args,
-    codex_env,
-)
+from tests.support.hosts.spawned import BOUNDARY, LEAD, World, alive, claude_world, codex_world, events, type_into
 from tests.support.hosts.stubs import AnthropicStub, OpenAIResponsesStub
-from tests.support.hosts.tui import CLAUDE_KEY, wait_for
+from tests.support.hosts.tui import wait_for
 
 pytestmark = [pytest.mark.hosts, pytest.mark.tui]
-
-BOUNDARY = "agentmsg peer data · begin"
-LEAD = "human:lead"
-
-
-class World:
-    """A state root, a collaboration opened by ``human:lead``, a stub, and the environment spawn runs with."""
-
-    def __init__(self, tmp: Path, env: dict[str, str], root: Path) -> None:
-        self.tmp, self.env, self.root = tmp, env, root
-        self.cid = self.ok("open", "--self", LEAD, "--alias", "lead", "--label", "l", "--task", "t")["collab"]
-        self.socket: Path | None = None
-
-    def cli(self, *args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
-        """The CLI with ``--json`` before a ``--`` (what follows it is the host's)."""
-        cut = args.index("--") if "--" in args else len(args)
-        done = run(*args[:cut], "--json", *args[cut:], root=self.root, env={**self.env, **(env or {})}, timeout=180)
-        assert len(done.stderr.strip().splitlines()) <= 1, done.stderr
-        return done.code, json.loads(done.stdout)
-
-    def ok(self, *args: str) -> dict[str, Any]:
-        _code, doc = self.cli(*args)
-        assert doc["ok"], doc["error"]
-        return dict(doc["result"])
-
-    def roster(self) -> dict[str, dict[str, Any]]:
-        out = self.ok("roster", "--collab", self.cid)
-        return {p["alias"]: p for p in out["participants"]}
-
-    def user_tmux(self) -> None:
-        """A tmux server of "the user's", one session with a shell; spawn's windows open beside it."""
-        self.socket = self.tmp / "user.sock"
-        subprocess.run(["tmux", "-S", str(self.socket), "-f", "/dev/null", "new-session", "-d", "-s", "user",
-                        "-x", "160", "-y", "45", "sleep", "3600"], check=True, timeout=10)
-        pid = subprocess.run(["tmux", "-S", str(self.socket), "display-message", "-p", "#{pid}"], check=True,
-                             capture_output=True, text=True, timeout=10).stdout.strip()
-        self.env.update(TMUX=f"{self.socket},{pid},0", TMUX_PANE="%0")
-
-    def close(self) -> None:
-        sockets = [self.socket, self.root / "spawn" / "tmux.sock"]
-        for sock in sockets:
-            if sock is not None and sock.exists():
-                subprocess.run(["tmux", "-S", str(sock), "kill-server"], capture_output=True, check=False)
-
-
-def _path() -> str:
-    return os.pathsep.join([str(NODE_BIN), os.environ.get("PATH", "")])
-
-
-def claude_world(tmp: Path, stub: AnthropicStub) -> tuple[World, list[str]]:
-    """Claude Code onboarded in a test HOME, the project folder trusted; host args that load this checkout."""
-    home, cwd = tmp / "home", tmp / "proj"
-    home.mkdir(parents=True, exist_ok=True)
-    cwd.mkdir(parents=True, exist_ok=True)
-    (home / ".claude.json").write_text(json.dumps({
-        "hasCompletedOnboarding": True, "theme": "dark", "numStartups": 5,
-        "customApiKeyResponses": {"approved": [CLAUDE_KEY[-20:]], "rejected": []},
-        "projects": {str(cwd): {"hasTrustDialogAccepted": True, "hasCompletedProjectOnboarding": True}},
-    }))
-    root = tmp / "root"
-    env = claude_env(home, stub, {"PATH": _path(), "TERM": "xterm-256color", "NO_COLOR": None})
-    world = World(tmp, env, root)
-    return world, ["--cwd", str(cwd), "--", "--plugin-dir", str(REPO_ROOT), "--permission-mode", "default",
-                   "--allowedTools", "Bash"]
-
-
-def codex_world(tmp: Path, stub: OpenAIResponsesStub) -> tuple[World, list[str]]:
-    """Codex with this checkout's hooks as user hooks; the trust bypass passed by the user, after ``--``."""
-    home, codex_home, cwd = tmp / "home", tmp / "codex-home", tmp / "proj"
-    for d in (home, codex_home, cwd):
-        d.mkdir(parents=True, exist_ok=True)
-    hooks = json.loads((REPO_ROOT / "hooks" / "codex-hooks.json").read_text())
-    (codex_home / "hooks.json").write_text(json.dumps(hooks).replace("${PLUGIN_ROOT}", str(REPO_ROOT)))
-    root = tmp / "root"
-    env = codex_env(home, codex_home, stub, {CODEX_KEY_ENV: "stub-not-a-key", "PATH": _path(),
-                                              "TERM": "xterm-256color", "NO_COLOR": None})
-    world = World(tmp, env, root)
-    return world, ["--cwd", str(cwd), "--", *codex_config_args(stub), "--dangerously-bypass-hook-trust",
-                   "--dangerously-bypass-approvals-and-sandbox"]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
-
-
-def _events(world: World, kind: str) -> list[dict[str, Any]]:
-    path = world.root / "collabs" / world.cid / "collab.jsonl"
-    return [e for e in map(json.loads, path.read_text().splitlines()) if e["type"] == kind]
-
-
-def _type(world: World, socket: Path, pane: str, text: str) -> None:
-    """A person types a prompt into the spawned session's pane."""
-    subprocess.run(["tmux", "-S", str(socket), "send-keys", "-t", pane, "-l", text], check=True, timeout=10)
-    wait_for(lambda: text[:20] in subprocess.run(["tmux", "-S", str(socket), "capture-pane", "-p", "-t", pane],
-                                                 capture_output=True, text=True).stdout, 10, "the typed prompt")
-    subprocess.run(["tmux", "-S", str(socket), "send-keys", "-t", pane, "Enter"], check=True, timeout=10)
 
 
 def test_claude_spawned_in_tmux_gets_its_task_is_seen_killed_resumed_and_forked(tmp_path: Path) -> None:
@@ -146,12 +35,12 @@ def test_claude_spawned_in_tmux_gets_its_task_is_seen_killed_resumed_and_forked(
             pin, pane = out["pin"], out["tmux"]["pane"]
             assert pin.startswith("claude-code:") and out["where"] == "tmux" and out["by"] == "codex:spawner-thread"
             assert out["tmux"]["socket"] == str(world.socket) and out["tmux"]["target"].startswith("user:")
-            assert _alive(out["pid"]) and out["task"]["ring"] == "rang"
+            assert alive(out["pid"]) and out["task"]["ring"] == "rang"
             # bound by its own SessionStart hook, through the ticket: only its hash was recorded, and it is used
-            joined = [e for e in _events(world, "joined") if e["alias"] == "rev"]
+            joined = [e for e in events(world, "joined") if e["alias"] == "rev"]
             assert len(joined) == 1 and joined[0]["pin"] == pin and len(joined[0]["ticket"]) == 64
             assert world.ok("registry", "--collab", world.cid)["tickets"] == {}
-            spawned = _events(world, "spawned")
+            spawned = events(world, "spawned")
             assert [(e["target"], e["pin"], e["alias"], e["where"]) for e in spawned] == [("rev", pin, "drv", "tmux")]
             environ = Path(f"/proc/{out['pid']}/environ").read_bytes().split(b"\0")
             assert b"CODEX_THREAD_ID=spawner-thread" not in environ
@@ -165,14 +54,14 @@ def test_claude_spawned_in_tmux_gets_its_task_is_seen_killed_resumed_and_forked(
             world.ok("send", "--collab", world.cid, "--self", "codex:other", "--to", "rev", "--subject", "s",
                      "--body", "PEER-BODY-2")
             n = len(stub.agent_requests())
-            _type(world, world.socket, pane, "next prompt")
+            type_into(world, world.socket, pane, "next prompt")
             wait_for(lambda: len(stub.agent_requests()) > n, 30, "the next prompt's request")
             wait_for(lambda: any("PEER-BODY-2" in r.text_blob() for r in stub.agent_requests()[n:]), 10, "mail")
             # kill: not for any member; for the spawner, verified, recorded; the alias stays, gone
             code, doc = world.cli("kill", "rev", "--collab", world.cid, "--self", "codex:other")
-            assert code == 9 and _alive(out["pid"]), doc
+            assert code == 9 and alive(out["pid"]), doc
             killed = world.ok("kill", "rev", "--collab", world.cid, "--self", LEAD)
-            assert killed["spawned"] is True and killed["pid"] == out["pid"] and not _alive(out["pid"])
+            assert killed["spawned"] is True and killed["pid"] == out["pid"] and not alive(out["pid"])
             windows = subprocess.run(["tmux", "-S", str(world.socket), "list-windows", "-F", "#{window_id}"],
                                      capture_output=True, text=True, check=True).stdout.split()
             assert out["tmux"]["window"] not in windows
@@ -182,7 +71,7 @@ def test_claude_spawned_in_tmux_gets_its_task_is_seen_killed_resumed_and_forked(
             assert "ended" in sent["results"][0]["next"]
             # resume: the same session again, under the same alias; what was sent meanwhile reaches it
             back = world.ok("resume", "rev", "--collab", world.cid, "--self", LEAD, "--timeout", "90s", *args)
-            assert back["pin"] == pin and back["how"] == "resume" and _alive(back["pid"])
+            assert back["pin"] == pin and back["how"] == "resume" and alive(back["pid"])
             assert world.roster()["rev"]["presence"]["state"] in ("idle", "working")
             wait_for(lambda: any("PEER-BODY-3" in r.text_blob() for r in stub.agent_requests()), 30, "PEER-BODY-3")
             # fork: a new session from rev's conversation, under a new alias and a new pin, bound by its ticket
@@ -193,7 +82,7 @@ def test_claude_spawned_in_tmux_gets_its_task_is_seen_killed_resumed_and_forked(
             assert roster["rev2"]["pin"] == forked["pin"] and roster["rev"]["pin"] == pin
             for alias, started in (("rev", back), ("rev2", forked)):
                 world.ok("kill", alias, "--collab", world.cid, "--self", LEAD)
-                assert not _alive(started["pid"])
+                assert not alive(started["pid"])
             code, doc = world.cli("kill", "rev", "--collab", world.cid, "--self", LEAD)  # nothing runs now
             assert code == 3 and "nothing was signalled" in doc["error"]["message"]
         finally:
@@ -208,16 +97,16 @@ def test_codex_spawned_headless_into_an_invite_only_collaboration_is_ready_kille
             out = world.ok("spawn", "codex", "--alias", "impl", "--collab", world.cid, "--self", LEAD,
                            "--where", "headless", "--timeout", "90s", *args)
             assert out["pin"].startswith("codex:") and out["where"] == "headless"
-            assert out["tmux"]["socket"] == str(world.root / "spawn" / "tmux.sock") and _alive(out["pid"])
+            assert out["tmux"]["socket"] == str(world.root / "spawn" / "tmux.sock") and alive(out["pid"])
             wait_for(lambda: world.roster()["impl"]["presence"]["state"] == "idle", 30, "impl idle")
             world.ok("kill", "impl", "--collab", world.cid, "--self", LEAD)
-            assert not _alive(out["pid"])
+            assert not alive(out["pid"])
             wait_for(lambda: world.roster()["impl"]["presence"]["state"] == "gone", 10, "impl gone")
             back = world.ok("resume", "impl", "--collab", world.cid, "--self", LEAD, "--where", "headless",
                             "--timeout", "90s", *args)  # codex resume THREAD: the same thread, the same pin
-            assert back["pin"] == out["pin"] and _alive(back["pid"])
+            assert back["pin"] == out["pin"] and alive(back["pid"])
             world.ok("kill", "impl", "--collab", world.cid, "--self", LEAD)
-            assert not _alive(back["pid"])
+            assert not alive(back["pid"])
         finally:
             world.close()
 
@@ -228,10 +117,10 @@ def test_claude_spawned_headless_is_ready_and_killed(tmp_path: Path) -> None:
         try:
             out = world.ok("spawn", "claude", "--alias", "rev", "--collab", world.cid, "--self", LEAD,
                            "--where", "headless", "--timeout", "90s", *args)
-            assert out["where"] == "headless" and out["tmux"]["target"].startswith("rev:") and _alive(out["pid"])
+            assert out["where"] == "headless" and out["tmux"]["target"].startswith("rev:") and alive(out["pid"])
             assert world.roster()["rev"]["presence"]["state"] in ("idle", "working")
             world.ok("kill", "rev", "--collab", world.cid, "--self", LEAD)
-            assert not _alive(out["pid"])
+            assert not alive(out["pid"])
             wait_for(lambda: world.roster()["rev"]["presence"]["state"] == "gone", 10, "rev gone")
         finally:
             world.close()
@@ -241,8 +130,8 @@ def _nothing_left(world: World, alias: str) -> None:
     """A failed spawn: no binding, no unused ticket, a spawn-failed event, no window left."""
     reg = world.ok("registry", "--collab", world.cid)
     assert alias not in reg["participants"] and reg["tickets"] == {}
-    assert [e["target"] for e in _events(world, "spawn-failed")] == [alias]
-    assert not _events(world, "spawned")
+    assert [e["target"] for e in events(world, "spawn-failed")] == [alias]
+    assert not events(world, "spawned")
 
 
 def test_a_spawn_that_cannot_start_fails_at_once_and_leaves_nothing(tmp_path: Path) -> None:
@@ -255,7 +144,7 @@ def test_a_spawn_that_cannot_start_fails_at_once_and_leaves_nothing(tmp_path: Pa
     assert "rev" not in reg["participants"] and reg["tickets"] == {}
     code, doc = world.cli("spawn", "claude", "--alias", "rev", "--collab", world.cid, "--self", LEAD)
     assert code == 2 and "$TMUX is not set" in doc["error"]["message"]  # --where tmux outside tmux
-    assert not _events(world, "invited") and not _events(world, "spawn-failed")
+    assert not events(world, "invited") and not events(world, "spawn-failed")
 
 
 def test_a_codex_spawn_with_a_dead_model_server_fails_within_its_timeout(tmp_path: Path) -> None:

@@ -56,6 +56,9 @@ def test_only_a_person_with_force_stops_a_session_and_it_is_recorded(collab) -> 
     assert code == 0 and doc["result"]["results"][0]["next"].startswith("reviewer's session ended")
     code, out, err = run("log", "show", "--collab", collab.id, root=root)
     assert "reviewer's session was stopped by human:carol" in out
+    page = root.parent / "log.html"  # and the HTML log (a spawn's and a resume's: tests/e2e/test_e2e_spawn_hosts.py)
+    assert run("log", "render", "--html", "--out", str(page), "--collab", collab.id, root=root)[0] == 0
+    assert "reviewer&#x27;s session was stopped by human:carol" in page.read_text()
 
 
 def test_a_reused_pid_is_never_signalled(collab) -> None:
@@ -72,3 +75,17 @@ def test_a_reused_pid_is_never_signalled(collab) -> None:
         host.wait()
     events = (root / "collabs" / collab.id / "collab.jsonl").read_text()
     assert '"killed"' not in events
+
+
+def test_a_host_that_cannot_resume_or_fork_is_refused_in_one_line_with_exit_19_and_nothing_written(collab) -> None:
+    root = Path(collab.root)
+    journal = root / "collabs" / collab.id / "collab.jsonl"
+    for pin, alias in (("gemini:2b1f0c4e-5d6a-4b7c-8e9f-0a1b2c3d4e5f", "gem"),
+                       ("opencode:ses_daef1b6f7ffeqzBNoX", "oc")):
+        assert run_json("join", "--collab", collab.id, "--self", pin, "--alias", alias, root=root)[0] == 0
+    before = journal.read_bytes()
+    code, _out, err = run("fork", "gem", "--alias", "g2", "--collab", collab.id, "--self", DRIVER, root=root)
+    assert (code, err) == (19, "host cannot: Gemini CLI cannot fork a session from agentmsg (docs/LIFECYCLE.md)\n")
+    code, _out, err = run("resume", "oc", "--collab", collab.id, "--self", "human:carol", root=root)
+    assert (code, err) == (19, "host cannot: OpenCode cannot resume a session from agentmsg (docs/LIFECYCLE.md)\n")
+    assert journal.read_bytes() == before and not (root / "spawn").exists()

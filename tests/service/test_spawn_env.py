@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from agentmsg.errors import HostCannot
 from agentmsg.hosts import registry
 from agentmsg.service import lifecycle
 
@@ -36,3 +39,38 @@ def test_each_host_starts_interactive_with_the_users_arguments_and_no_dangerous_
     assert "/hooks" not in codex.spawn_hint(["--dangerously-bypass-hook-trust"])
     hello = lifecycle.hello("lead", "rev", "c-id", task=True)
     assert hello.startswith("agentmsg: lead started this session as participant rev")
+
+
+def test_gemini_copilot_and_opencode_start_interactive_with_a_first_prompt_and_resume_where_they_can() -> None:
+    gemini, copilot, opencode = registry.get("gemini"), registry.get("copilot"), registry.get("opencode")
+    assert gemini is not None and copilot is not None and opencode is not None
+    # Gemini: a positional prompt stays interactive; Copilot: -i; OpenCode: --prompt (a bare argument is a folder)
+    assert gemini.spawn_argv("/b/gemini", ["-m", "m"], "hi") == ["/b/gemini", "-m", "m", "hi"]
+    assert copilot.spawn_argv("/b/copilot", ["--plugin-dir", "/p"], "hi") == [
+        "/b/copilot", "--plugin-dir", "/p", "-i", "hi"]
+    assert opencode.spawn_argv("/b/opencode", [], "hi") == ["/b/opencode", "--prompt", "hi"]
+    assert gemini.resume_argv("/b/gemini", "s-1", ["-m", "m"], "hi") == ["/b/gemini", "--resume", "s-1", "-m", "m",
+                                                                         "hi"]
+    assert copilot.resume_argv("/b/copilot", "s-1", [], "hi") == ["/b/copilot", "--resume", "s-1", "-i", "hi"]
+    assert [(h.name, h.resumes, h.forks) for h in (gemini, copilot, opencode)] == [
+        ("gemini", True, False), ("copilot", True, False), ("opencode", False, False)]
+
+
+def test_a_host_that_cannot_resume_or_fork_says_so_with_its_own_exit_code() -> None:
+    for name in ("gemini", "copilot", "opencode"):
+        host = registry.get(name)
+        assert host is not None
+        with pytest.raises(HostCannot, match="cannot fork a session from agentmsg") as caught:
+            host.fork_argv("/b/x", "s-1", [], "hi")
+        assert caught.value.code == 19 and caught.value.line().startswith("host cannot: ")
+    opencode = registry.get("opencode")
+    assert opencode is not None
+    with pytest.raises(HostCannot, match="OpenCode cannot resume"):
+        opencode.resume_argv("/b/opencode", "s-1", [], "hi")
+
+
+def test_a_spawn_that_never_bound_names_what_to_check_on_each_host() -> None:
+    copilot, opencode = registry.get("copilot"), registry.get("opencode")
+    assert copilot is not None and opencode is not None
+    assert "trusted_folders" in copilot.spawn_hint([]) and "agentmsg install copilot" in copilot.spawn_hint([])
+    assert "agentmsg install opencode" in opencode.spawn_hint([])
