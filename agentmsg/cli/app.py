@@ -252,6 +252,9 @@ def send(
              "--reply-to).")] = None,
     workflow_run_id: Annotated[str | None, typer.Option(help="The workflow run a typed message belongs to.")] = None,
     phase: Annotated[str | None, typer.Option(help="The phase of the workflow a typed message belongs to.")] = None,
+    template: Annotated[str | None, typer.Option(
+        help="One of the seed's hand-off templates (phase_completion, sprint_deploy, deploy_validate): the "
+             "payload file is checked against it and sent as a status.")] = None,
     attach: Annotated[list[str] | None, typer.Option(
         help="An artifact of a task or result (repeatable): recorded by path, size and sha256, never copied.",
         show_default=False)] = None,
@@ -266,7 +269,7 @@ def send(
     from agentmsg.cli import handoffcmds
     from agentmsg.domain.values import Draft
 
-    handoff, correlation = handoffcmds.typed_draft(type_, payload_file, workflow_run_id, phase)
+    handoff, correlation = handoffcmds.typed_draft(type_, payload_file, workflow_run_id, phase, template)
     if handoff is not None and body is None and not body_stdin and body_file is None:
         text = ""  # a typed message's body is its payload, rendered
     else:
