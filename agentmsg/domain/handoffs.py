@@ -489,6 +489,37 @@ def gate_state(request_ts_epoch: float, timeout_minutes: int, decision: str | No
     return "timed out" if now >= request_ts_epoch + 60 * timeout_minutes else "open"
 
 
+class Gates:
+    """Gate requests and the decisions answering them, folded from messages in any order (``top`` feeds it
+    each message once, as it reads on; ``status`` and ``roster`` a collaboration's messages)."""
+
+    def __init__(self) -> None:
+        self.requests: dict[str, Any] = {}
+        self.decisions: dict[str, str] = {}
+
+    def add(self, msg: Any) -> None:
+        h = getattr(msg, "handoff", None) or {}
+        if h.get("type") == "gate_request":
+            self.requests[msg.id] = msg
+        elif h.get("type") == "gate_response" and h.get("correlation_id"):
+            self.decisions[str(h["correlation_id"])] = str((h.get("payload") or {}).get("decision"))
+
+    def listing(self, now: float, *, open_only: bool = False) -> list[dict[str, Any]]:
+        """Each gate, oldest first: its request message, gate_id, required_action, state and expiry (epoch)."""
+        from agentmsg.domain.envelope import _epoch
+
+        out = []
+        for m in sorted(self.requests.values(), key=lambda m: (m.ts, m.cseq, m.id)):
+            p = m.handoff["payload"]
+            sent = _epoch(m.ts)
+            state = gate_state(sent, int(p["timeout_minutes"]), self.decisions.get(m.id), now)
+            if open_only and state not in ("open", "timed out"):
+                continue
+            out.append({"message": m, "gate_id": str(p["gate_id"]), "required_action": str(p["required_action"]),
+                        "state": state, "expires_at": sent + 60 * int(p["timeout_minutes"])})
+        return out
+
+
 # ---- rendering --------------------------------------------------------------------------------
 
 _PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./ ()+,=<>;@")

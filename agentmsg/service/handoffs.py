@@ -231,6 +231,19 @@ def listing(ctx: Ctx, *, collab: str | None, self_flag: str | None, cwd: str, wo
     return {"tasks": [_task(t, msgs, here, now) for t in tasks]}
 
 
+def open_gates(ctx: Ctx, cid: str, now: float | None = None) -> list[Payload]:
+    """A collaboration's gates still waiting (open or timed out), oldest first: ``status`` and ``roster`` show
+    them.  The reader was checked by the caller."""
+    fold = handoffs.Gates()
+    for m in _typed(ctx, [cid]):
+        fold.add(m)
+    now = time.time() if now is None else now
+    return [{"id": g["message"].id, "gate_id": g["gate_id"], "required_action": g["required_action"],
+             "from": g["message"].sender, "to": g["message"].to, "state": g["state"],
+             "expires": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(g["expires_at"]))}
+            for g in fold.listing(now, open_only=True)]
+
+
 def gates(ctx: Ctx, *, collab: str | None, self_flag: str | None, open_only: bool = False) -> Payload:
     """Every gate with its state: open, approved, aborted or timed out (``open_only``: open and timed out)."""
     msgs = _typed(ctx, _cids(ctx, readers.reader(ctx, self_flag), collab))
