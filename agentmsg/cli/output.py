@@ -187,6 +187,10 @@ def _inbox(p: Payload) -> None:
 
 def _show(p: Payload) -> None:
     write(message_section(to_message(p["message"])))
+    for a in p.get("artifacts") or []:  # a typed message's, in this checkout (docs/HANDOFFS.md)
+        pinned = f"sha256 {str(a['sha256'])[:12]}" if a.get("sha256") else f"version {a.get('version', '?')}"
+        why = f": {a['why']}" if a.get("why") else ""
+        say(visible.line(f"artifact {a.get('location')} ({pinned}): {a['state']}{why}"))
     s = p["states"]
     say(f"state: {p['state']}")
     say(f"  enqueued: {s['enqueued']}")

@@ -132,6 +132,24 @@ def state(art: dict[str, Any], here: Checkout) -> dict[str, Any]:
     return out
 
 
-def line(arts: list[dict[str, Any]], here: Checkout) -> list[tuple[str, str]]:
+#: The payload field of each type that lists its artifacts (domain/handoffs.py ``artifacts_of``); a hand-off
+#: template's one artifact is its ``artifact``.
+_FIELDS = {"task": "input_artifacts", "result": "artifacts"}
+
+
+def of(handoff: Any) -> list[dict[str, Any]]:
+    """The artifacts a typed message carries: a task's inputs, a result's, a hand-off template's one."""
+    if not isinstance(handoff, dict) or not isinstance(handoff.get("payload"), dict):
+        return []
+    payload = handoff["payload"]
+    if handoff.get("template"):
+        one = payload.get("artifact")
+        return [one] if isinstance(one, dict) and one.get("location") else []
+    field = _FIELDS.get(str(handoff.get("type")))
+    found = payload.get(field) if field else None
+    return [a for a in found if isinstance(a, dict)] if isinstance(found, list) else []
+
+
+def states(arts: list[dict[str, Any]], here: Checkout) -> list[tuple[str, str]]:
     """``(location, state)`` of each artifact, for a one-line summary (the hooks' delivery)."""
-    return [(str(a.get("location", "?")), state(a, here)["state"]) for a in arts if isinstance(a, dict)]
+    return [(str(a.get("location", "?")), state(a, here)["state"]) for a in arts]

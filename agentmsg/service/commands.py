@@ -314,15 +314,22 @@ def inbox(ctx: Ctx, *, collab: str | None, self_flag: str | None, limit: int = r
     return out
 
 
-def show(ctx: Ctx, *, collab: str | None, message_id: str, self_flag: str | None = None) -> Payload:
-    """One message, if the reader may read its collaboration (``readers``: a member, or the owner)."""
+def show(ctx: Ctx, *, collab: str | None, message_id: str, self_flag: str | None = None,
+         cwd: str | None = None) -> Payload:
+    """One message, if the reader may read its collaboration (``readers``: a member, or the owner); a typed
+    message's artifacts as they are in the checkout ``cwd`` (default: the working directory) is in."""
     msg = shown(ctx, readers.reader(ctx, self_flag), collab, message_id)
     state = ctx.mailbox.state(msg)
     out: Payload = {"message": payloads.message(msg), "state": state.label, "states": state.as_dict()}
     if msg.handoff:  # a typed message: the other messages of its thread (issue 31; task show has them in full)
+        from agentmsg.runtime import artifacts
         from agentmsg.service import handoffs
 
         out["thread"] = handoffs.thread_of(ctx, msg)
+        carried = artifacts.of(msg.handoff)
+        if carried:  # each as it is now in the reader's own checkout of the same repository
+            here = artifacts.Checkout(cwd or os.getcwd())
+            out["artifacts"] = [artifacts.state(a, here) for a in carried]
     return out
 
 

@@ -111,13 +111,7 @@ def artifact_state(art: Payload, here: artifacts.Checkout) -> Payload:
 
 def artifacts_in(handoff: Payload | None) -> list[Payload]:
     """The artifacts a typed message carries: a task's inputs, a result's, a hand-off template's one."""
-    h = handoff or {}
-    payload = h.get("payload") or {}
-    if h.get("template"):
-        one = payload.get("artifact")
-        return [one] if isinstance(one, dict) and one.get("location") else []
-    field = handoffs.artifacts_of(str(h.get("type")))
-    return [a for a in (payload.get(field) or []) if isinstance(a, dict)] if field else []
+    return artifacts.of(handoff)
 
 
 # ---- views -----------------------------------------------------------------------------
