@@ -177,7 +177,8 @@ def _artifacts(arts: list[dict[str, Any]], pad: str) -> None:
 
     for a in arts:
         pinned = f"sha256 {a['sha256'][:12]}" if a.get("sha256") else f"version {a.get('version', '?')}"
-        say(f"{pad}artifact {a['location']} ({pinned}): {a['state']}")
+        why = f": {a['why']}" if a.get("why") else ""
+        say(f"{pad}artifact {a['location']} ({pinned}): {a['state']}{why}")
 
 
 def _task_lines(t: dict[str, Any]) -> None:
