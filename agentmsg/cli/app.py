@@ -252,6 +252,12 @@ def send(
              "--reply-to).")] = None,
     workflow_run_id: Annotated[str | None, typer.Option(help="The workflow run a typed message belongs to.")] = None,
     phase: Annotated[str | None, typer.Option(help="The phase of the workflow a typed message belongs to.")] = None,
+    thread: Annotated[str | None, typer.Option(
+        help="Start or join the thread NAME in the collaboration (default: a reply joins the thread of what it "
+             "answers; any other message starts its own).")] = None,
+    template: Annotated[str | None, typer.Option(
+        help="One of the seed's hand-off templates (phase_completion, sprint_deploy, deploy_validate): the "
+             "payload file is checked against it and sent as a status.")] = None,
     attach: Annotated[list[str] | None, typer.Option(
         help="An artifact of a task or result (repeatable): recorded by path, size and sha256, never copied.",
         show_default=False)] = None,
@@ -266,7 +272,7 @@ def send(
     from agentmsg.cli import handoffcmds
     from agentmsg.domain.values import Draft
 
-    handoff, correlation = handoffcmds.typed_draft(type_, payload_file, workflow_run_id, phase)
+    handoff, correlation = handoffcmds.typed_draft(type_, payload_file, workflow_run_id, phase, template)
     if handoff is not None and body is None and not body_stdin and body_file is None:
         text = ""  # a typed message's body is its payload, rendered
     else:
@@ -278,7 +284,7 @@ def send(
         raise UsageError("--reply-to and --correlation-id name different messages; give one")
     reply = next(iter(answers), None) or correlation
     draft = Draft(to=to, kind=kind, priority=priority, subject=subject, body=text, id=id_, reply_to=reply,
-                  handoff=handoff)
+                  handoff=handoff, thread=thread)
     payload = _actions().send(_ctx(root), collab=collab, self_flag=self_, draft=draft, redact=redact,
                               attach=attach or (), cwd=os.getcwd())
     return _done("send", payload, json_)
@@ -320,12 +326,14 @@ def inbox(
     all_: Annotated[bool, typer.Option("--all", help="Print every unacknowledged message, not one page.")] = False,
     history: Annotated[bool, typer.Option(help="Include acknowledged messages (the whole history, paged).")] = False,
     priority_first: Annotated[bool, typer.Option(help="High priority first, then oldest first.")] = False,
+    thread: Annotated[str | None, typer.Option(
+        help="Only the messages of this thread: its name, or the id of any of its messages.")] = None,
     root: Root = None,
     json_: Json = False,
 ) -> int:
     """List unacknowledged messages, oldest first, with full bodies: one page of 20 unless asked. Does not ack."""
     payload = _actions().inbox(_ctx(root), collab=collab, self_flag=self_, limit=limit, offset=offset, everything=all_,
-                            include_acked=history, priority_first=priority_first)
+                            include_acked=history, priority_first=priority_first, thread=thread)
     return _done("inbox", payload, json_)
 
 
@@ -408,13 +416,15 @@ def search(
     since: Annotated[str | None, typer.Option(help="Only from this date on (YYYY-MM-DD or a UTC time).")] = None,
     until: Annotated[str | None, typer.Option(help="Only up to this date (inclusive).")] = None,
     limit: Annotated[int, typer.Option(help="At most this many hits (best first).")] = 20,
+    thread: Annotated[str | None, typer.Option(
+        help="Only the messages of this thread: its name, or the id of any of its messages (no notes).")] = None,
     self_: Self = None,
     root: Root = None,
     json_: Json = False,
 ) -> int:
     """Search message subjects, bodies and log notes; ranked hits, each with the command that shows it."""
     payload = _actions().search(_ctx(root), text=query, collab=collab, sender=from_, to=to, kind=kind, since=since,
-                             until=until, limit=limit, root_flag=root, self_flag=self_)
+                             until=until, limit=limit, root_flag=root, self_flag=self_, thread=thread)
     return _done("search", payload, json_)
 
 
@@ -468,9 +478,16 @@ def log_render(
                                                                 self_flag=self_), json_)
 
 
-def log_show(collab: Collab = None, self_: Self = None, root: Root = None, json_: Json = False) -> int:
-    """Print the log entries."""
-    return _done("log show", _actions().log_show(_ctx(root), collab=collab, self_flag=self_), json_)
+def log_show(
+    collab: Collab = None,
+    self_: Self = None,
+    thread: Annotated[str | None, typer.Option(
+        help="Instead, the messages of this thread in order: its name, or the id of any of its messages.")] = None,
+    root: Root = None,
+    json_: Json = False,
+) -> int:
+    """Print the log entries (with --thread: one thread's messages)."""
+    return _done("log show", _actions().log_show(_ctx(root), collab=collab, self_flag=self_, thread=thread), json_)
 
 
 def watch(

@@ -117,11 +117,21 @@ def _plain(value: Any) -> Any:
 
 
 def typed_draft(type_: str | None, payload_file: str | None, workflow_run_id: str | None,
-                phase: str | None) -> tuple[dict[str, Any] | None, str | None]:
+                phase: str | None, template: str | None = None) -> tuple[dict[str, Any] | None, str | None]:
     """The ``handoff`` of a typed send from its options (None: an untyped one), and the correlation_id the
-    file's message names, if any."""
+    file's message names, if any.  ``template``: one of the seed's hand-off templates, sent as its type."""
+    from agentmsg.domain import handoffs as rules
     from agentmsg.errors import UsageError
 
+    if template is not None:
+        if template not in rules.TEMPLATES:
+            raise UsageError(f"no hand-off template {template[:40]!r}: the templates are "
+                             f"{' | '.join(rules.TEMPLATES)}")
+        if type_ is not None and type_ != rules.TEMPLATE_TYPE:
+            raise UsageError(f"--template {template} is sent as a {rules.TEMPLATE_TYPE}, not a {type_[:40]}")
+        type_ = rules.TEMPLATE_TYPE
+        if payload_file is None:
+            raise UsageError(f"--template {template} needs --payload-file FILE (YAML or JSON, or - for stdin)")
     if payload_file is None:
         if type_ is not None:
             raise UsageError(f"--type {type_} needs --payload-file FILE (YAML or JSON, or - for stdin)")
@@ -137,6 +147,8 @@ def typed_draft(type_: str | None, payload_file: str | None, workflow_run_id: st
                            "phase": phase or envelope.get("phase")}
     if not out["type"]:
         raise UsageError("name the message's type: --type task|result|gate_request|gate_response|status")
+    if template is not None:
+        out["template"] = template
     declared = {k: envelope[k] for k in ("from", "to") if k in envelope}
     if declared:
         out["declared"] = declared
@@ -165,7 +177,8 @@ def _artifacts(arts: list[dict[str, Any]], pad: str) -> None:
 
     for a in arts:
         pinned = f"sha256 {a['sha256'][:12]}" if a.get("sha256") else f"version {a.get('version', '?')}"
-        say(f"{pad}artifact {a['location']} ({pinned}): {a['state']}")
+        why = f": {a['why']}" if a.get("why") else ""
+        say(f"{pad}artifact {a['location']} ({pinned}): {a['state']}{why}")
 
 
 def _task_lines(t: dict[str, Any]) -> None:
@@ -268,38 +281,45 @@ def task_show(
 
 
 def template_list(json_: Json = False) -> int:
-    """List the typed messages' types, each with its required fields."""
+    """List the typed messages' types and the seed's hand-off templates, each with its required fields."""
     from agentmsg.domain import handoffs as rules
 
-    rows = [{"type": t, "kind": rules.KIND_OF[t], "required": [k for k, s in rules.SCHEMAS[t].items()
-                                                               if s.get("required")],
+    rows: list[dict[str, Any]] = [{"name": t, "type": t, "kind": rules.KIND_OF[t], "template": False,
+             "required": [k for k, s in rules.SCHEMAS[t].items() if s.get("required")],
              "fields": list(rules.SCHEMAS[t])} for t in rules.TYPES]
+    rows += [{"name": n, "type": rules.TEMPLATE_TYPE, "kind": rules.KIND_OF[rules.TEMPLATE_TYPE], "template": True,
+              "required": [k for k, s in rules.TEMPLATES[n].items() if s.get("required")],
+              "fields": list(rules.TEMPLATES[n])} for n in rules.TEMPLATES]
     if json_:
         return _done("template list", {"templates": rows}, True)
     from agentmsg.cli.output import say
 
     for r in rows:
-        say(f"{r['type']} ({r['kind']}): requires {', '.join(r['required'])}; fields {', '.join(r['fields'])}")
+        how = f"send --template {r['name']} (a {r['type']})" if r["template"] else f"send --type {r['name']}"
+        say(f"{r['name']} ({r['kind']}; {how}): requires {', '.join(r['required'])}; fields {', '.join(r['fields'])}")
     return 0
 
 
 def template_show(
-    type_: Annotated[str, typer.Argument(metavar="TYPE", help="task, result, gate_request, gate_response or "
-                                                              "status.")],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="A type (task, result, gate_request, gate_response, "
+                                                             "status) or a hand-off template (phase_completion, "
+                                                             "sprint_deploy, deploy_validate).")],
     json_: Json = False,
 ) -> int:
-    """Print a payload of TYPE that validates as it is (YAML, each field's rule above it): edit it and send."""
+    """Print a payload of NAME that validates as it is (YAML, each field's rule above it): edit it and send."""
     from agentmsg.domain import handoffs as rules
 
-    text = rules.template(type_)
+    text = rules.template(name)
     if json_:
-        return _done("template show", {"type": type_, "yaml": text, "payload": rules.EXAMPLES[type_]}, True)
+        example = rules.EXAMPLES[name] if name in rules.EXAMPLES else rules.TEMPLATE_EXAMPLES[name]
+        return _done("template show", {"name": name, "type": rules.TEMPLATE_TYPE if name in rules.TEMPLATES else name,
+                                       "template": name in rules.TEMPLATES, "yaml": text, "payload": example}, True)
     sys.stdout.write(text)
     return 0
 
 
 COMMANDS: dict[str, Callable[..., int]] = {"handoffs": handoffs, "gates": gates}
 GROUP_HELP = {"task": "Typed handoffs: a task's thread (docs/HANDOFFS.md).",
-              "template": "Typed handoffs: each type's payload, as a template to fill in."}
+              "template": "Typed handoffs: each type's payload and the seed's hand-off templates, to fill in."}
 GROUPS: dict[str, dict[str, Callable[..., int]]] = {"task": {"show": task_show},
                                                     "template": {"list": template_list, "show": template_show}}

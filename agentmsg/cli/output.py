@@ -86,6 +86,7 @@ def to_message(p: Payload) -> Message:
         kind=p["kind"], priority=p["priority"], subject=p["subject"], body=p["body"],
         reply_to=p["reply_to"], ts=p["ts"], seq=p["seq"], digest="", broadcast=p["broadcast"],
         flags=tuple(p["flags"]), handoff=p.get("handoff"),
+        thread=p.get("thread") if p.get("thread") != p["id"] else None,
     )
 
 
@@ -186,6 +187,10 @@ def _inbox(p: Payload) -> None:
 
 def _show(p: Payload) -> None:
     write(message_section(to_message(p["message"])))
+    for a in p.get("artifacts") or []:  # a typed message's, in this checkout (docs/HANDOFFS.md)
+        pinned = f"sha256 {str(a['sha256'])[:12]}" if a.get("sha256") else f"version {a.get('version', '?')}"
+        why = f": {a['why']}" if a.get("why") else ""
+        say(visible.line(f"artifact {a.get('location')} ({pinned}): {a['state']}{why}"))
     s = p["states"]
     say(f"state: {p['state']}")
     say(f"  enqueued: {s['enqueued']}")
@@ -389,7 +394,16 @@ def _flat(text: str) -> str:
 
 
 def _log_show(p: Payload) -> None:
+    if p.get("thread") is not None:
+        say(f"thread {_flat(p['thread'])}: {len(p['entries'])} message(s)")
     for e in p["entries"]:
+        if e["kind"] == "message":
+            typed = f" · {_flat(e['type'])}" if e.get("type") else ""
+            say(f"{_flat(e['ts'])} · {_flat(e['author'])}→{_flat(e['to'])}{typed} · {_flat(e['id'])}")
+            if e["subject"]:
+                say(f"  subject: {one_line(e['subject'])}")
+            write(body_block(e["text"], "message"))
+            continue
         if e["kind"] == "event":
             say(f"{_flat(e['ts'])} · {_flat(e['text'])}")
             continue
@@ -556,10 +570,14 @@ def _roster(p: Payload) -> None:
 
 
 def _claim_lines(p: Payload) -> None:
-    """Status and roster: each live claim on one line (docs/CLAIMS.md)."""
+    """Status and roster: each live claim on one line (docs/CLAIMS.md), then each open gate (docs/HANDOFFS.md)."""
     for c in p.get("claims") or []:
         why = f" ({c['reason']})" if c.get("reason") else ""
         say(f"claim: {c['alias']} holds {c['pattern']} {c['mode']}{why} until {c['until']}")
+    for g in p.get("open_gates") or []:
+        when = "timed out at" if g["state"] == "timed out" else "times out at"
+        say(visible.line(f"gate {g['gate_id']} {g['required_action']} {g['from']}->{g['to']}: {g['state']} "
+                         f"({when} {g['expires']})  ({g['id']})"))
 
 
 def _claim(p: Payload) -> None:

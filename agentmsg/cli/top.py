@@ -367,6 +367,16 @@ class Top:
                                    f"{time.strftime('%H:%M', time.localtime(c.expires_at))}"))
             if len(ov.claims) > budget:
                 lines.append(_line(f"  … {len(ov.claims) - budget} more: agentmsg claims", style="dim"))
+        if ov.gates:  # docs/HANDOFFS.md "Gates"
+            lines.append(_line(f"Open gates ({len(ov.gates)})", style="bold"))
+            for cid, g in ov.gates[:budget]:
+                m = g["message"]
+                lines.append(_line(f"  {self._where(cid)}{one(g['gate_id'])} {g['required_action']} {one(m.sender)} -> "
+                                   f"{one(m.to)}: {g['state']} (until "
+                                   f"{time.strftime('%H:%M', time.localtime(g['expires_at']))})  {m.id[:8]}",
+                                   style="yellow" if g["state"] == "timed out" else ""))
+            if len(ov.gates) > budget:
+                lines.append(_line(f"  … {len(ov.gates) - budget} more: agentmsg gates --open", style="dim"))
         total_req = sum(p.requests for p in ov.people)
         lines.append(_line(f"Unacknowledged requests ({total_req})", style="bold"))
         shown = ov.requests[:req_budget]

@@ -104,6 +104,8 @@ ARTIFACT: dict[str, dict[str, Any]] = {
     "version": {"kind": "line", "max": 256},
     "size": {"kind": "int", "min": 0, "max": 2**62},
     "type": {"kind": "enum", "values": ARTIFACT_TYPES},
+    # the repository's key as the claims name it (runtime/gitrepo.py): recorded at send with the hash
+    "repo": {"kind": "line", "max": 4200},
 }
 
 #: The message's own fields beside the payload (the seed's envelope).
@@ -111,6 +113,51 @@ ENVELOPE: dict[str, dict[str, Any]] = {
     "workflow_run_id": _ID,
     "phase": _ID,
 }
+
+
+#: The seed's three standard hand-off templates ("3. Standard Hand-Off Templates"), each a schema of its own.
+#: A template is sent as a ``status`` (an update: it reports a stage done and hands its artifact on) whose
+#: handoff names the template; ``from`` and ``to`` (``completed_by``: the sender) must name the message's parties.
+TEMPLATE_TYPE = "status"
+RISK_LEVELS = ("LOW", "MEDIUM", "HIGH")
+PHASE_STATUSES = ("complete", "partial", "failed")
+_LINE: dict[str, Any] = {"kind": "line", "max": 1024}
+_PARTY: dict[str, Any] = {**_ID, "required": True}
+TEMPLATES: dict[str, dict[str, dict[str, Any]]] = {
+    "phase_completion": {
+        "phase": {**_ID, "required": True},
+        "completed_by": {**_ID, "required": True},
+        "timestamp": {"kind": "timestamp"},
+        "status": {"kind": "enum", "values": PHASE_STATUSES, "required": True},
+        "artifact": {"kind": "artifact", "required": True},
+        "next_phase": _ID,
+        "handoff_notes": {"kind": "text", "max": TEXT_MAX_CHARS},
+    },
+    "sprint_deploy": {
+        "from": _PARTY,
+        "to": _PARTY,
+        "artifact": {"kind": "object", "required": True, "fields": {
+            "image_tag": {**_LINE, "required": True},
+            "tested_against": _ID,
+            "test_report": _LINE,
+            "risk_level": {"kind": "enum", "values": RISK_LEVELS, "required": True},
+        }},
+        "notes": {"kind": "text", "max": TEXT_MAX_CHARS},
+    },
+    "deploy_validate": {
+        "from": _PARTY,
+        "to": _PARTY,
+        "artifact": {"kind": "object", "required": True, "fields": {
+            "argocd_app": {**_ID, "required": True},
+            "deployed_at": {"kind": "timestamp", "required": True},
+            "image": {**_LINE, "required": True},
+            "environment": {**_ID, "required": True},
+        }},
+        "validation_required": {**_LIST, "required": True},
+    },
+}
+#: The template field that names the sender, beside ``from``.
+TEMPLATE_SENDER = {"phase_completion": "completed_by"}
 
 
 def invalid(where: str, rule: str) -> Exception:
@@ -170,6 +217,16 @@ def _check(where: str, value: Any, spec: dict[str, Any]) -> Any:
                 v = str(v)  # a test count is evidence too
             out[k] = _check(f"{where}.{k}", v, {"kind": "text", "max": TEXT_MAX_CHARS})
         return out
+    if kind == "artifact":
+        return artifact(where, value)
+    if kind == "object":
+        return _fields(where, value, spec["fields"])
+    if kind == "timestamp":
+        if not isinstance(value, str):
+            raise invalid(where, f"must be an ISO-8601 time, not {_json_type(value)}")
+        if not _stamp_ok(value):
+            raise invalid(where, "must be an ISO-8601 time such as 2026-12-07T10:00:00Z")
+        return value
     if kind == "artifacts":
         if not isinstance(value, list):
             raise invalid(where, f"must be a list, not {_json_type(value)}")
@@ -177,6 +234,18 @@ def _check(where: str, value: Any, spec: dict[str, Any]) -> Any:
             raise invalid(where, f"has {len(value)} items; the limit is {ARTIFACTS_MAX}")
         return [artifact(f"{where}[{i}]", v) for i, v in enumerate(value)]
     raise AssertionError(f"unknown field kind {kind}")  # pragma: no cover - the schemas are data above
+
+
+def _stamp_ok(value: str) -> bool:
+    import datetime
+
+    if len(value) > 40 or not _line_ok(value) or len(value) < 10:
+        return False
+    try:
+        datetime.datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
+    except ValueError:
+        return False
+    return True
 
 
 def _json_type(value: Any) -> str:
@@ -233,6 +302,26 @@ def validate(type_: str, payload: Any) -> dict[str, Any]:
     return out
 
 
+def validate_template(name: str, payload: Any) -> dict[str, Any]:
+    """A payload of the hand-off template ``name``, checked against its schema and normalized."""
+    if name not in TEMPLATES:
+        raise invalid("--template", f"must be one of {' | '.join(TEMPLATES)}")
+    out = _fields(name, payload, TEMPLATES[name])
+    size = len(records.canonical(out))
+    if size > PAYLOAD_MAX_BYTES:
+        raise invalid(name, f"payload is {size} bytes; the limit is {PAYLOAD_MAX_BYTES}")
+    return out
+
+
+def template_parties(name: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """The parties a template's payload names: ``from`` (or ``completed_by``) and ``to``."""
+    out: dict[str, Any] = {k: payload[k] for k in ("from", "to") if k in payload}
+    sender = TEMPLATE_SENDER.get(name)
+    if sender and sender in payload:
+        out["from"] = payload[sender]
+    return out
+
+
 def envelope(fields: dict[str, Any]) -> dict[str, Any]:
     """``workflow_run_id`` and ``phase``, checked (absent ones dropped)."""
     return _fields("message", {k: v for k, v in fields.items() if v is not None}, ENVELOPE)
@@ -252,6 +341,12 @@ def key_of(handoff: dict[str, Any]) -> str:
 def subject(handoff: dict[str, Any]) -> str:
     """A subject for a typed message sent without one: its type, its id, and its outcome."""
     p, type_ = handoff["payload"], handoff["type"]
+    if handoff.get("template"):
+        art = p.get("artifact") if isinstance(p.get("artifact"), dict) else {}
+        what = p.get("phase") or art.get("image_tag") or art.get("argocd_app") or ""
+        tail = p.get("status") or art.get("risk_level") or art.get("environment")
+        head = f"{handoff['template']} {what}".strip()
+        return f"{head}: {tail}" if tail else head
     head = f"{type_} {key_of(handoff)}".strip()
     tail = {"result": p.get("status"), "gate_request": p.get("required_action"), "gate_response": p.get("decision"),
             "status": p.get("state")}.get(type_)
@@ -279,17 +374,51 @@ EXAMPLES: dict[str, dict[str, Any]] = {
 }
 
 
-def template(type_: str) -> str:
-    """A payload of ``type_`` that validates as it is, as YAML, each field's rule in a comment above it."""
-    if type_ not in SCHEMAS:
+#: The seed's hand-off templates filled in: ``agentmsg template show NAME`` prints them (from and to to replace).
+TEMPLATE_EXAMPLES: dict[str, dict[str, Any]] = {
+    "phase_completion": {"phase": "build", "completed_by": "RAZOR", "timestamp": "2026-12-07T10:00:00Z",
+                         "status": "complete",
+                         "artifact": {"type": "image", "location": "registry/service", "version": "v1.2.0"},
+                         "next_phase": "deploy",
+                         "handoff_notes": "Anything the next agent must know that is not obvious from artifacts.\n"},
+    "sprint_deploy": {"from": "RAZOR", "to": "FORGE",
+                      "artifact": {"image_tag": "registry/service:v1.2.0", "tested_against": "staging",
+                                   "test_report": ".hseos-output/run-1/test-report.yaml", "risk_level": "LOW"},
+                      "notes": "All regression tests pass. Performance within baseline."},
+    "deploy_validate": {"from": "KUBE", "to": "SABLE",
+                        "artifact": {"argocd_app": "service-prod", "deployed_at": "2026-12-07T10:00:00Z",
+                                     "image": "registry/service:v1.2.0", "environment": "production"},
+                        "validation_required": ["ArgoCD app status = Healthy within 5 minutes",
+                                                "Error rate < baseline for 10 minutes", "Smoke test suite passes"]},
+}
+
+
+def names() -> tuple[str, ...]:
+    """What ``template show`` knows: the five types, then the three hand-off templates."""
+    return (*TYPES, *TEMPLATES)
+
+
+def template(name: str) -> str:
+    """A payload of the type or hand-off template ``name`` that validates as it is, as YAML, each field's rule
+    in a comment above it (a template's ``from`` and ``to``: replace them with the real parties)."""
+    if name in SCHEMAS:
+        schema, example = SCHEMAS[name], EXAMPLES[name]
+        lines = [f"# agentmsg send --type {name} --payload-file FILE (docs/HANDOFFS.md)"]
+    elif name in TEMPLATES:
+        schema, example = TEMPLATES[name], TEMPLATE_EXAMPLES[name]
+        lines = [f"# agentmsg send --template {name} --payload-file FILE (docs/HANDOFFS.md): sent as a "
+                 f"{TEMPLATE_TYPE}",
+                 "# from and to (completed_by: the sender) must name the message's sender and recipient"]
+    else:
         from agentmsg.errors import UsageError
 
-        raise UsageError(f"no template {type_[:40]!r}: the types are {' | '.join(TYPES)}")
-    lines = [f"# agentmsg send --type {type_} --payload-file FILE (docs/HANDOFFS.md)"]
-    for key, spec in SCHEMAS[type_].items():
+        raise UsageError(f"no template {name[:40]!r}: the types are {' | '.join(TYPES)}; the hand-off "
+                         f"templates are {' | '.join(TEMPLATES)}")
+    for key, spec in schema.items():
         lines.append(f"# {key}: {_rule(spec)}")
-        lines += _yaml({key: EXAMPLES[type_][key]}, 0) if EXAMPLES[type_].get(key) not in (None, []) else \
-            [f"{key}: []"]
+        for sub, subspec in (spec.get("fields") or {}).items():
+            lines.append(f"#   {sub}: {_rule(subspec)}")
+        lines += _yaml({key: example[key]}, 0) if example.get(key) not in (None, []) else [f"{key}: []"]
     return "\n".join(lines) + "\n"
 
 
@@ -299,6 +428,9 @@ def _rule(spec: dict[str, Any]) -> str:
             "int": f"an integer from {spec.get('min')} to {spec.get('max')}",
             "enum": " | ".join(spec.get("values", ())), "list": f"a list of at most {LIST_MAX_ITEMS} lines",
             "map": "a mapping of names to text", "artifacts": "paths (hashed at send), or {location, sha256 | version}",
+            "artifact": "a path (hashed at send), or {location, type, sha256 | version}",
+            "object": "a mapping of the fields below", "timestamp": "an ISO-8601 time",
+            "line": f"one line, at most {spec.get('max', LINE_MAX_CHARS)} characters",
             }.get(kind, kind)
     return ("required; " if spec.get("required") else "") + str(what)
 
@@ -357,6 +489,37 @@ def gate_state(request_ts_epoch: float, timeout_minutes: int, decision: str | No
     return "timed out" if now >= request_ts_epoch + 60 * timeout_minutes else "open"
 
 
+class Gates:
+    """Gate requests and the decisions answering them, folded from messages in any order (``top`` feeds it
+    each message once, as it reads on; ``status`` and ``roster`` a collaboration's messages)."""
+
+    def __init__(self) -> None:
+        self.requests: dict[str, Any] = {}
+        self.decisions: dict[str, str] = {}
+
+    def add(self, msg: Any) -> None:
+        h = getattr(msg, "handoff", None) or {}
+        if h.get("type") == "gate_request":
+            self.requests[msg.id] = msg
+        elif h.get("type") == "gate_response" and h.get("correlation_id"):
+            self.decisions[str(h["correlation_id"])] = str((h.get("payload") or {}).get("decision"))
+
+    def listing(self, now: float, *, open_only: bool = False) -> list[dict[str, Any]]:
+        """Each gate, oldest first: its request message, gate_id, required_action, state and expiry (epoch)."""
+        from agentmsg.domain.envelope import _epoch
+
+        out = []
+        for m in sorted(self.requests.values(), key=lambda m: (m.ts, m.cseq, m.id)):
+            p = m.handoff["payload"]
+            sent = _epoch(m.ts)
+            state = gate_state(sent, int(p["timeout_minutes"]), self.decisions.get(m.id), now)
+            if open_only and state not in ("open", "timed out"):
+                continue
+            out.append({"message": m, "gate_id": str(p["gate_id"]), "required_action": str(p["required_action"]),
+                        "state": state, "expires_at": sent + 60 * int(p["timeout_minutes"])})
+        return out
+
+
 # ---- rendering --------------------------------------------------------------------------------
 
 _PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./ ()+,=<>;@")
@@ -412,7 +575,7 @@ def _yaml(value: Any, indent: int) -> list[str]:
 def render(handoff: dict[str, Any]) -> str:
     """A typed message as readable YAML: its type, correlation, run and phase, then its payload."""
     head = {"type": handoff["type"]}
-    for key in ("correlation_id", "thread", "workflow_run_id", "phase"):
+    for key in ("template", "correlation_id", "thread", "workflow_run_id", "phase"):
         if handoff.get(key):
             head[key] = handoff[key]
     return "\n".join([*_yaml(head, 0), "payload:", *_yaml(handoff["payload"], 1)]) + "\n"
@@ -422,6 +585,8 @@ def summary(handoff: dict[str, Any]) -> str:
     """One line for a hook's delivery header: the type and the key fields (peer text: the caller escapes it)."""
     p = handoff.get("payload") or {}
     parts = [str(handoff.get("type", "?"))]
+    if handoff.get("template"):
+        parts.append(f"template={str(handoff['template'])[:32]}")
     for key in ("task_id", "gate_id", "status", "required_action", "decision", "state", "timeout_minutes"):
         if key in p:
             parts.append(f"{key}={str(p[key])[:64]}")

@@ -464,7 +464,27 @@ def digest(fields: Mapping[str, Any]) -> str:
     named = {k: fields[k] for k in DIGEST_FIELDS}
     if fields.get("handoff") is not None:  # a typed message (issue 31); untyped digests stay as they were
         named["handoff"] = fields["handoff"]
+    if fields.get("thread") is not None:  # a thread other than its own id (issue 31)
+        named["thread"] = fields["thread"]
     return records.sha256_hex(records.canonical(named))
+
+
+def thread_of(msg: Message) -> str:
+    """The thread a message belongs to (issue 31): the name ``send --thread`` gave it, or the root of its
+    reply/correlation chain (a broadcast's copies: the broadcast's id); a message that starts one: its own id."""
+    return str(msg.thread or (msg.handoff or {}).get("thread") or msg.broadcast or msg.id)
+
+
+def thread_for(parent: Message | None, named: str | None, base_id: str) -> str:
+    """A new message's thread: its parent's (a reply joins the thread of what it answers; another ``--thread``
+    is refused), else the name given, else its own id."""
+    if parent is not None:
+        theirs = thread_of(parent)
+        if named is not None and named != theirs:
+            raise _errors().UsageError(f"a reply is in the thread of the message it answers ({theirs[:128]}), "
+                                       f"not {named[:40]!r}; drop --thread; nothing was stored")
+        return theirs
+    return named or base_id
 
 
 def same_message(existing: Message, digest_: str) -> bool:

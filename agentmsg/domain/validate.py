@@ -36,6 +36,18 @@ def alias(value: str) -> str:
     return value
 
 
+THREAD_MAX_CHARS = 128
+
+
+def thread(value: str) -> str:
+    """A thread's name (``send --thread``, ``--thread`` filters): one line of at most 128 characters, no control
+    characters, not blank."""
+    if not value.strip() or len(value) > THREAD_MAX_CHARS or any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise UsageError(f"invalid thread {value[:40]!r}: one line of 1 to {THREAD_MAX_CHARS} characters without "
+                         "control characters")
+    return value
+
+
 def collab_id(value: str) -> str:
     return as_uuid(value, "collaboration id")
 

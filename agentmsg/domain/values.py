@@ -130,7 +130,7 @@ class Registry(Value):
 
 class Message(Value):
     __slots__ = ("body", "broadcast", "collab", "cseq", "digest", "flags", "handoff", "id", "kind", "priority",
-                 "reply_to", "sender", "sender_pin", "sender_runtime", "seq", "subject", "to", "ts")
+                 "reply_to", "sender", "sender_pin", "sender_runtime", "seq", "subject", "thread", "to", "ts")
     id: str
     collab: str
     sender: str
@@ -150,16 +150,19 @@ class Message(Value):
     cseq: int
     #: a typed message's type, payload, correlation, run, phase and thread (domain/handoffs.py); None: untyped
     handoff: dict[str, Any] | None
+    #: the thread, as stored: an explicit ``--thread NAME``, or the root of its reply chain; None: its own id
+    #: (``domain.rules.thread_of`` gives every message's thread)
+    thread: str | None
 
     def __init__(self, *, id: str, collab: str, sender: str, sender_runtime: str, to: str, kind: str,
                  priority: str, subject: str, body: str, reply_to: str | None, ts: str, seq: int, digest: str,
                  broadcast: str | None = None, flags: tuple[str, ...] = (), cseq: int = 0,
-                 sender_pin: str = "", handoff: dict[str, Any] | None = None) -> None:
+                 sender_pin: str = "", handoff: dict[str, Any] | None = None, thread: str | None = None) -> None:
         self.id, self.collab, self.sender, self.sender_runtime, self.to = id, collab, sender, sender_runtime, to
         self.kind, self.priority, self.subject, self.body, self.reply_to = kind, priority, subject, body, reply_to
         self.ts, self.seq, self.digest, self.broadcast = ts, seq, digest, broadcast
         self.flags, self.cseq, self.sender_pin = tuple(flags), cseq, sender_pin
-        self.handoff = handoff
+        self.handoff, self.thread = handoff, thread
 
     @classmethod
     def from_record(cls, rec: Mapping[str, Any]) -> Message:
@@ -167,13 +170,14 @@ class Message(Value):
                    to=rec["to"], kind=rec["kind"], priority=rec["priority"], subject=rec["subject"],
                    body=rec["body"], reply_to=rec.get("reply_to"), ts=rec["ts"], seq=rec["seq"],
                    digest=rec["digest"], broadcast=rec.get("broadcast"), flags=tuple(rec.get("flags") or ()),
-                   cseq=rec.get("cseq", 0), sender_pin=rec.get("sender_pin", ""), handoff=rec.get("handoff"))
+                   cseq=rec.get("cseq", 0), sender_pin=rec.get("sender_pin", ""), handoff=rec.get("handoff"),
+                   thread=rec.get("thread"))
 
 
 class Draft(Value):
     """What a sender asks to send: the request object of ``send``."""
 
-    __slots__ = ("body", "handoff", "id", "kind", "priority", "reply_to", "subject", "to")
+    __slots__ = ("body", "handoff", "id", "kind", "priority", "reply_to", "subject", "thread", "to")
     to: str
     kind: str
     priority: str
@@ -183,12 +187,14 @@ class Draft(Value):
     reply_to: str | None
     #: a typed send: ``{"type", "payload", "workflow_run_id", "phase", "declared"}`` (domain/handoffs.py)
     handoff: dict[str, Any] | None
+    #: an explicit thread name (``send --thread NAME``); a reply is in its parent's thread
+    thread: str | None
 
     def __init__(self, to: str = "", kind: str = "update", priority: str = "normal", subject: str = "",
                  body: str = "", id: str | None = None, reply_to: str | None = None,
-                 handoff: dict[str, Any] | None = None) -> None:
+                 handoff: dict[str, Any] | None = None, thread: str | None = None) -> None:
         self.to, self.kind, self.priority, self.subject, self.body = to, kind, priority, subject, body
-        self.id, self.reply_to, self.handoff = id, reply_to, handoff
+        self.id, self.reply_to, self.handoff, self.thread = id, reply_to, handoff, thread
 
 
 class Sent(Value):

@@ -99,6 +99,7 @@ class HookBase:
 
     def __init__(self, host: str, env: Mapping[str, str]) -> None:
         self.host, self.env = host, env
+        self.cwd = ""  # the session's working directory (run: the hook's input names it)
         self.spec: Host = registry.get_or_nothing(host)  # an unknown name fails in run()
         self.event = "?"
         self.pin = "?"
@@ -131,6 +132,8 @@ class HookBase:
             named = source = None
             self.root = None
         data = parse_stdin(raw)
+        given_cwd = data.get("cwd")  # the session's working directory: where a typed message's artifacts are
+        self.cwd = given_cwd if isinstance(given_cwd, str) and os.path.isabs(given_cwd) else os.getcwd()
         self.source = data.get("source")  # SessionStart: startup, resume, clear, compact or fork
         event, session = data.get("hook_event_name"), data.get("session_id", data.get("sessionId"))
         event = EVENT_ALIASES.get(event, event) if isinstance(event, str) else event
@@ -457,3 +460,25 @@ def never_shown(st: dict[str, Any], seqs: Iterable[int]) -> bool:
     """Whether none of ``seqs`` was shown to this binding before (unknown, so False, for an older state)."""
     high = st.get("high")
     return type(high) is int and all(seq > high for seq in seqs)
+
+
+def artifact_notes(hook: HookBase) -> Callable[[Any], str]:
+    """``notes`` for ``boundary.render``: a typed message's artifacts as they are in this session's checkout at
+    rendering (runtime/artifacts.py: unchanged, changed, missing or unverified), on one attribution line."""
+    from agentmsg.runtime import artifacts
+
+    here: list[artifacts.Checkout] = []
+
+    def note(msg: Any) -> str:
+        arts = artifacts.of(getattr(msg, "handoff", None))
+        if not arts:
+            return ""
+        if not here:
+            here.append(artifacts.Checkout(hook.cwd or os.getcwd()))
+        found = artifacts.states(arts[:20], here[0])
+        more = f" · {len(arts) - 20} more: {boundary.show_command(msg.collab, msg.id)}" if len(arts) > 20 else ""
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+        return (f"  artifacts in this checkout as of {stamp}: "
+                + " · ".join(f"{boundary.one_line(loc[:160])} {state}" for loc, state in found) + more + "\n")
+
+    return note

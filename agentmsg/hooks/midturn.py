@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from agentmsg import records
-from agentmsg.hooks.base import HookBase, _mark_shown, _nothing
+from agentmsg.hooks.base import HookBase, _mark_shown, _nothing, artifact_notes
 from agentmsg.text import boundary
 
 TYPE_CHECKING = False
@@ -53,7 +53,8 @@ def post_tool(hook: HookBase, data: Mapping[str, Any], binds: list[Binding]) -> 
                 f"{aliases}{where} {'are' if n != 1 else 'is'} unacknowledged and chosen to reach this "
                 f"session before its turn ends; {shown} quoted below.\n")
 
-    rendered = boundary.render(due_all, alias=aliases, cap=hook.cap, unit=hook.unit, lead=lead)
+    rendered = boundary.render(due_all, alias=aliases, cap=hook.cap, unit=hook.unit, lead=lead,
+                               notes=artifact_notes(hook))
     included = set(rendered.included)
     if not included:
         hook.mid_busy = True  # nothing fit: still due, so no marker

@@ -5,7 +5,7 @@ from __future__ import annotations
 from agentmsg import records
 from agentmsg.backends.file.store import FileTxn
 from agentmsg.hooks import wake as wakehook
-from agentmsg.hooks.base import REPRESENT_AFTER, HookBase, _mark_shown, _nothing, never_shown
+from agentmsg.hooks.base import REPRESENT_AFTER, HookBase, _mark_shown, _nothing, artifact_notes, never_shown
 from agentmsg.text import boundary
 
 TYPE_CHECKING = False
@@ -77,4 +77,4 @@ def render_page(hook: HookBase, work: list[tuple[str, str, dict[str, Any], Page]
                 f"{where} {'are' if waiting != 1 else 'is'} unacknowledged{why}; {shown} quoted below.\n")
 
     return boundary.render(due_all, alias=aliases, cap=hook.cap, unit=hook.unit, lead=lead,
-                           more=waiting - len(due_all))
+                           more=waiting - len(due_all), notes=artifact_notes(hook))

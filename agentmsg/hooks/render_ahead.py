@@ -15,7 +15,7 @@ from agentmsg.hooks import prompt
 from agentmsg.hooks import wake as wakehook
 from agentmsg.hooks.base import HookError, LockTimeout, _mark_shown
 from agentmsg.hosts import base as hostcmd
-from agentmsg.runtime import doorbell
+from agentmsg.runtime import artifacts, doorbell
 from agentmsg.runtime import doorbell as aheadstart
 from agentmsg.text import boundary
 
@@ -184,6 +184,9 @@ def _render_ahead(hook: HookBase, root: str, pin: str) -> str:
         st["prompt"] += 1
         hook.busy = False
         page = prompt.due_page(hook, tx, alias, reg, st)
+        if any(artifacts.of(m.handoff) for m in page.messages):
+            ahead.drop(root, pin)  # a typed message's artifacts are told as of the prompt, in the session's
+            return "full"  # checkout: the prompt hook renders it
         rendered = prompt.render_page(hook, [(collab, alias, st, page)])
         if hook._envelope(tx, alias, reg) is None:  # and no wake consent (above): a Stop has nothing to do
             idle.mark_stop_quiet(root, pin, token)

@@ -8,7 +8,7 @@ from agentmsg import records
 from agentmsg.backends.file.store import FileTxn
 from agentmsg.domain import envelope
 from agentmsg.hooks import wake as wakehook
-from agentmsg.hooks.base import CANDIDATES, HookBase, _mark_shown, _nothing
+from agentmsg.hooks.base import CANDIDATES, HookBase, _mark_shown, _nothing, artifact_notes
 from agentmsg.service import attempts as written
 from agentmsg.text import boundary
 
@@ -83,7 +83,7 @@ def _block(hook: HookBase, collab: str, alias: str, reg: Registry,
                     f"{envelope.iso(env.expires_at)}; this one used slot {slot} of {env.slots}.\n")
 
         rendered = boundary.render(requests, alias=alias, cap=hook.cap, unit=hook.unit, lead=lead,
-                                   more=total - len(requests))
+                                   more=total - len(requests), notes=artifact_notes(hook))
         if not rendered.included:
             return b"", _nothing
         attempt = records.uuid4()

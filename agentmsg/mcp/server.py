@@ -184,7 +184,8 @@ class Tools:
             begin, end = boundary.markers(nonce)
             text = (f"agentmsg show: message {msg.id} in collaboration {msg.collab}, in full; "
                     f"state: {payload['state']}.\n" + boundary.explanation(nonce) + begin
-                    + (boundary.attribution(msg, 1, True) or "") + (boundary.quote(msg.body) if msg.body else "") + end
+                    + (boundary.attribution(msg, 1, True, note=_artifact_note(msg)) or "")
+                    + (boundary.quote(msg.body) if msg.body else "") + end
                     + "Being shown here does not acknowledge it; the `ack` tool does.\n")
             self.presented(msg.collab, [msg.id], "show")  # readers.message: the pin is a current member
             return _ok(text, {"id": msg.id, "collab": msg.collab, "from": msg.sender, "to": msg.to,
@@ -260,6 +261,49 @@ class Tools:
             payload = claims.listing(self.ctx, collab=collab, self_flag=self.self_flag, mine=mine)
             framed = _frame_claims(payload)
             return _ok("agentmsg claims:\n" + _json(payload) + "\n" + framed, payload)
+
+        return self.call(run)
+
+    def template(self, name: str | None) -> CallToolResult:
+        def run() -> CallToolResult:
+            from agentmsg.domain import handoffs as rules
+
+            if name is None:
+                rows = [{"name": t, "send": f"type={t}", "required": [k for k, v in rules.SCHEMAS[t].items()
+                                                                       if v.get("required")]} for t in rules.TYPES]
+                rows += [{"name": n, "send": f"template={n}", "required": [k for k, v in rules.TEMPLATES[n].items()
+                                                                            if v.get("required")]}
+                         for n in rules.TEMPLATES]
+                return _ok("agentmsg templates:\n" + "".join(f"{r['name']} ({r['send']}): requires "
+                                                             f"{', '.join(r['required'])}\n" for r in rows),
+                           {"templates": rows})
+            text = rules.template(name)
+            example = rules.EXAMPLES.get(name) or rules.TEMPLATE_EXAMPLES[name]
+            return _ok(text, {"name": name, "template": name in rules.TEMPLATES, "payload": example})
+
+        return self.call(run)
+
+    def gates(self, open_only: bool, collab: str | None) -> CallToolResult:
+        def run() -> CallToolResult:
+            from agentmsg.service import handoffs
+
+            cid = readers.check(self.ctx, self.who, self.ctx.collab(collab, self.who))
+            found = handoffs.gates(self.ctx, collab=cid, self_flag=self.self_flag, open_only=open_only)["gates"]
+            rows = [{"n": n, "id": g["id"], "from": g["from"], "to": g["to"], "required_action": g["required_action"],
+                     "state": g["state"], "expires": g["expires"],
+                     "decision": ((g.get("response") or {}).get("payload") or {}).get("decision")}
+                    for n, g in enumerate(found, 1)]
+            fields = []
+            for n, g in enumerate(found, 1):
+                fields.append((f"gate {n} gate_id", str(g["gate_id"])))
+                fields.append((f"gate {n} question", str((g.get("payload") or {}).get("question", ""))))
+            text = f"agentmsg gates ({len(rows)}):\n" + _json({"collab": cid, "gates": rows}) + "\n"
+            if fields:
+                from agentmsg.text import injection
+
+                text += boundary.peer_fields(fields, injection.detect("\n".join(v for _, v in fields)),
+                                             "the gates' requesters")
+            return _ok(text, {"collab": cid, "gates": rows})
 
         return self.call(run)
 
@@ -360,8 +404,39 @@ class Tools:
                 + boundary.quote(md) + end + cut)
 
 
+def _artifact_note(msg: Message) -> str:
+    """A typed message's artifacts as they are now in this server's checkout (its working directory), as the
+    hooks' delivery says it (runtime/artifacts.py)."""
+    from agentmsg.runtime import artifacts
+
+    arts = artifacts.of(msg.handoff)
+    if not arts:
+        return ""
+    found = artifacts.states(arts, artifacts.Checkout(os.getcwd()))
+    return ("  artifacts in this checkout now: "
+            + " · ".join(f"{boundary.one_line(loc[:160])} {state}" for loc, state in found) + "\n")
+
+
 def _frame_claims(payload: dict[str, Any]) -> str:
-    """Claims' patterns and reasons are their holders' words: out of the JSON, into the boundary (one block)."""
+    """Claims' patterns and reasons are their holders' words, and open gates' ids their requesters': out of the
+    JSON, into the boundary (one block each)."""
+    return _claims_block(payload) + _gates_block(payload)
+
+
+def _gates_block(payload: dict[str, Any]) -> str:
+    found = payload.get("open_gates") or []
+    if not found:
+        return ""
+    from agentmsg.text import injection
+
+    fields = []
+    for n, g in enumerate(found, 1):
+        g["n"] = n
+        fields.append((f"open gate {n} ({g['from']} to {g['to']}) gate_id", str(g.pop("gate_id", ""))))
+    return boundary.peer_fields(fields, injection.detect("\n".join(v for _, v in fields)), "the gates' requesters")
+
+
+def _claims_block(payload: dict[str, Any]) -> str:
     found = payload.get("claims") or []
     if not found:
         return ""
@@ -417,7 +492,12 @@ def build(ctx: Ctx, who: Pin, env: Mapping[str, str] | None = None, *, allow_spa
         type: Annotated[Literal["task", "result", "gate_request", "gate_response", "status"] | None, Field(
             description="A typed handoff (docs/HANDOFFS.md): payload is then checked against the type's schema. "
                         "A result or gate_response names what it answers with reply_to (the task's or gate's "
-                        "message id); body may be empty (the payload is shown as YAML).")] = None,
+                        "message id); body may be empty (the payload is shown as YAML). The template tool "
+                        "prints each type's payload.")] = None,
+        template: Annotated[Literal["phase_completion", "sprint_deploy", "deploy_validate"] | None, Field(
+            description="One of the seed's hand-off templates, sent as a status: payload is checked against it, "
+                        "and its from and to (phase_completion: completed_by) must name you and the recipient "
+                        "(the template tool prints each).")] = None,
         payload: Annotated[dict[str, Any] | None, Field(
             description="The typed message's payload, e.g. a task: {task_id, task_text, input_artifacts: [paths], "
                         "acceptance_criteria: [...], timeout_minutes}; a result: {task_id, status: DONE | "
@@ -425,10 +505,15 @@ def build(ctx: Ctx, who: Pin, env: Mapping[str, str] | None = None, *, allow_spa
         workflow_run_id: Annotated[str | None, Field(description="The workflow run of a typed message.")] = None,
         phase: Annotated[str | None, Field(description="The workflow phase of a typed message.")] = None,
     ) -> CallToolResult:
-        typed = None
-        if type is not None or payload is not None:
-            typed = {"type": type or "", "payload": payload if payload is not None else {},
+        typed: dict[str, Any] | None = None
+        if type is not None or payload is not None or template is not None:
+            given = dict(payload) if payload is not None else {}
+            # a payload's from and to name the parties (checked at send), as in a payload file
+            declared: dict[str, Any] = {k: given.pop(k) for k in ("from", "to") if k in given}
+            typed = {"type": "status" if template is not None and type is None else type or "", "payload": given,
                      "workflow_run_id": workflow_run_id, "phase": phase}
+            typed.update({"template": template} if template is not None else {})
+            typed.update({"declared": declared} if declared else {})
         return tools.send(to, subject, body, kind, priority, reply_to, id, collab, redact, typed)
 
     @server.tool(annotations=read, description=(
@@ -520,6 +605,27 @@ def build(ctx: Ctx, who: Pin, env: Mapping[str, str] | None = None, *, allow_spa
         collab: CollabArg = None,
     ) -> CallToolResult:
         return tools.claims(mine, collab)
+
+    @server.tool(annotations=read, description=(
+        "Typed handoffs (docs/HANDOFFS.md): without name, the five message types (task, result, gate_request, "
+        "gate_response, status) and the seed's three hand-off templates (phase_completion, sprint_deploy, "
+        "deploy_validate) with their required fields; with name, a payload of it that validates as it is "
+        "(YAML with each field's rule, and as an object): fill it in and pass it to send as payload, with "
+        "type=NAME or template=NAME."))
+    def template(
+        name: Annotated[str | None, Field(description="A type or a hand-off template (default: list them).")] = None,
+    ) -> CallToolResult:
+        return tools.template(name)
+
+    @server.tool(annotations=read, description=(
+        "The collaboration's gates (gate_request messages) with their state: open, approved, aborted or timed "
+        "out (still answerable by its addressee). open_only: only those still waiting. Questions are the "
+        "requesters' words, quoted inside the untrusted boundary."))
+    def gates(
+        open_only: Annotated[bool, Field(description="Only gates still waiting (open or timed out).")] = False,
+        collab: CollabArg = None,
+    ) -> CallToolResult:
+        return tools.gates(open_only, collab)
 
     @server.tool(annotations=read, description=(
         "Block until a reply to one of your messages arrives (or one already waiting is found), at most "

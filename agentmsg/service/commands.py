@@ -188,7 +188,8 @@ def send(ctx: Ctx, *, collab: str | None, self_flag: str | None, draft: Draft, r
     draft = draft.replace(
         subject=subject, body=body, kind=validate.choice(draft.kind, validate.KINDS, "kind"),
         priority=validate.choice(draft.priority, validate.PRIORITIES, "priority"),
-        id=validate.message_id(draft.id) if draft.id else None, reply_to=_reply_ref(draft.reply_to))
+        id=validate.message_id(draft.id) if draft.id else None, reply_to=_reply_ref(draft.reply_to),
+        thread=validate.thread(draft.thread) if draft.thread is not None else None)
     sent = ctx.mailbox.send(cid, who, draft, flags=_flags(subject + "\n" + body + "\n" + typed_text))
     reg = ctx.mailbox.registry(cid)
     results = [_notify(ctx, cid, s, reg.participants[s.message.to].notify) for s in sent]
@@ -278,19 +279,34 @@ def notify_retry(ctx: Ctx, *, collab: str | None, self_flag: str | None, message
 
 def inbox(ctx: Ctx, *, collab: str | None, self_flag: str | None, limit: int = rules.PAGE_DEFAULT,
           offset: int = 0, everything: bool = False, include_acked: bool = False,
-          priority_first: bool = False) -> Payload:
-    """Unacknowledged messages, bounded: ``limit`` from ``offset``, or ``everything``."""
+          priority_first: bool = False, thread: str | None = None) -> Payload:
+    """Unacknowledged messages, bounded: ``limit`` from ``offset``, or ``everything``; ``thread``: of one thread
+    only (its name, or any of its messages' ids)."""
     who = ctx.who(self_flag)
     cid = readers.check(ctx, who, ctx.collab(collab, who))
     if limit < 1 or offset < 0:
         raise UsageError("--limit must be at least 1 and --offset at least 0")
     want = INBOX_MAX if everything else limit
-    alias, page = ctx.mailbox.inbox(cid, who, limit=offset + want, priority_first=priority_first)
+    in_thread = None
+    if thread is not None:
+        from agentmsg.service import threads
+
+        thread, members = threads.of(ctx, cid, thread)
+        in_thread = {m.id for m in members}
+    alias, page = ctx.mailbox.inbox(cid, who, limit=INBOX_MAX if in_thread is not None else offset + want,
+                                    priority_first=priority_first)
+    if in_thread is not None:
+        kept = [m for m in page.messages if m.id in in_thread]
+        page = page.replace(messages=kept[:offset + want], total=len(kept), skipped=0,
+                            requests=sum(1 for m in kept if m.kind == "request"),
+                            high=sum(1 for m in kept if m.priority == "high"))
     page = page.replace(messages=page.messages[offset:])
     out = {"collab": cid, "alias": alias, **payloads.page(page, offset=offset),
            "problems": page.problems}
+    if thread is not None:
+        out["thread"] = thread
     if include_acked:
-        history = list(ctx.store.history(cid, alias))
+        history = [m for m in ctx.store.history(cid, alias) if in_thread is None or m.id in in_thread]
         chosen = history if everything else history[offset:offset + limit]
         out["messages"] = [payloads.message(m) for m in chosen]
         out["history"] = len(history)
@@ -298,15 +314,22 @@ def inbox(ctx: Ctx, *, collab: str | None, self_flag: str | None, limit: int = r
     return out
 
 
-def show(ctx: Ctx, *, collab: str | None, message_id: str, self_flag: str | None = None) -> Payload:
-    """One message, if the reader may read its collaboration (``readers``: a member, or the owner)."""
+def show(ctx: Ctx, *, collab: str | None, message_id: str, self_flag: str | None = None,
+         cwd: str | None = None) -> Payload:
+    """One message, if the reader may read its collaboration (``readers``: a member, or the owner); a typed
+    message's artifacts as they are in the checkout ``cwd`` (default: the working directory) is in."""
     msg = shown(ctx, readers.reader(ctx, self_flag), collab, message_id)
     state = ctx.mailbox.state(msg)
     out: Payload = {"message": payloads.message(msg), "state": state.label, "states": state.as_dict()}
     if msg.handoff:  # a typed message: the other messages of its thread (issue 31; task show has them in full)
+        from agentmsg.runtime import artifacts
         from agentmsg.service import handoffs
 
         out["thread"] = handoffs.thread_of(ctx, msg)
+        carried = artifacts.of(msg.handoff)
+        if carried:  # each as it is now in the reader's own checkout of the same repository
+            here = artifacts.Checkout(cwd or os.getcwd())
+            out["artifacts"] = [artifacts.state(a, here) for a in carried]
     return out
 
 
@@ -368,7 +391,15 @@ def status(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
         "binding": {"alias": reg.alias_of(str(who))} if who and reg.alias_of(str(who)) else None,
         "participants": people, "awaiting_notification": awaiting, "policy": reg.policy,
         "closed_at": reg.closed_at, "closed": reg.closed, "claims": _claims_of(ctx, cid),
+        "open_gates": _open_gates(ctx, cid),
     }
+
+
+def _open_gates(ctx: Ctx, cid: str) -> list[Payload]:
+    """The collaboration's gates still waiting for their answer (issue 31, docs/HANDOFFS.md "Gates")."""
+    from agentmsg.service import handoffs
+
+    return handoffs.open_gates(ctx, cid)
 
 
 def _claims_changed(ctx: Ctx) -> None:
@@ -476,13 +507,25 @@ def _render_html(ctx: Ctx, cid: str, out: str | None) -> Payload:
         return {"collab": cid, "written": [transcripts.write_html(tx, page)]}  # type: ignore[arg-type]
 
 
-def log_show(ctx: Ctx, *, collab: str | None, self_flag: str | None = None) -> Payload:
+def log_show(ctx: Ctx, *, collab: str | None, self_flag: str | None = None, thread: str | None = None) -> Payload:
     """Notes and membership events (joins, takeovers, leaves, closure), in order, and how many messages it
-    leaves out (every one: they are not log entries) and where they are shown."""
+    leaves out (every one: they are not log entries) and where they are shown.  ``thread``: instead, the
+    messages of one thread, in the collaboration's order (a thread holds messages, not notes)."""
     from agentmsg.text import transcript as render
 
     who = readers.reader(ctx, self_flag)
     cid = readers.check(ctx, who, ctx.collab(collab, who))
+    if thread is not None:
+        from agentmsg.service import threads
+
+        thread, members = threads.of(ctx, cid, thread)
+        return {"collab": cid, "thread": thread,
+                "entries": [{"kind": "message", "cseq": m.cseq, "ts": m.ts, "author": m.sender, "to": m.to,
+                             "id": m.id, "subject": m.subject, "text": m.body, "reply_to": m.reply_to,
+                             "type": (m.handoff or {}).get("type"), "corrects": None, "seq": m.seq}
+                            for m in members],
+                "left_out": {"messages": 0, "why": "notes and membership events belong to no thread",
+                             "see": f"agentmsg log show --collab {cid}"}}
     notes = [dict(payloads.note(r), kind="note", cseq=r["cseq"]) for r in ctx.store.notes(cid)]
     events = [{"kind": "event", "cseq": ev["cseq"], "ts": ev["ts"], "author": ev.get("alias") or ev.get("by"),
                "text": render.event_text(ev), "id": None, "corrects": None, "seq": ev["seq"]}
@@ -495,24 +538,38 @@ def log_show(ctx: Ctx, *, collab: str | None, self_flag: str | None = None) -> P
 
 def search(ctx: Ctx, *, text: str, collab: str | None = None, sender: str | None = None, to: str | None = None,
            kind: str | None = None, since: str | None = None, until: str | None = None,
-           limit: int = 20, root_flag: str | None = None, self_flag: str | None = None) -> Payload:
-    """Full-text search over every collaboration the reader may read (the owner: all under the root), or one."""
-    from agentmsg.domain.search import Found, Query
+           limit: int = 20, root_flag: str | None = None, self_flag: str | None = None,
+           thread: str | None = None) -> Payload:
+    """Full-text search over every collaboration the reader may read (the owner: all under the root), or one;
+    ``thread``: only the messages of that thread (its name, or any of its messages' ids), in each collaboration."""
+    from agentmsg.domain.search import LIMIT_MAX, Found, Query
 
     who = readers.reader(ctx, self_flag)
     query = Query(text, collab=readers.check(ctx, who, ctx.named(collab, who)) if collab else None,
                   sender=validate.alias(sender) if sender else None, recipient=validate.alias(to) if to else None,
                   kind=kind, since=since, until=until, limit=limit)
+    if thread is not None:
+        validate.thread(thread)
+        query = query.replace(limit=LIMIT_MAX)  # the thread's hits are among the best LIMIT_MAX: kept, then cut
     if who is None or query.collab is not None:
         found = ctx.mailbox.search(query)
     else:  # a pin searches its own collaborations, one by one, and the best hits of all of them are kept
         parts = [ctx.mailbox.search(query.replace(collab=cid)) for cid in readers.collabs(ctx, who)]
-        hits = sorted((h for f in parts for h in f.hits), key=lambda h: -h.score)[:limit]
+        hits = sorted((h for f in parts for h in f.hits), key=lambda h: -h.score)[:query.limit]
         found = Found(hits, parts[0].index if parts else "none",
                       parts[0].detail if parts else f"{who} is a current member of no collaboration")
+    if thread is not None:
+        from agentmsg.service import threads
+
+        members: dict[str, set[str]] = {}
+        for cid in {h.message.collab for h in found.hits if h.message is not None}:
+            members[cid] = {m.id for m in threads.of(ctx, cid, thread)[1]}
+        found = Found([h for h in found.hits if h.message is not None and h.message.id in
+                       members.get(h.message.collab, set())][:limit], found.index, found.detail)
+        query = query.replace(limit=limit)
     return {"query": text, "terms": [" ".join(t) for t in query.terms],
             "filters": {"collab": query.collab, "from": query.sender, "to": query.recipient, "kind": query.kind,
-                        "since": since, "until": until, "limit": limit},
+                        "since": since, "until": until, "limit": limit, "thread": thread},
             "index": {"kind": found.index, "detail": found.detail}, "count": len(found.hits),
             "hits": [payloads.hit(h, query, root_flag) for h in found.hits]}
 

@@ -1,59 +1,74 @@
 """Typed handoffs in the service (issue 31): a typed draft made ready to send (its payload checked, its
 artifacts hashed, its text scanned), and the views: a task's thread, every handoff, every gate.
 
-The rules are :mod:`agentmsg.domain.handoffs`; reading YAML is the CLI's.  Artifacts are hashed here at
-send time, in the sender's checkout, and again when shown, in the reader's: a location is relative to
-the repository root (the nearest folder above the working directory holding ``.git``), or absolute
-outside any repository.
+The rules are :mod:`agentmsg.domain.handoffs`; reading YAML is the CLI's.  Artifacts are hashed at send
+time, in the sender's checkout, and again when shown, in the reader's own checkout of the same repository
+(:mod:`agentmsg.runtime.artifacts`, with the claims' repository rule).
 """
 
 from __future__ import annotations
 
-import os
-import stat
 import time
 from collections.abc import Iterable
 from typing import Any
 
 from agentmsg.domain import handoffs
 from agentmsg.domain.values import Message, Pin
+from agentmsg.runtime import artifacts
 from agentmsg.service import readers
 from agentmsg.service.context import Ctx
 
 Payload = dict[str, Any]
-_CHUNK = 1 << 20
 
 
 # ---- sending ---------------------------------------------------------------------------
 
 
 def prepare(given: Payload, *, attach: Iterable[str], cwd: str, redact: bool) -> tuple[Payload, int]:
-    """A typed draft's ``handoff``: the payload validated, ``attach`` added, artifacts hashed, secrets refused
-    (or redacted, with how many).  Raises before anything is stored."""
+    """A typed draft's ``handoff``: the payload validated (against its type's schema, or its hand-off template's),
+    ``attach`` added, artifacts hashed, secrets refused (or redacted, with how many).  Raises before anything is
+    stored."""
     type_ = given.get("type") or ""
+    name = given.get("template")
+    if name is not None and name not in handoffs.TEMPLATES:
+        raise handoffs.invalid("--template", f"must be one of {' | '.join(handoffs.TEMPLATES)}")
     if type_ not in handoffs.TYPES:
         raise handoffs.invalid("--type", f"must be one of {' | '.join(handoffs.TYPES)}")
     payload = dict(given.get("payload") or {}) if isinstance(given.get("payload"), dict) else given.get("payload")
     attach = list(attach)
-    field = handoffs.artifacts_of(type_)
-    if attach:
-        if field is None:
-            raise handoffs.invalid("--attach", f"a {type_} carries no artifacts (a task or a result does)")
+    declared = dict(given.get("declared") or {})
+    if name is not None:
+        if attach:
+            raise handoffs.invalid("--attach", f"the {name} template carries its artifact in its payload")
         if isinstance(payload, dict):
-            payload[field] = [*(payload.get(field) or []), *attach]
-    payload = handoffs.validate(type_, payload)
+            payload = {**declared, **payload}  # a template's from and to are its own fields
+        payload = handoffs.validate_template(name, payload)
+        declared = handoffs.template_parties(name, payload)
+        field = "artifact" if handoffs.TEMPLATES[name].get("artifact", {}).get("kind") == "artifact" else None
+    else:
+        field = handoffs.artifacts_of(type_)
+        if attach:
+            if field is None:
+                raise handoffs.invalid("--attach", f"a {type_} carries no artifacts (a task or a result does)")
+            if isinstance(payload, dict):
+                payload[field] = [*(payload.get(field) or []), *attach]
+        payload = handoffs.validate(type_, payload)
     redacted = 0
     if redact:
         payload, redacted = _redact(payload)
     else:
         _refuse_secrets(type_, payload)
-    if field and payload.get(field):
-        repo = repo_root(cwd)
-        payload[field] = [_hashed(f"{type_}.{field}[{i}]", a, cwd, repo) for i, a in enumerate(payload[field])]
+    where = name or type_
+    if field and isinstance(payload.get(field), dict):  # a template's one artifact
+        payload[field] = artifacts.pinned(f"{where}.{field}", payload[field], cwd)
+    elif field and payload.get(field):
+        payload[field] = [artifacts.pinned(f"{where}.{field}[{i}]", a, cwd) for i, a in enumerate(payload[field])]
     out: Payload = {"type": type_, "payload": payload,
                     **handoffs.envelope({k: given.get(k) for k in ("workflow_run_id", "phase")})}
-    if given.get("declared"):
-        out["declared"] = given["declared"]
+    if name is not None:
+        out["template"] = name
+    if declared:
+        out["declared"] = declared
     return out, redacted
 
 
@@ -89,90 +104,14 @@ def _redact(value: Any) -> tuple[Any, int]:
 # ---- artifacts -------------------------------------------------------------------------
 
 
-def repo_root(cwd: str) -> str | None:
-    """The repository a working directory is in: the nearest folder up holding ``.git``; None outside any."""
-    here = os.path.abspath(cwd)
-    while True:
-        if os.path.lexists(os.path.join(here, ".git")):
-            return here
-        up = os.path.dirname(here)
-        if up == here:
-            return None
-        here = up
+def artifact_state(art: Payload, here: artifacts.Checkout) -> Payload:
+    """An artifact as it is now in the reader's checkout (runtime/artifacts.py)."""
+    return artifacts.state(art, here)
 
 
-def _hashed(where: str, art: Payload, cwd: str, repo: str | None) -> Payload:
-    """An artifact with its repository-relative location, size and sha256 as of now (one named by a version or
-    a hash the sender gave is kept as given)."""
-    if art.get("sha256") or art.get("version"):
-        return art
-    path = os.path.join(cwd, art["location"])
-    try:
-        digest, size = _sha256(path)
-    except FileNotFoundError:
-        raise handoffs.invalid(f"{where}.location", f"no such file {art['location']!r}") from None
-    except IsADirectoryError:
-        raise handoffs.invalid(f"{where}.location", f"{art['location']!r} is a directory, not a file") from None
-    except ValueError as exc:
-        raise handoffs.invalid(f"{where}.location", f"{art['location']!r} {exc}") from None
-    except OSError as exc:
-        raise handoffs.invalid(f"{where}.location", f"cannot read {art['location']!r}: "
-                                                     f"{exc.strerror or exc}") from None
-    real = os.path.abspath(path)
-    inside = repo is not None and os.path.commonpath([real, repo]) == repo
-    location = os.path.relpath(real, repo).replace(os.sep, "/") if inside and repo else real
-    return {**art, "location": location, "sha256": digest, "size": size}
-
-
-def _sha256(path: str) -> tuple[str, int]:
-    """The file's sha256 and size; ValueError for anything but a regular file (a FIFO is never opened)."""
-    import hashlib
-
-    st = os.stat(path)
-    if stat.S_ISDIR(st.st_mode):
-        raise IsADirectoryError(path)
-    if not stat.S_ISREG(st.st_mode):
-        raise ValueError("is not a regular file (a FIFO, a device or a socket)")
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped since the stat
-            raise ValueError("is not a regular file")
-        h, size = hashlib.sha256(), 0
-        while chunk := os.read(fd, _CHUNK):
-            h.update(chunk)
-            size += len(chunk)
-        return h.hexdigest(), size
-    finally:
-        os.close(fd)
-
-
-def artifact_state(art: Payload, cwd: str) -> Payload:
-    """An artifact as it is now in the reader's checkout: unchanged, changed, missing, or unverified (named by a
-    version only, or a relative location with no repository here)."""
-    out = dict(art)
-    if not art.get("sha256"):
-        out["state"] = "unverified"
-        return out
-    loc = art["location"]
-    if os.path.isabs(loc):
-        path = loc
-    else:
-        repo = repo_root(cwd)
-        if repo is None:
-            out["state"] = "unverified"
-            out["why"] = "not in a repository"
-            return out
-        path = os.path.join(repo, loc)
-    try:
-        digest, _size = _sha256(path)
-    except FileNotFoundError:
-        out["state"] = "missing"
-        return out
-    except (OSError, ValueError):
-        out["state"] = "changed"  # a directory or a FIFO where the file was
-        return out
-    out["state"] = "unchanged" if digest == art["sha256"] else "changed"
-    return out
+def artifacts_in(handoff: Payload | None) -> list[Payload]:
+    """The artifacts a typed message carries: a task's inputs, a result's, a hand-off template's one."""
+    return artifacts.of(handoff)
 
 
 # ---- views -----------------------------------------------------------------------------
@@ -193,15 +132,16 @@ def _cids(ctx: Ctx, who: Pin | None, collab: str | None) -> list[str]:
     return readers.collabs(ctx, who)
 
 
-def _brief(m: Message, cwd: str | None = None) -> Payload:
+def _brief(m: Message, here: artifacts.Checkout | None = None) -> Payload:
     h = dict(m.handoff or {})
     out: Payload = {"id": m.id, "collab": m.collab, "from": m.sender, "to": m.to, "ts": m.ts, "subject": m.subject,
                     "type": h.get("type"), "payload": h.get("payload"), "thread": h.get("thread"),
                     "correlation_id": h.get("correlation_id"), "workflow_run_id": h.get("workflow_run_id"),
                     "phase": h.get("phase")}
-    field = handoffs.artifacts_of(str(h.get("type")))
-    if cwd is not None and field:
-        out["artifacts"] = [artifact_state(a, cwd) for a in (h.get("payload") or {}).get(field) or []]
+    if h.get("template"):
+        out["template"] = h["template"]
+    if here is not None:
+        out["artifacts"] = [artifact_state(a, here) for a in artifacts_in(h)]
     return out
 
 
@@ -233,7 +173,7 @@ def _answers(msgs: list[Message], mid: str) -> list[Message]:
     return [m for m in msgs if (m.handoff or {}).get("correlation_id") == mid]
 
 
-def _task(task: Message, msgs: list[Message], cwd: str, now: float) -> Payload:
+def _task(task: Message, msgs: list[Message], cwd: artifacts.Checkout, now: float) -> Payload:
     answers = _answers(msgs, task.id)
     thread = [m for m in msgs if (m.handoff or {}).get("thread") == (task.handoff or {}).get("thread")]
     return {**_brief(task, cwd),
@@ -266,10 +206,11 @@ def task_show(ctx: Ctx, *, collab: str | None, self_flag: str | None, message_id
     msgs = _typed(ctx, [msg.collab])
     thread = str(msg.handoff.get("thread") or msg.id)
     root = next((m for m in msgs if m.id == thread), msg)
+    here = artifacts.Checkout(cwd)
     if (root.handoff or {}).get("type") == "task":
-        return {"collab": msg.collab, "task": _task(root, msgs, cwd, time.time())}
+        return {"collab": msg.collab, "task": _task(root, msgs, here, time.time())}
     return {"collab": msg.collab, "task": None,
-            "thread_messages": [_brief(m, cwd) for m in msgs if (m.handoff or {}).get("thread") == thread]}
+            "thread_messages": [_brief(m, here) for m in msgs if (m.handoff or {}).get("thread") == thread]}
 
 
 def listing(ctx: Ctx, *, collab: str | None, self_flag: str | None, cwd: str, workflow_run_id: str | None = None,
@@ -280,7 +221,21 @@ def listing(ctx: Ctx, *, collab: str | None, self_flag: str | None, cwd: str, wo
     tasks = [m for m in msgs if (m.handoff or {}).get("type") == "task"
              and (workflow_run_id is None or (m.handoff or {}).get("workflow_run_id") == workflow_run_id)
              and (phase is None or (m.handoff or {}).get("phase") == phase)]
-    return {"tasks": [_task(t, msgs, cwd, now) for t in tasks]}
+    here = artifacts.Checkout(cwd)
+    return {"tasks": [_task(t, msgs, here, now) for t in tasks]}
+
+
+def open_gates(ctx: Ctx, cid: str, now: float | None = None) -> list[Payload]:
+    """A collaboration's gates still waiting (open or timed out), oldest first: ``status`` and ``roster`` show
+    them.  The reader was checked by the caller."""
+    fold = handoffs.Gates()
+    for m in _typed(ctx, [cid]):
+        fold.add(m)
+    now = time.time() if now is None else now
+    return [{"id": g["message"].id, "gate_id": g["gate_id"], "required_action": g["required_action"],
+             "from": g["message"].sender, "to": g["message"].to, "state": g["state"],
+             "expires": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(g["expires_at"]))}
+            for g in fold.listing(now, open_only=True)]
 
 
 def gates(ctx: Ctx, *, collab: str | None, self_flag: str | None, open_only: bool = False) -> Payload:

@@ -110,8 +110,9 @@ class Mailbox:
             to = draft.to or (rules.other_party(parent, sender) if parent else "")
             base_id = draft.id or records.uuid4()
             wanted = rules.recipients(reg, sender, to)
+            thread = rules.thread_for(parent, draft.thread, base_id)
             if draft.handoff is not None:  # a typed message (issue 31): checked against what it answers
-                draft = self._typed(tx, draft, parent, base_id, sender, who, to)
+                draft = self._typed(tx, draft, parent, base_id, sender, who, to, thread)
             if draft.id:
                 was_broadcast, stored = tx.broadcast(base_id)
                 wanted = rules.replayed_recipients(stored, was_broadcast, to, wanted, base_id)
@@ -125,6 +126,8 @@ class Mailbox:
                 }
                 if draft.handoff is not None:
                     fields["handoff"] = draft.handoff
+                if thread != fields["id"]:  # a message that starts a thread is its own (rules.thread_of)
+                    fields["thread"] = thread
                 fields["digest"] = rules.digest(fields)
                 # A fresh id (no --id) names no stored message: only a caller's id needs the lookup.
                 existing = tx.message(fields["id"]) if draft.id else None
@@ -150,7 +153,7 @@ class Mailbox:
 
     @staticmethod
     def _typed(tx: Txn, draft: Draft, parent: Message | None, base_id: str, sender: str, who: Pin,
-               to: str) -> Draft:
+               to: str, thread: str) -> Draft:
         """A typed draft as stored: checked against the message it answers, in its thread, its body rendered."""
         from agentmsg.domain import handoffs, validate
 
@@ -173,9 +176,7 @@ class Mailbox:
             handoffs.answer(given, parent.handoff, parent_id=parent.id, parent_to=parent.to, sender=sender,
                             sender_human=who.human, closed_by=closed_by)
             given["correlation_id"] = parent.id
-            given["thread"] = (parent.handoff or {}).get("thread") or parent.id
-        else:
-            given["thread"] = base_id
+        given["thread"] = thread
         body = handoffs.render(given) if not draft.body else f"{draft.body}\n\n{handoffs.render(given)}"
         return draft.replace(handoff=given, body=validate.body(body), kind=handoffs.KIND_OF[given["type"]],
                              subject=draft.subject or handoffs.subject(given)[:validate.SUBJECT_MAX_CHARS])

@@ -67,6 +67,11 @@ class Overview:
     errors: list[str] = field(default_factory=list)
     #: live claims (docs/CLAIMS.md): (collaboration, claim), by repository and pattern
     claims: list[tuple[str, Any]] = field(default_factory=list)
+    #: gates still waiting (docs/HANDOFFS.md): (collaboration, gate), oldest first
+    gates: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    #: each collaboration's gate fold, fed each inbox's messages once (read on from the last seq read)
+    _gate_fold: dict[str, Any] = field(default_factory=dict)
+    _gate_upto: dict[tuple[str, str], int] = field(default_factory=dict)
     #: each collaboration's events read so far, for the claims' fold (read on from the last one, by seq)
     _events: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     seen_upto: dict[tuple[str, str], int] = field(default_factory=dict)
@@ -151,6 +156,7 @@ class Overview:
                 del self.seen_upto[key]
         self.people = people
         self.claims = self._claims(now)
+        self.gates = self._gates(now)
         self.requests = sorted(requests, key=lambda m: m.ts)
         self.stuck = stuck
         self.poll()
@@ -168,6 +174,27 @@ class Overview:
                 out += [(cid, c) for c in claims.live(claims.fold(seen), now)]
             except (AgentmsgError, OSError, KeyError, TypeError) as exc:
                 self._error(cid, "", exc if isinstance(exc, (AgentmsgError, OSError)) else OSError(str(exc)))
+        return out
+
+    def _gates(self, now: float) -> list[tuple[str, dict[str, Any]]]:
+        """Gates still waiting, folded from the messages read since the last refresh (never the whole history
+        again)."""
+        from agentmsg.domain import handoffs
+
+        out: list[tuple[str, dict[str, Any]]] = []
+        for cid, reg in self.registries.items():
+            fold = self._gate_fold.setdefault(cid, handoffs.Gates())
+            for alias in reg.participants:
+                upto = self._gate_upto.get((cid, alias), 0)
+                try:
+                    last = self.store.last_seq(cid, alias)
+                    if last > upto:
+                        for m in self.store.since(cid, alias, upto):
+                            fold.add(m)
+                        self._gate_upto[(cid, alias)] = last
+                except (AgentmsgError, OSError, ValueError):  # a forged name: no inbox; an unreadable one: said
+                    continue
+            out += [(cid, g) for g in fold.listing(now, open_only=True)]
         return out
 
     def _presence(self, cid: str, reg: Registry, alias: str, pin: str, now: float) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from agentmsg.domain.rules import thread_of
 from agentmsg.domain.search import Hit, Query
 from agentmsg.domain.values import Message, Page
 
@@ -18,7 +19,7 @@ Payload = dict[str, Any]
 MessagePayload = TypedDict("MessagePayload", {
     "id": str, "collab": str, "from": str, "from_runtime": str, "to": str, "kind": str, "priority": str,
     "subject": str, "body": str, "reply_to": "str | None", "broadcast": "str | None", "ts": str, "seq": int,
-    "flags": list[str], "handoff": "NotRequired[dict[str, Any]]"})
+    "flags": list[str], "thread": str, "handoff": "NotRequired[dict[str, Any]]"})
 
 
 class PagePayload(TypedDict):
@@ -51,7 +52,7 @@ def message(msg: Message) -> MessagePayload:
         "id": msg.id, "collab": msg.collab, "from": msg.sender, "from_runtime": msg.sender_runtime,
         "to": msg.to, "kind": msg.kind, "priority": msg.priority, "subject": msg.subject,
         "body": msg.body, "reply_to": msg.reply_to, "broadcast": msg.broadcast, "ts": msg.ts,
-        "seq": msg.seq, "flags": list(msg.flags),
+        "seq": msg.seq, "flags": list(msg.flags), "thread": thread_of(msg),
     }
     if msg.handoff is not None:  # a typed message (issue 31): its parsed payload; untyped output is unchanged
         out["handoff"] = msg.handoff

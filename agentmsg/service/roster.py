@@ -31,10 +31,10 @@ def roster(ctx: Ctx, *, collab: str | None, self_flag: str | None) -> Payload:
     reg = ctx.store.registry(cid)
     now = time.time()
     rows = [row(ctx, cid, reg, alias, now) for alias in sorted(reg.participants)]
-    from agentmsg.service import claims  # docs/CLAIMS.md
+    from agentmsg.service import claims, handoffs  # docs/CLAIMS.md; docs/HANDOFFS.md "Gates"
 
     return {"collab": cid, "label": reg.label, "self": str(who) if who else None, "at": now, "participants": rows,
-            "claims": claims.shown(ctx, cid)}
+            "claims": claims.shown(ctx, cid), "open_gates": handoffs.open_gates(ctx, cid, now)}
 
 
 def row(ctx: Ctx, cid: str, reg: Registry, alias: str, now: float) -> Payload:

@@ -162,8 +162,9 @@ def _subject_line(msg: Any, shown: int | None = None) -> str:
 
 
 def attribution(msg: Any, number: int, with_collab: bool, room: int | None = None,
-                size: Callable[[str], int] = len) -> str | None:
-    """agentmsg's own lines about one message; peer text only after a label.
+                size: Callable[[str], int] = len, note: str = "") -> str | None:
+    """agentmsg's own lines about one message; peer text only after a label.  ``note``: more lines the caller
+    made (a typed message's artifacts as of now: the hooks), peer values in them escaped already.
 
     With ``room``, the subject is cut further (escapes can make a short subject
     long) so the lines fit in ``room`` units; None when even an empty subject does not fit.
@@ -180,6 +181,8 @@ def attribution(msg: Any, number: int, with_collab: bool, room: int | None = Non
     typed = handoff_line(getattr(msg, "handoff", None))
     if typed:
         tail.append(typed)
+    if note:
+        tail.append(note)
     tail.append(f"  body, {_n(len(msg.body), 'character')}:\n" if msg.body else "  body: (empty)\n")
     rest = head + "".join(tail)
     subject = _subject_line(msg)
@@ -305,8 +308,10 @@ def order(messages: Sequence[Any]) -> list[Any]:
 
 
 def render(messages: Sequence[Any], *, alias: str, cap: int = DEFAULT_CAP, unit: str = "chars",
-           nonce: str | None = None, lead: Callable[[int], str] | None = None, more: int = 0) -> Rendered:
-    """Render ``messages`` (``model.Message``-like) inside one boundary, within ``cap``.
+           nonce: str | None = None, lead: Callable[[int], str] | None = None, more: int = 0,
+           notes: Callable[[Any], str] | None = None) -> Rendered:
+    """Render ``messages`` (``model.Message``-like) inside one boundary, within ``cap``; ``notes(msg)``: more
+    attribution lines for a message (the hooks: a typed message's artifacts as of rendering).
 
     ``lead(shown)`` gives the first fact line(s) (default: ``default_lead``);
     it must not contain peer text.  ``more`` counts messages waiting beyond
@@ -341,7 +346,7 @@ def render(messages: Sequence[Any], *, alias: str, cap: int = DEFAULT_CAP, unit:
         # A shown message gets its first EXCERPT characters (the first one: what fits); its subject
         # is cut rather than let a long (or escape-heavy) one keep the message, or every message, out.
         need = excerpt if blocks else size(_cut_marker(msg, 0))
-        attr = attribution(msg, number, several, budget - need, size)
+        attr = attribution(msg, number, several, budget - need, size, notes(msg) if notes is not None else "")
         if attr is None:
             break
         room = budget - size(attr)

@@ -13,6 +13,7 @@ Content-Security-Policy that forbids both, as a second wall.
 from __future__ import annotations
 
 import html
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -199,27 +200,36 @@ class Threads:
         return "".join(out)
 
 
-def _gates(messages: list[Message]) -> list[tuple[str, str]]:
-    """A header row listing each gate_request (issue 31): open with its timeout, or its answer's decision."""
-    decided = {str(m.handoff.get("correlation_id")): str((m.handoff.get("payload") or {}).get("decision"))
-               for m in messages if m.handoff and m.handoff.get("type") == "gate_response"}
-    rows = []
+def _gates(messages: list[Message], now: float) -> list[tuple[str, str]]:
+    """Header rows (issue 31): the gates still waiting (open, or timed out as of rendering), then every gate
+    with its state."""
+    from agentmsg.domain.handoffs import Gates
+
+    fold = Gates()
     for m in messages:
-        if not m.handoff or m.handoff.get("type") != "gate_request":
-            continue
+        fold.add(m)
+    rows, waiting = [], []
+    for g in fold.listing(now):
+        m = g["message"]
         p = m.handoff.get("payload") or {}
-        if m.id in decided:
-            state = text({"APPROVE": "approved", "ABORT": "aborted"}.get(decided[m.id], decided[m.id]))
-        else:
-            state = f"open (times out {text(p.get('timeout_minutes'))} min after {text(when(m.ts))})"
-        rows.append(f'<a href="#m-{text(m.id)}">{text(p.get("gate_id"))}</a> {text(p.get("required_action"))} '
-                    f"{text(m.sender)} → {text(m.to)}: {state}")
-    return [("gates", "<br>".join(rows))] if rows else []
+        state = text(g["state"])
+        if g["state"] in ("open", "timed out"):
+            state += (f" ({'timed out' if g['state'] == 'timed out' else 'times out'} "
+                      f"{text(p.get('timeout_minutes'))} min after {text(when(m.ts))})")
+        row = (f'<a href="#m-{text(m.id)}">{text(g["gate_id"])}</a> {text(g["required_action"])} '
+               f"{text(m.sender)} → {text(m.to)}: {state}")
+        rows.append(row)
+        if g["state"] in ("open", "timed out"):
+            waiting.append(row)
+    out = [("open gates", "<br>".join(waiting) if waiting else "none")] if rows else []
+    return out + ([("gates", "<br>".join(rows))] if rows else [])
 
 
 def collaboration_html(reg: Registry, events: list[dict[str, Any]], messages: list[Message],
-                       notes: list[dict[str, Any]], states: Mapping[str, MessageState]) -> str:
+                       notes: list[dict[str, Any]], states: Mapping[str, MessageState],
+                       now: float | None = None) -> str:
     """Every event, note and message in collaboration order; a reply sits under the message it answers.
+    ``now``: when the gates' states are told as of (default: now).
 
     Nothing is left out: every message is drawn once (:class:`Threads`), however deep its thread or odd its
     ``reply_to``.
@@ -233,7 +243,8 @@ def collaboration_html(reg: Registry, events: list[dict[str, Any]], messages: li
     closed = f"closed {text(when(reg.closed_at))}" if reg.closed_at else "open"
     head = _dl([("id", f"<code>{text(reg.collab)}</code>"), ("task", text(reg.task)),
                 ("opened", f"{text(when(reg.opened_at))} by {text(reg.opener_alias or reg.opener)}"),
-                ("status", closed), ("messages", str(len(messages))), *_gates(messages)])
+                ("status", closed), ("messages", str(len(messages))),
+                *_gates(messages, time.time() if now is None else now)])
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'

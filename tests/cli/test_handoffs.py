@@ -293,8 +293,9 @@ def test_a_typed_message_in_the_hook_the_transcript_and_the_html_log(team: Team,
 def test_templates_list_and_show(team: Team) -> None:
     code, doc, err = team.json("template", "list")
     assert code == 0, err
-    assert [t["type"] for t in doc["result"]["templates"]] == ["task", "result", "gate_request", "gate_response",
-                                                               "status"]
+    assert [t["name"] for t in doc["result"]["templates"]] == ["task", "result", "gate_request", "gate_response",
+                                                               "status", "phase_completion", "sprint_deploy",
+                                                               "deploy_validate"]
     code, out, err = run("template", "show", "status", root=team.root)
     assert code == 0, err
     (team.repo / "status.yaml").write_text(out)

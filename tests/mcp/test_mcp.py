@@ -92,7 +92,7 @@ def receipts(root: Path, cid: str, alias: str) -> list[dict[str, Any]]:
 # ---- the tools ---------------------------------------------------------------------------------------------
 
 EXPECTED = {"send", "inbox", "show", "ack", "status", "roster", "log_append", "wait_for_reply", "claim", "release",
-            "claims"}
+            "claims", "template", "gates"}
 
 
 def test_tools_are_typed_described_and_take_no_identity(team: tuple[Path, str]) -> None:

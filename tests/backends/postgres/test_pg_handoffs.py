@@ -30,6 +30,7 @@ def test_typed_handoffs_on_postgres(pg_url: str, tmp_path: Path) -> None:
     assert code == 0, err
     cid = res["collab"]
     assert cli("join", "--collab", cid, "--self", SPEC, "--alias", "spec")[0] == 0
+    (tmp_path / ".git").mkdir()  # an artifact is a file of a repository (docs/HANDOFFS.md)
     (tmp_path / "art.txt").write_text("v1\n")
     (tmp_path / "t.yaml").write_text(yaml.safe_dump({"task_id": "T-1", "task_text": "do it"}))
     (tmp_path / "r.yaml").write_text(yaml.safe_dump({"task_id": "T-1", "status": "DONE"}))
