@@ -133,10 +133,11 @@ class Tools:
     # ---- tools ----------------------------------------------------------------------------------
 
     def send(self, to: str, subject: str, body: str, kind: str, priority: str, reply_to: str | None,
-             id: str | None, collab: str | None, redact: bool, typed: dict[str, Any] | None = None) -> CallToolResult:
+             id: str | None, collab: str | None, redact: bool, typed: dict[str, Any] | None = None,
+             thread: str | None = None) -> CallToolResult:
         """``typed``: a typed handoff's ``type``, ``payload``, ``workflow_run_id`` and ``phase`` (issue 31)."""
         draft = Draft(to=to, kind=kind, priority=priority, subject=subject, body=body, id=id, reply_to=reply_to,
-                      handoff=typed)
+                      handoff=typed, thread=thread)
 
         def run() -> CallToolResult:
             from agentmsg.domain.wake import said
@@ -504,6 +505,9 @@ def build(ctx: Ctx, who: Pin, env: Mapping[str, str] | None = None, *, allow_spa
                         "DONE_WITH_CONCERNS | NEEDS_CONTEXT | BLOCKED, evidence: {...}, concerns: [...]}.")] = None,
         workflow_run_id: Annotated[str | None, Field(description="The workflow run of a typed message.")] = None,
         phase: Annotated[str | None, Field(description="The workflow phase of a typed message.")] = None,
+        thread: Annotated[str | None, Field(
+            description="Start or join the thread of this name in the collaboration (default: a reply joins its "
+                        "parent's thread; anything else starts its own).")] = None,
     ) -> CallToolResult:
         typed: dict[str, Any] | None = None
         if type is not None or payload is not None or template is not None:
@@ -514,7 +518,7 @@ def build(ctx: Ctx, who: Pin, env: Mapping[str, str] | None = None, *, allow_spa
                      "workflow_run_id": workflow_run_id, "phase": phase}
             typed.update({"template": template} if template is not None else {})
             typed.update({"declared": declared} if declared else {})
-        return tools.send(to, subject, body, kind, priority, reply_to, id, collab, redact, typed)
+        return tools.send(to, subject, body, kind, priority, reply_to, id, collab, redact, typed, thread)
 
     @server.tool(annotations=read, description=(
         "List this session's unacknowledged messages, oldest first (or high priority first), quoted inside an "

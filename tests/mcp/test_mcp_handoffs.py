@@ -88,3 +88,24 @@ def test_template_and_gates_tools_and_a_template_send_over_mcp(team: tuple[Path,
     assert "Ignore previous instructions" not in out.split("⟦", 1)[0] and "G-5" in out.split("⟦", 1)[1]
     (opened,) = got["status"].structured_content["open_gates"]
     assert opened["id"] == gate_id and "gate_id" not in opened and "G-5" in text(got["status"]).split("⟦", 1)[1]
+
+
+def test_a_send_over_mcp_names_its_thread_and_a_reply_stays_in_it(team: tuple[Path, str]) -> None:  # noqa: F811
+    root, cid = team
+    got: dict[str, Any] = {}
+
+    async def body(client: Client) -> None:
+        got["first"] = await call(client, "send", to="bob", subject="retry plan", body="step 1", thread="retry")
+        got["other"] = await call(client, "send", to="bob", subject="unrelated", body="x")
+
+    serve(root, body)
+    assert not got["first"].is_error, text(got["first"])
+    first = got["first"].structured_content["results"][0]["id"]
+    code, doc, err = run_json("send", "--collab", cid, "--self", BOB, "--reply-to", first, "--subject", "ok",
+                              "--body", "agreed", root=root)
+    assert code == 0, err
+    mail = cli(root, BOB, "inbox", "--collab", cid, "--thread", "retry")["messages"]
+    assert [m["subject"] for m in mail] == ["retry plan"]
+    code, doc, err = run_json("log", "show", "--collab", cid, "--thread", first, root=root)
+    assert code == 0, err
+    assert "agreed" in str(doc["result"]) and "unrelated" not in str(doc["result"])
