@@ -81,3 +81,43 @@ def res_id(url: str, cid: str) -> str:
                            "ORDER BY seq LIMIT 1", (cid,)).fetchone()
     assert row is not None
     return str(row[0])
+
+
+def test_threads_on_postgres_and_the_server_refuses_a_forged_one(pg_url: str, tmp_path: Path) -> None:
+    """Schema 9: a thread is one line, and a reply is in its parent's thread, whoever writes the row."""
+    env = {"AGENTMSG_STORE": pg_url}
+    root = tmp_path / "state"
+
+    def cli(*args: str) -> tuple[int, Any, str]:
+        code, doc, err = run_json(*args, root=root, env=env, cwd=tmp_path)
+        return code, doc["result"], err
+
+    code, res, err = cli("open", "--self", ORCH, "--alias", "orch", "--label", "l", "--task", "t")
+    assert code == 0, err
+    cid = res["collab"]
+    assert cli("join", "--collab", cid, "--self", SPEC, "--alias", "spec")[0] == 0
+    code, res, err = cli("send", "--collab", cid, "--self", ORCH, "--to", "spec", "--subject", "plan", "--body", "b",
+                         "--thread", "retry")
+    assert code == 0, err
+    first = res["results"][0]["id"]
+    code, res, err = cli("send", "--collab", cid, "--self", SPEC, "--reply-to", first, "--subject", "ok", "--body", "b")
+    assert code == 0, err
+    code, res, err = cli("inbox", "--collab", cid, "--self", ORCH, "--thread", "retry")
+    assert [m["subject"] for m in res["messages"]] == ["ok"]
+
+    def forged(**over: Any) -> dict[str, Any]:
+        return {"type": kinds.MESSAGE, "id": str(uuid.uuid4()), "collab": cid, "sender": "spec", "sender_pin": SPEC,
+                "sender_runtime": "claude-code", "to": "orch", "kind": "update", "priority": "normal",
+                "subject": "s", "body": "b", "reply_to": f"orch/{first}", "broadcast": None, "digest": "0" * 64,
+                "thread": "retry", **over}
+
+    for name, fields in {"a control character": forged(thread="re\ntry", reply_to=None),
+                         "a blank thread": forged(thread="  ", reply_to=None),
+                         "a thread too long": forged(thread="x" * 129, reply_to=None),
+                         "a reply that leaves its parent's thread": forged(thread="elsewhere"),
+                         "a reply with no thread of its parent's": forged(thread=str(uuid.uuid4()))}.items():
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="record refused"):
+            insert(pg_url, cid, "inbox/orch", fields)
+            pytest.fail(name)
+    insert(pg_url, cid, "inbox/orch", forged())  # the well-formed reply is stored: the refusals were the rules
+    insert(pg_url, cid, "inbox/orch", forged(thread=None, reply_to=None))  # a record from before threads
