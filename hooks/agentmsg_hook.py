@@ -32,8 +32,9 @@ def _main():
 
             return helper(sys.argv[3:])
         else:
-            from agentmsg.hooks import bundle  # one read for the hook's compiled modules
-
+            bundle = _bundle_module(plugin_root)
+            if bundle is None:
+                from agentmsg.hooks import bundle  # one read for the hook's compiled modules
             finder = bundle.load(plugin_root)
             try:
                 if mode == "pretool":  # claims before a tool runs (agentmsg/hooks/pretool.py)
@@ -52,6 +53,33 @@ def _main():
         _log(host, exc)
         return 0
     return main(host)
+
+
+def _bundle_module(plugin_root):
+    """agentmsg/hooks/bundle.py from its own .pyc, checked as the import system checks it (magic, source
+    mtime and size), without the path search for it and the two packages above it (about 0.5 ms; they then
+    come from the bundle, as the rest do).  None (import it the ordinary way) on any doubt."""
+    try:
+        if sys.pycache_prefix:
+            return None
+        import marshal
+        from _frozen_importlib_external import MAGIC_NUMBER
+
+        source = os.path.join(plugin_root, "agentmsg", "hooks", "bundle.py")
+        st = os.stat(source)
+        with open(os.path.join(plugin_root, "agentmsg", "hooks", "__pycache__",
+                               "bundle.{}.pyc".format(sys.implementation.cache_tag)), "rb") as fh:  # noqa: UP032
+            data = fh.read()
+        if (data[:4] != MAGIC_NUMBER or data[4:8] != b"\0\0\0\0"
+                or data[8:12] != (int(st.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little")
+                or data[12:16] != (st.st_size & 0xFFFFFFFF).to_bytes(4, "little")):
+            return None
+        module = type(sys)("agentmsg.hooks.bundle")
+        module.__file__ = source
+        exec(marshal.loads(memoryview(data)[16:]), module.__dict__)
+        return module
+    except Exception:
+        return None
 
 
 def _log(host, exc):

@@ -179,3 +179,23 @@ def test_a_bundle_that_cannot_be_written_costs_nothing_but_speed(plugin, tmp_pat
         assert res.stderr == ""
     assert blocked.is_file()
     assert log_lines(collab.root) == []
+
+
+def test_the_hook_script_loads_the_bundle_module_from_its_own_pyc_only_while_it_matches(plugin, tmp_path):
+    """hooks/agentmsg_hook.py execs agentmsg/hooks/bundle.py's .pyc itself (no path search for it and its two
+    packages), checked against the source as the import system checks it; a changed source is imported anew."""
+    script = plugin / "hooks" / "agentmsg_hook.py"
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "AGENTMSG_HOME": str(tmp_path / "state")}
+
+    def imported() -> list[str]:
+        done = subprocess.run([sys.executable, "-X", "importtime", "-I", "-S", str(script), "claude"], input=b"{}",
+                              capture_output=True, env=env, check=True, timeout=60)
+        assert done.stdout == b""
+        return [line.rsplit("|", 1)[-1].strip() for line in done.stderr.decode().splitlines()]
+
+    assert "agentmsg.hooks.bundle" in imported()  # the first run: no .pyc yet, the ordinary import writes it
+    again = imported()
+    assert "agentmsg.hooks.bundle" not in again and "agentmsg.hooks" in again  # its package: after the finder
+    source = plugin / "agentmsg" / "hooks" / "bundle.py"
+    source.write_text(source.read_text() + "\n# edited\n")
+    assert "agentmsg.hooks.bundle" in imported()  # the .pyc no longer matches: imported the ordinary way
