@@ -92,6 +92,17 @@ def _nothing() -> None:
     pass
 
 
+def _notices(root: str, pin: str) -> str:
+    """Collision notices waiting for this session (``edits/<pin key>.notice``), rendered and taken; one
+    ``lexists`` when there are none."""
+    if not os.path.lexists(os.path.join(root, layout.EDITS, layout.pin_key(pin) + layout.NOTICE)):
+        return ""
+    from agentmsg.backends.file import edits
+    from agentmsg.hooks import edited
+
+    return edited.render(edits.take(root, pin))
+
+
 class HookBase:
     """What every event shares: the run, its plumbing, the per-binding state and the attempt records;
     each event is a subclass (``hooks.session_start``, ``prompt``, ``midturn``, ``stop``, ``render_ahead``)."""
@@ -116,6 +127,7 @@ class HookBase:
         self.key = ahead.launcher_key(env)  # the environment the launcher checks a delivery rendered ahead against
         self.mirrored: bool | None = None  # a mirror is wanted for the root (the renderer: as the facts say)
         self.source: object = None
+        self.preface = ""  # text shown before this run's own (collision notices: hooks/edited.py)
 
     # ---- plumbing ------------------------------------------------------------
 
@@ -176,9 +188,13 @@ class HookBase:
         if not binds:
             out, after = self.unbound(event), _nothing  # not joined: joining never happens implicitly
         else:
+            if event in ("UserPromptSubmit", MIDTURN):  # collision notices left for this session (hooks/edited.py)
+                self.preface = _notices(self.root, self.pin)
             handler = {"SessionStart": self.session_start, "UserPromptSubmit": self.prompt, "Stop": self.stop,
                        MIDTURN: self.post_tool}[event]
             out, after = handler(data, binds)
+            if self.preface:
+                out = self.output("")  # the handler had nothing to say: the notices alone
         if event == MIDTURN:
             if token is not None and not self.mid_busy and not out:
                 quietly(idle.mark_midturn_quiet, self.root, self.pin, token)  # until a writer wakes it
@@ -368,6 +384,8 @@ class HookBase:
         return _Outbox(tx.root, tx.collab) if self.store.replica_of is not None else None
 
     def output(self, text: str) -> bytes:
+        if self.preface:
+            text, self.preface = self.preface + text, ""
         if self.event == "Stop":
             return records.dumps({"decision": "block", "reason": text}).encode()
         return records.dumps(self.spec.context(self.event, text)).encode()

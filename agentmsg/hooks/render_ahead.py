@@ -7,7 +7,7 @@ import os
 import sys
 
 from agentmsg import PACKAGE_DIR, __version__, records
-from agentmsg.backends.file import ahead, idle
+from agentmsg.backends.file import ahead, edits, idle
 from agentmsg.backends.file.derived import quietly
 from agentmsg.backends.file.store import FileStore
 from agentmsg.domain import kinds
@@ -171,7 +171,7 @@ def _render_ahead(hook: HookBase, root: str, pin: str) -> str:
         ahead.drop(root, pin)  # a mirrored root: each full hook makes sure its mirror runs
         return "full"
     binds = hook._locked_call(hook.store.bound, pin)
-    if token is None or len(binds) != 1:
+    if token is None or len(binds) != 1 or edits.pending(root, pin):  # collision notices: the hook shows them
         ahead.drop(root, pin)
         return "full"
     collab, alias, reg = binds[0]
