@@ -20,6 +20,14 @@ WINDOW = 30.0
 OTHERS_MAX = 5
 
 
+def window(env: Mapping[str, str]) -> float:
+    """The window: ``AGENTMSG_COLLISION_WINDOW`` seconds (1 to 3600), else :data:`WINDOW`."""
+    try:
+        return min(3600.0, max(1.0, float(env.get("AGENTMSG_COLLISION_WINDOW") or WINDOW)))
+    except ValueError:
+        return WINDOW
+
+
 def pair(a: str, b: str) -> list[str]:
     return sorted((a, b))
 

@@ -92,15 +92,16 @@ def _nothing() -> None:
     pass
 
 
-def _notices(root: str, pin: str) -> str:
+def _notices(root: str, pin: str, env: Mapping[str, str]) -> str:
     """Collision notices waiting for this session (``edits/<pin key>.notice``), rendered and taken; one
     ``lexists`` when there are none."""
     if not os.path.lexists(os.path.join(root, layout.EDITS, layout.pin_key(pin) + layout.NOTICE)):
         return ""
     from agentmsg.backends.file import edits
+    from agentmsg.domain import collisions
     from agentmsg.hooks import edited
 
-    return edited.render(edits.take(root, pin))
+    return edited.render(edits.take(root, pin), collisions.window(env))
 
 
 class HookBase:
@@ -189,7 +190,7 @@ class HookBase:
             out, after = self.unbound(event), _nothing  # not joined: joining never happens implicitly
         else:
             if event in ("UserPromptSubmit", MIDTURN):  # collision notices left for this session (hooks/edited.py)
-                self.preface = _notices(self.root, self.pin)
+                self.preface = _notices(self.root, self.pin, self.env)
             handler = {"SessionStart": self.session_start, "UserPromptSubmit": self.prompt, "Stop": self.stop,
                        MIDTURN: self.post_tool}[event]
             out, after = handler(data, binds)

@@ -97,19 +97,20 @@ def run(host: str, runtime: str, root: str, raw: bytes, now: float) -> bytes:
         _mark_solo(root, pin, pins_dir, now)
         return b""
     notes: list[dict[str, Any]] = []
+    span = collisions.window(os.environ)
     given = data.get("cwd")
     cwd = given if isinstance(given, str) else os.getcwd()
     held: list[Any] = []
     for target in edit_targets(str(data.get("tool_name") or ""), data.get("tool_input"))[:FILES_MAX]:
         path = os.path.normpath(os.path.join(cwd, target))
         real = os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
-        others = collisions.due(edits.recent(root, real), pin=pin, mine=mine, now=now)
+        others = collisions.due(edits.recent(root, real), pin=pin, mine=mine, now=now, window=span)
         if others and _claimed(root, cwd, target, held):
             others = []  # a claim covers it: the claim is the coordination (the pre-tool hook refuses the others)
         new: list[dict[str, Any]] = [{"t": now, "pin": pin, "alias": alias, "collab": collab}
                                      for collab, alias in list(mine.items())[:8]]
         new += [{"t": now, "pair": collisions.pair(pin, o["pin"])} for o in others]
-        edits.add(root, real, new, keep_after=now - collisions.WINDOW)
+        edits.add(root, real, new, keep_after=now - span)
         shown = _shown_path(real)
         for o in others:
             collab = o["collab"]
@@ -122,7 +123,7 @@ def run(host: str, runtime: str, root: str, raw: bytes, now: float) -> bytes:
         return b""
     from agentmsg.hosts import registry  # only to speak: each host's own output shape
 
-    return records.dumps_plain(registry.get_or_nothing(host).context("PostToolUse", render(notes))).encode()
+    return records.dumps_plain(registry.get_or_nothing(host).context("PostToolUse", render(notes, span))).encode()
 
 
 def edit_targets(tool: str, given: object) -> list[str]:
@@ -184,14 +185,13 @@ def _mark_solo(root: str, pin: str, pins_dir: str, now: float) -> None:
     fsio.atomic_write(path, b"", durable=False)
 
 
-def render(notes: list[dict[str, Any]]) -> str:
+def render(notes: list[dict[str, Any]], span: float) -> str:
     """agentmsg's lines (who, in which collaboration, the command to ask), then each file's path inside the
     untrusted boundary (a model's tool input wrote it)."""
-    from agentmsg.domain import collisions
     from agentmsg.text import boundary, injection
 
     out = [f"agentmsg (collision notice): another participant edited the same file as this session within "
-           f"{int(collisions.WINDOW)} s, and no claim covers it; one edit may overwrite the other.\n"]
+           f"{int(span)} s, and no claim covers it; one edit may overwrite the other.\n"]
     seen = set()
     for n in notes:
         alias, pin, collab, path = (str(n.get(k) or "") for k in ("alias", "pin", "collab", "path"))
