@@ -111,7 +111,7 @@ def run(host: str, runtime: str, root: str, raw: bytes, now: float) -> bytes:
                                      for collab, alias in list(mine.items())[:8]]
         new += [{"t": now, "pair": collisions.pair(pin, o["pin"])} for o in others]
         edits.add(root, real, new, keep_after=now - span)
-        shown = _shown_path(real)
+        shown = _shown_path(real) if others else ""
         for o in others:
             collab = o["collab"]
             notes.append({"alias": o["alias"], "pin": o["pin"], "collab": collab, "path": shown})

@@ -54,6 +54,9 @@ def test_claude_code_edit_and_shell_write_are_refused_until_the_claim_is_release
         t = s.turn(stub, "fix retry", [read, edit, stubs.shell("echo x > src/retry.py"), stubs.text("done")],
                    root=root, tools=tools)
         assert target.read_text() == ORIGINAL
+        first = t.requests[0].text_blob()  # told before it edits: SessionStart names the claims held by others
+        assert "1 exclusive claim in this repository" in first and "held by bob (codex:bob-1) until 20" in first
+        assert "fixing retries" in first.split("held by bob", 1)[1]
         after_edit, after_shell = t.requests[2].text_blob(), t.requests[3].text_blob()
         assert REFUSED in after_edit and f"agentmsg send --collab {cid} --to bob" in after_edit
         assert "fixing retries" in after_edit  # the holder's reason, inside the boundary

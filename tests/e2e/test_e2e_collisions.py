@@ -65,10 +65,10 @@ def test_claude_code_and_a_peer_are_told_when_both_edit_one_unclaimed_file(tmp_p
         s = host.begin(stub, root=root)
         cli(root, "join", "--collab", cid, "--self", s.pin, "--alias", "ann")
         assert bob(root, repo, "PostToolUse") == ""  # bob edits first: nobody to collide with yet
-        t = s.turn(stub, "fix retry", [stubs.tool("Read", {"file_path": str(retry)}), edit(retry, "pass", "return 1"),
-                                       edit(retry, "return 1", "return 2"), stubs.tool("Read", {"file_path": str(other)}),
-                                       edit(other, "1", "2"), stubs.text("done")],
-                   root=root, tools=tools, env=WINDOW)
+        replies = [stubs.tool("Read", {"file_path": str(retry)}), edit(retry, "pass", "return 1"),
+                   edit(retry, "return 1", "return 2"), stubs.tool("Read", {"file_path": str(other)}),
+                   edit(other, "1", "2"), stubs.text("done")]
+        t = s.turn(stub, "fix retry", replies, root=root, tools=tools, env=WINDOW)
         assert retry.read_text() == "def retry():\n    return 2\n" and other.read_text() == "x = 2\n"
         after_edit, after_second = t.requests[2].text_blob(), t.requests[3].text_blob()
         assert NOTICE in after_edit and f"bob (codex:{BOB_SID}), in collaboration {cid}" in after_edit
