@@ -86,3 +86,34 @@ def test_claude_code_and_a_peer_are_told_when_both_edit_one_unclaimed_file(tmp_p
         notice = first.rsplit(NOTICE, 1)[1]
         assert f"bob (codex:{BOB_SID})" in notice and "src/other.py" in notice
         assert "peer data · begin" in notice  # the path is quoted inside the untrusted boundary
+
+
+def test_codex_apply_patch_after_a_peers_edit_brings_a_notice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Codex's PostToolUse group matched to ``apply_patch`` runs the edit hook; the notice is in the next request.
+    The peer here is a Claude Code session whose hook is run as Claude Code runs it."""
+    from tests.support.hosts import harness
+
+    monkeypatch.setattr(harness, "CODEX_MODEL", "gpt-5.5")  # a model whose metadata offers apply_patch
+    host = product.Host("codex", "plugin", tmp_path / "codex", export=product.export_plugin(tmp_path / "checkout"))
+    root = tmp_path / "state"
+    cid = cli(root, "open", "--self", "human:carol", "--alias", "carol", "--label", "c", "--task", "t")["collab"]
+    peer = "claude-code:bob-2"
+    cli(root, "join", "--collab", cid, "--self", peer, "--alias", "bob")
+    repo = gitrepos.repo(host.cwd)
+    edit = {"session_id": "bob-2", "cwd": str(repo), "hook_event_name": "PostToolUse", "tool_name": "Edit",
+            "tool_input": {"file_path": str(repo / "src" / "retry.py"), "old_string": "a", "new_string": "b"}}
+    done = subprocess.run(["/bin/sh", str(REPO_ROOT / "hooks" / "run"), "claude", "edited"],
+                          input=json.dumps(edit).encode(), capture_output=True, check=True, timeout=60,
+                          env=clean_env(root, {**WINDOW, "CLAUDE_CODE_SESSION_ID": "bob-2"}))
+    assert done.stdout == b""
+    patch = stubs.custom("apply_patch", "*** Begin Patch\n*** Update File: src/retry.py\n@@\n def retry():\n"
+                                        "-    pass\n+    return 1\n*** End Patch\n")
+    with host.stub() as stub:
+        s = host.begin(stub, root=root)
+        cli(root, "join", "--collab", cid, "--self", s.pin, "--alias", "ann")
+        t = s.turn(stub, "fix retry", [stubs.shell("ls"), patch, stubs.text("done")], root=root, env=WINDOW)
+        assert (repo / "src" / "retry.py").read_text() == "def retry():\n    return 1\n"
+        after_shell, after_patch = t.requests[1].text_blob(), t.requests[2].text_blob()
+        assert NOTICE not in after_shell  # a shell command is not an edit
+        assert NOTICE in after_patch and f"bob ({peer}), in collaboration {cid}" in after_patch
+        assert "src/retry.py" in after_patch.split(NOTICE, 1)[1]
