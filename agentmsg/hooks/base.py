@@ -189,8 +189,8 @@ class HookBase:
         if not binds:
             out, after = self.unbound(event), _nothing  # not joined: joining never happens implicitly
         else:
-            if event in ("UserPromptSubmit", MIDTURN):  # collision notices left for this session (hooks/edited.py)
-                self.preface = _notices(self.root, self.pin, self.env)
+            if event != "Stop":  # collision notices (hooks/edited.py) and claims news (hooks/claimnews.py)
+                self.preface = self._news(data, binds)
             handler = {"SessionStart": self.session_start, "UserPromptSubmit": self.prompt, "Stop": self.stop,
                        MIDTURN: self.post_tool}[event]
             out, after = handler(data, binds)
@@ -209,6 +209,19 @@ class HookBase:
         if keyed:
             self._keep_ahead(bool(binds))
         return out, after
+
+    def _news(self, data: Mapping[str, Any], binds: list[Binding]) -> str:
+        """What this session is told before its own delivery: collision notices left for it, and claims others
+        hold that it was not told of yet (each costs one ``lexists`` or ``stat`` when there is none)."""
+        root = self.root or ""
+        text = _notices(root, self.pin, self.env) if self.event != "SessionStart" else ""
+        if os.path.exists(os.path.join(root, layout.CLAIMS)) or os.path.lexists(
+                os.path.join(root, layout.EDITS, layout.pin_key(self.pin) + layout.TOLD)):
+            from agentmsg.hooks import claimnews
+
+            text += self._wake_step(claimnews.news, root, self.pin, {c: a for c, a, _r in binds}, self.cli,
+                                    data.get("cwd")) or ""
+        return text
 
     def serves(self) -> bool:
         """Whether this entry serves the host it was named (``hooks/run NAME``; Cursor has its own entry)."""

@@ -29,62 +29,7 @@ def session_start(hook: HookBase, data: Mapping[str, Any], binds: list[Binding])
         lines.append(_identity(hook, collab, alias, reg, page.total, page.requests)
                      + _envelope_note(hook, env))
     hook.spec.session_started(hook.env, hook.root or "")
-    held = hook._wake_step(_claims_note, hook, data, binds)  # never costs the identity block
-    return hook.output(_within_cap(hook, lines + ([held] if held else []))), _nothing
-
-
-#: Claims named at session start, at most.
-CLAIMS_SHOWN = 10
-
-
-def _claims_note(hook: HookBase, data: Mapping[str, Any], binds: list[Binding]) -> str:
-    """Live exclusive claims others of this session's collaborations hold in the repository it starts in
-    (docs/CLAIMS.md), so the model knows before it edits: agentmsg's line per claim, then the holders' patterns
-    and reasons inside the untrusted boundary.  Empty without a claims index (the usual case: one stat)."""
-    import os
-    import time
-
-    from agentmsg.backends.file import layout
-    from agentmsg.hooks import pretool
-
-    if hook.root is None or not os.path.exists(os.path.join(hook.root, layout.CLAIMS)):
-        return ""
-    index = pretool._read_json(os.path.join(hook.root, layout.CLAIMS))
-    if not isinstance(index, dict) or not isinstance(index.get("claims"), list) or not isinstance(
-            index.get("repos"), dict):
-        return ""
-    from agentmsg.runtime import gitrepo
-
-    cwd = data.get("cwd")
-    repo = gitrepo.identify(cwd if isinstance(cwd, str) and os.path.isdir(cwd) else os.getcwd(), index["repos"])
-    if repo is None:
-        return ""
-    mine = {collab: alias for collab, alias, _reg in binds}
-    now = time.time()
-    theirs = [c for c in index["claims"] if isinstance(c, dict) and c.get("collab") in mine
-              and c.get("repo") == repo.key and c.get("mode") == "exclusive" and c.get("pin") != hook.pin
-              and c.get("alias") != mine[c["collab"]] and isinstance(c.get("expires_at"), (int, float))
-              and now < c["expires_at"] and isinstance(c.get("pattern"), str)]
-    if not theirs:
-        return ""
-    from agentmsg.domain import claims
-    from agentmsg.text import injection as flags
-
-    theirs.sort(key=lambda c: c["expires_at"])
-    out = [f"agentmsg: {len(theirs)} exclusive claim{'s' * (len(theirs) != 1)} in this repository "
-           f"({repo.top}) held by other participants; the pre-tool hook refuses this session's edits of them "
-           f"until they are released or expire.\n"]
-    for c in theirs[:CLAIMS_SHOWN]:
-        alias, pin = boundary.one_line(str(c.get("alias")))[:32], boundary.one_line(str(c.get("pin")))[:140]
-        fields = [("claim", str(c["pattern"]))] + ([("reason", str(c["reason"]))] if c.get("reason") else [])
-        out.append(f"- held by {alias} ({pin}) until {claims.until(float(c['expires_at']))}, in collaboration "
-                   f"{c['collab']}; to ask: {hook.cli} send --collab {c['collab']} --to {alias} --kind request "
-                   f"--subject 'may I edit ...?' --body '...'\n"
-                   + boundary.peer_fields(fields, flags.detect("\n".join(v for _, v in fields)),
-                                          f"{alias} ({pin}), the claim's holder") + "\n")
-    if len(theirs) > CLAIMS_SHOWN:
-        out.append(f"{len(theirs) - CLAIMS_SHOWN} more: `{hook.cli} claims` lists them.\n")
-    return "".join(out)
+    return hook.output(_within_cap(hook, lines)), _nothing
 
 
 def _within_cap(hook: HookBase, lines: list[str]) -> str:

@@ -67,6 +67,8 @@ CLAIMS = "claims.json"
 #: Collision notices (docs/CLAIMS.md): this machine's recent edits of each file (``edits/<sha256(path)[:32]>.log``)
 #: and the notices waiting for a session's next prompt or tool call (``edits/<pin key>.notice``).
 EDITS, EDIT_LOG, NOTICE = "edits", ".log", ".notice"
+#: The claims already told to a session (hooks/claimnews.py): ``edits/<pin key>.told``.
+TOLD = ".told"
 #: Wake-ups: per session, under ``wake/``.
 WAKE = "wake"
 #: Per session under ``wake/<pin key>.*``: the facts its hooks recorded, its waiter's lock and token, and a ring
@@ -124,6 +126,7 @@ FILES: tuple[tuple[str, str, str, str, str], ...] = (
      "recent edits of one file (who, when) and the collision notices given"),
     (f"{EDITS}/<pin key>{NOTICE}", "local", "hooks", "hooks",
      "collision notices for a session's next prompt or tool call"),
+    (f"{EDITS}/<pin key>{TOLD}", "local", "hooks", "hooks", "the claims held by others already told to a session"),
     (REPLICA, "local", "mirror", "store, hooks, mirror", "a replica root: the store it mirrors"),
     (OUTBOX, "truth", "hooks", "mirror", "the hooks' receipts on their way to the mirrored store"),
     (OUTBOX_LOCK, "lock", "hooks, mirror", "hooks, mirror", "the outbox's writers"),
