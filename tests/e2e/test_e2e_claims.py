@@ -134,3 +134,16 @@ def test_copilot_cli_edit_and_shell_write_are_refused_until_the_claim_is_release
         release(root, cid, host.cwd)
         s.turn(stub, "again", [edit, stubs.text("edited")], root=root)
         assert target.read_text() == "def retry():\n    return 1\n"
+
+
+def test_codex_user_level_hooks_refuse_a_shell_write(tmp_path: Path) -> None:
+    """``agentmsg install codex`` (user-level hooks, no plugin) registers PreToolUse too."""
+    host = product.Host("codex", "user-hooks", tmp_path / "codex")
+    root = tmp_path / "state"
+    cid, target = setup_world(host, root)
+    with host.stub() as stub:
+        s = host.begin(stub, root=root)
+        cli(root, "join", "--collab", cid, "--self", s.pin, "--alias", "ann")
+        t = s.turn(stub, "fix retry", [stubs.shell("echo x > src/retry.py"), stubs.text("done")], root=root)
+        assert target.read_text() == ORIGINAL
+        assert REFUSED in t.requests[1].text_blob()
