@@ -39,6 +39,7 @@ EVENTS = {"SessionStart": 15, "UserPromptSubmit": 15, "Stop": 60}  # event -> ti
 #: Tool events (docs/CLAIMS.md): event -> (hooks/run mode, matcher or None, timeout): claims refused before a
 #: tool runs, and collision notices after an apply_patch.
 TOOL_EVENTS = {"PreToolUse": ("pretool", None, 15), "PostToolUse": ("edited", "apply_patch", 15)}
+_TOOL_MODES = tuple(f" codex {mode}" for mode, _m, _t in TOOL_EVENTS.values())
 HOSTS = ("claude", "codex", "gemini", "copilot", "opencode")
 
 
@@ -431,7 +432,8 @@ def copies(*, home: str | os.PathLike[str] | None = None,
         hook["command"] for groups in (hooks.get("hooks", {}) if isinstance(hooks, dict) else {}).values()
         if isinstance(groups, list) for g in groups if isinstance(g, dict)
         for hook in (g.get("hooks") or []) if _ours(hook)
-    })
+        and not str(hook["command"]).rstrip()[:-len(HOOK_MARK)].rstrip().endswith(_TOOL_MODES)
+    })  # one copy per delivery command; its tool hooks (TOOL_EVENTS) are the same copy's
     for command in commands:
         hook_root = _hook_root(command)
         found.append({"host": "codex", "kind": "user hooks", "id": "agentmsg install codex",
