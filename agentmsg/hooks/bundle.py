@@ -7,7 +7,8 @@ small modules, and each one costs that search (about 0.1 ms) whatever it
 holds.  The bundle keeps the compiled code of every pure-Python module a
 hook process imported (agentmsg's and the standard library's) in one file
 beside the ``.pyc`` files, and a finder placed first on ``sys.meta_path``
-serves them from it: one open and one read per process.
+serves them from it: one open, one read of the index, and one read per
+module imported (of its slice alone: the file holds every hook's modules).
 
 It is a cache, and is checked like one:
 
@@ -22,11 +23,12 @@ It is a cache, and is checked like one:
   the ordinary import just checked, by rename: never a torn file.
 
 Nothing here may raise into a hook: every failure means "import the
-ordinary way".  Standard library only, and no import beyond what the
-interpreter has loaded at start-up (``marshal``, ``os``, ``sys``).
+ordinary way".  No ``from __future__ import annotations`` here: this module
+is imported before the finder is in place, and ``__future__`` would cost a
+path search of its own (annotations naming typing-only names are quoted).
+Standard library only, and no import beyond what the interpreter has loaded
+at start-up (``marshal``, ``os``, ``sys``).
 """
-
-from __future__ import annotations
 
 import marshal
 import os
@@ -78,20 +80,44 @@ def path_for(plugin_root: str) -> tuple[str, str]:
     return os.path.join(plugin_root, "agentmsg"), f"__pycache__/{name}"
 
 
+class Code:
+    """A bundle's code section, read one module's slice at a time: from the open file (``os.pread``: a hook
+    reads the few modules it imports, not the whole file) or from bytes in memory."""
+
+    def __init__(self, data: memoryview | None = None, fd: int = -1, start: int = 0) -> None:
+        self.data, self.fd, self.start = data, fd, start
+
+    def read(self, offset: int, length: int) -> bytes | memoryview:
+        if self.data is not None:
+            return self.data[offset:offset + length]
+        got = os.pread(self.fd, length, self.start + offset)
+        if len(got) != length:
+            raise ValueError("the bundle was cut short")
+        return got
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            fd, self.fd = self.fd, -1
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
 class Finder(_Loader):
     """A ``sys.meta_path`` finder and loader for the modules of one bundle."""
 
     def __init__(self, plugin_root: str, where: tuple[str, str] | None, entries: dict[str, Entry],
-                 code: memoryview | None = None) -> None:
+                 code: Code | None = None) -> None:
         self.plugin_root = plugin_root
         self.where = where
         self.entries = entries
-        self.code = code if code is not None else memoryview(b"")
+        self.code = code if code is not None else Code(memoryview(b""))
         self.stale = False  # the bundle held a module whose source has changed since
         self.refused = False  # a file was there but not usable (damaged, foreign, a link): replaced, not kept
         self.before = frozenset(sys.modules)  # imported before the finder: never served from the bundle
 
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+    def find_spec(self, name: str, path: "Any" = None, target: "Any" = None) -> "Any":
         entry = self.entries.get(name)
         if entry is None:
             return None
@@ -99,7 +125,7 @@ class Finder(_Loader):
             is_pkg, origin, mtime_ns, size, offset, length = entry
             st = os.stat(origin)
             fresh = st.st_mtime_ns == mtime_ns and st.st_size == size
-            code = marshal.loads(self.code[offset:offset + length]) if fresh else None
+            code = marshal.loads(self.code.read(offset, length)) if fresh else None
         except Exception:  # a source gone, an entry or code that does not read: the ordinary import
             fresh, code = False, None
         if not fresh or type(code).__name__ != "code":
@@ -111,10 +137,10 @@ class Finder(_Loader):
             spec.submodule_search_locations = [os.path.dirname(origin)]
         return spec
 
-    def create_module(self, spec: Any) -> None:
+    def create_module(self, spec: "Any") -> None:
         return None
 
-    def exec_module(self, module: Any) -> None:
+    def exec_module(self, module: "Any") -> None:
         exec(module.__spec__.loader_state, module.__dict__)
 
 
@@ -122,7 +148,7 @@ def load(plugin_root: str, where: tuple[str, str] | None = None) -> Finder:
     """Put a finder for the bundle of ``plugin_root`` (at ``where``, by default :func:`path_for`) first on
     ``sys.meta_path``: one with no modules when there is no usable bundle there."""
     entries: dict[str, Entry] = {}
-    code: memoryview | None = None
+    code: Code | None = None
     refused = False
     try:
         where = where or path_for(plugin_root)
@@ -136,10 +162,9 @@ def load(plugin_root: str, where: tuple[str, str] | None = None) -> Finder:
         except OSError:  # a symlink (ELOOP), a folder, no permission
             fd, refused = -1, True
         if fd >= 0:
-            try:
-                entries, code = unpack(_read(fd), header(plugin_root))
-                refused = not entries
-            finally:
+            entries, code = _index(fd, header(plugin_root))
+            refused = not entries
+            if code is None:
                 os.close(fd)
     finder = Finder(plugin_root, where, entries, code)
     finder.refused = refused
@@ -147,22 +172,37 @@ def load(plugin_root: str, where: tuple[str, str] | None = None) -> Finder:
     return finder
 
 
-def _read(fd: int) -> bytes:
-    """The whole file, if it is a regular file of this user's that no one else can write (else empty)."""
+def _index(fd: int, head: bytes) -> tuple[dict[str, Entry], Code | None]:
+    """The index of the bundle open on ``fd`` and its code section (left in the file), if it is a regular file
+    of this user's that no one else can write, made for ``head``, and exactly as long as its index says (a
+    bundle cut short is distrusted whole); else nothing."""
     try:
         st = os.fstat(fd)
         if not (st.st_mode & 0o170000 == 0o100000 and st.st_uid == os.geteuid() and not st.st_mode & 0o022):
-            return b""
-        data = os.read(fd, st.st_size + 1)
-        while len(data) <= st.st_size and (more := os.read(fd, st.st_size + 1 - len(data))):
-            data += more
-        return data
-    except OSError:
-        return b""
+            return {}, None
+        first = os.pread(fd, len(head) + 4, 0)
+        if first[:len(head)] != head or len(first) != len(head) + 4:
+            return {}, None
+        size = int.from_bytes(first[len(head):], "little")
+        start = len(first) + size
+        packed = os.pread(fd, size, len(first))
+        index = marshal.loads(packed) if len(packed) == size else None
+        if not _sound(index, st.st_size - start):
+            return {}, None
+        return index, Code(fd=fd, start=start)  # type: ignore[return-value]  # _sound checked it
+    except Exception:  # a damaged or foreign file: import the ordinary way, and replace it
+        return {}, None
 
 
-def unpack(data: bytes, head: bytes) -> tuple[dict[str, Entry], memoryview | None]:
-    """The index and the code of a bundle's bytes; nothing when they are not a bundle for ``head``."""
+def _sound(index: object, code_size: int) -> bool:
+    """An index of ours whose slices end exactly where the code does."""
+    return isinstance(index, dict) and 0 < len(index) <= MAX_MODULES and \
+        max(e[4] + e[5] for e in index.values()) == code_size
+
+
+def unpack(data: bytes, head: bytes) -> tuple[dict[str, Entry], Code | None]:
+    """The index and the code of a bundle's bytes (as :func:`_index` reads them from a file); nothing when they
+    are not a bundle for ``head``."""
     try:
         if not data.startswith(head):
             return {}, None
@@ -171,10 +211,9 @@ def unpack(data: bytes, head: bytes) -> tuple[dict[str, Entry], memoryview | Non
         view = memoryview(data)
         index = marshal.loads(view[at:at + size])
         code = view[at + size:]
-        if not isinstance(index, dict) or len(index) > MAX_MODULES or \
-                max((e[4] + e[5] for e in index.values()), default=0) != len(code):
+        if not _sound(index, len(code)):
             return {}, None  # not ours, or cut short (a full disk): all of it is distrusted
-        return index, code
+        return index, Code(code)
     except Exception:  # a damaged or foreign file: import the ordinary way, and replace it
         return {}, None
 
@@ -198,6 +237,13 @@ def save(finder: Finder) -> None:
         sys.meta_path.remove(finder)
     except ValueError:
         pass
+    try:
+        _save(finder)
+    finally:
+        finder.code.close()
+
+
+def _save(finder: Finder) -> None:
     if finder.where is None or sys.dont_write_bytecode:
         return
     try:
@@ -225,7 +271,7 @@ def _collect(finder: Finder) -> dict[str, Module]:
 
     def kept(entry: Entry) -> Module:
         is_pkg, origin, mtime_ns, size, offset, length = entry
-        return is_pkg, origin, mtime_ns, size, finder.code[offset:offset + length]
+        return is_pkg, origin, mtime_ns, size, finder.code.read(offset, length)
 
     for name, entry in finder.entries.items():
         if name in sys.modules:

@@ -8,7 +8,7 @@
    (:func:`shell_targets`);
 2. the session's collaborations (the pin index) and their live exclusive claims held by someone else;
 3. each target's repository (runtime/gitrepo.py, from the files; the index's ``repos`` spares a ``git``
-   process) and its path inside it, against each claim's pattern (domain/claims.py's glob rule).
+   process) and its path inside it, against each claim's pattern (domain/globs.py's rule).
 
 A hit prints the host's refusal (``permissionDecision: deny``: one line naming the holder, until when, and the
 ``agentmsg send`` command that asks them, then the holder's pattern and reason inside the untrusted boundary);
@@ -169,7 +169,7 @@ def _bindings(pins_dir: str, pin: str) -> dict[str, str]:
 
 
 def _held(theirs: list[dict[str, Any]], repos: dict[str, str], cwd: str, target: str) -> dict[str, Any] | None:
-    from agentmsg.domain import claims
+    from agentmsg.domain import globs
     from agentmsg.runtime import gitrepo
 
     path = os.path.normpath(os.path.join(cwd, target))
@@ -187,7 +187,7 @@ def _held(theirs: list[dict[str, Any]], repos: dict[str, str], cwd: str, target:
     if rel == "." or rel.startswith(".git/"):
         return None
     for c in theirs:
-        if c.get("repo") == repo.key and isinstance(c.get("pattern"), str) and claims.covers(c["pattern"], rel):
+        if c.get("repo") == repo.key and isinstance(c.get("pattern"), str) and globs.covers(c["pattern"], rel):
             return dict(c, rel=rel)
     return None
 
@@ -196,7 +196,7 @@ def refusal(c: dict[str, Any], target: str) -> str:
     """agentmsg's one line (the path the model named, the holder's validated alias and pin, the expiry, the
     command that asks), then the holder's own words (pattern and reason) inside the untrusted boundary."""
     from agentmsg.domain import claims
-    from agentmsg.text import boundary, injection
+    from agentmsg.text import boundary
 
     until = claims.until(float(c["expires_at"]))
     rel, alias, pin = boundary.one_line(str(c["rel"])), str(c["alias"]), str(c["pin"])
@@ -204,7 +204,11 @@ def refusal(c: dict[str, Any], target: str) -> str:
             f"To ask them: agentmsg send --collab {c['collab']} --to {alias} --kind request "
             f"--subject 'may I edit {rel}?' --body '...'")
     fields = [("claim", str(c.get("pattern") or ""))] + ([("reason", str(c["reason"]))] if c.get("reason") else [])
-    flags = injection.detect("\n".join(v for _, v in fields))
+    flags = c.get("flags")
+    if not (isinstance(flags, list) and all(isinstance(f, str) for f in flags)):  # an index written before flags
+        from agentmsg.text import injection
+
+        flags = injection.detect("\n".join(v for _, v in fields))
     return line + "\n" + boundary.peer_fields(fields, flags, f"{alias} ({pin}), the claim's holder")
 
 

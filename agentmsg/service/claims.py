@@ -193,8 +193,11 @@ def refresh_if_indexed(ctx: Ctx) -> None:
 
 
 def refresh_index(ctx: Ctx, repo: gitrepo.Repo | None = None) -> None:
-    """Rewrite ROOT/claims.json from every collaboration's records (removed when no claim is live)."""
+    """Rewrite ROOT/claims.json from every collaboration's records (removed when no claim is live).  Each row
+    carries the injection flags of the holder's words (pattern and reason), so that a refusal, which quotes them,
+    need not load the scanners before a tool call."""
     from agentmsg.backends.file import claimsindex
+    from agentmsg.text import injection
 
     now = time.time()
     rows = []
@@ -204,7 +207,8 @@ def refresh_index(ctx: Ctx, repo: gitrepo.Repo | None = None) -> None:
         except (AgentmsgError, OSError, ValueError, KeyError, TypeError):  # one unreadable collaboration hides
             # no other's claims
             continue
-        rows += [dict(c.document(), collab=cid) for c in found]
+        rows += [dict(c.document(), collab=cid, flags=list(injection.detect(f"{c.pattern}\n{c.reason}")))
+                 for c in found]
     old = claimsindex.read(str(ctx.root)) or {}
     repos = {k: v for k, v in (old.get("repos") or {}).items() if isinstance(k, str) and isinstance(v, str)}
     if repo is not None:

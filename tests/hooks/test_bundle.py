@@ -116,7 +116,7 @@ def test_a_module_whose_code_does_not_read_is_imported_from_its_source(plugin):
     head = bundle.header(str(plugin))
     index, code = bundle.unpack(path.read_bytes(), head)
     assert code is not None and "agentmsg.hooks.prompt" in index
-    modules = {name: (*entry[:4], code[entry[4]:entry[4] + entry[5]]) for name, entry in index.items()}
+    modules = {name: (*entry[:4], code.read(entry[4], entry[5])) for name, entry in index.items()}
     modules["agentmsg.hooks.prompt"] = (*modules["agentmsg.hooks.prompt"][:4], b"\xff not code")
     path.write_bytes(bundle.pack(head, modules))
     damaged = probe(plugin)

@@ -4,7 +4,7 @@ The service rewrites it after each claim and release (:func:`write`), from the c
 live claim left it removes it, so ``hooks/run`` can tell "nothing to check" from the file's absence alone.  The
 hook reads it with :func:`read`; a damaged one reads as ``None`` (the hook fails open and logs it).
 
-Shape: ``{"v": 1, "claims": [{collab, alias, pin, repo, pattern, mode, reason, expires_at}], "repos":
+Shape: ``{"v": 1, "claims": [{collab, alias, pin, repo, pattern, mode, reason, expires_at, flags}], "repos":
 {git common dir: repository key}}`` (``repos`` spares the hook a ``git`` process: runtime/gitrepo.py).
 """
 
