@@ -48,7 +48,12 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=40)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--write-md", action="store_true")
+    ap.add_argument("--only", choices=("pretool", "edited"), help="one hook's cases (default: both)")
     args = ap.parse_args()
+    if args.only != "pretool":
+        edited_bench(args)
+    if args.only == "edited":
+        return 0
     with tempfile.TemporaryDirectory(prefix="claims-bench-") as tmp:
         base = Path(tmp)
         root, data, repo = base / "state", base / "data", base / "repo"
@@ -119,6 +124,80 @@ def main() -> int:
                   "the machine's cores are not the hook's own: rerun on a quiet machine before judging them.", ""]
         write_section(REPO / "docs" / "BENCHMARKS.md", TITLE, "\n".join(lines))
     return 0
+
+
+EDITED_TITLE = "Post-tool edit hook (collision notices)"
+
+
+def edited_command() -> str:
+    groups = json.loads((REPO / "hooks" / "hooks.json").read_text())["hooks"]["PostToolUse"]
+    return str(next(g for g in groups if "edited" in g["hooks"][0]["command"])["hooks"][0]["command"])
+
+
+def edited_bench(args: argparse.Namespace) -> None:
+    """The collision-notice hook (``hooks/run claude edited``, PostToolUse matched to Edit), measured on its own:
+    a session bound to nothing (its ``.solo`` marker: no interpreter), and a bound session's edit (recorded)."""
+    with tempfile.TemporaryDirectory(prefix="edited-bench-") as tmp:
+        base = Path(tmp)
+        root, data, repo = base / "state", base / "data", base / "repo"
+        for d in (data, repo / "src"):
+            d.mkdir(parents=True)
+        (repo / "src" / "retry.py").write_text("x\n")
+        cli(root, repo, "open", "--self", "human:carol", "--alias", "carol", "--label", "b", "--task", "t")
+        cid = next((root / "collabs").iterdir()).name
+        cli(root, repo, "join", "--collab", cid, "--self", f"claude-code:{SESSION}", "--alias", "ann")
+        cli(root, repo, "join", "--collab", cid, "--self", "codex:bob-1", "--alias", "bob")
+        past = os.stat(root / "pins").st_mtime - 60
+        os.utime(root / "pins", (past, past))  # the last join a while ago: a marker may be written
+
+        def env(session: str) -> dict[str, str]:
+            return {"HOME": os.environ.get("HOME", tmp), "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                    "AGENTMSG_HOME": str(root), "CLAUDE_PLUGIN_ROOT": str(REPO), "CLAUDE_PLUGIN_DATA": str(data),
+                    "CLAUDE_PROJECT_DIR": str(repo), "CLAUDE_CODE_SESSION_ID": session}
+
+        def hook(session: str) -> tuple[float, bytes]:
+            stdin = json.dumps({"session_id": session, "cwd": str(repo), "hook_event_name": "PostToolUse",
+                                "tool_name": "Edit", "tool_input": {"file_path": str(repo / "src" / "retry.py"),
+                                                                   "old_string": "x", "new_string": "z"},
+                                "tool_response": {"filePath": str(repo / "src" / "retry.py")}}).encode()
+            seconds, proc = timed(["/bin/sh", "-c", edited_command()], input=stdin, env=env(session))
+            return seconds, proc.stdout
+
+        hook("bench-stranger")  # writes the stranger's .solo marker, and caches the interpreter
+        if not (root / "idle" / "claude-code" / "bench-stranger.solo").is_file():
+            raise SystemExit("no .solo marker was written")
+        python = (data / "python3-path").read_text().strip()
+        runs: dict[str, list[float]] = {"solo": [], "bound": []}
+        floor: list[float] = []
+        for case in runs:
+            for i in range(args.repeats + args.warmup):
+                f, _ = timed([python, "-S", "-c", "pass"])
+                h, out = hook("bench-stranger" if case == "solo" else SESSION)
+                if out:
+                    raise SystemExit(f"{case}: unexpected hook output {out[:200]!r}")
+                if i >= args.warmup:
+                    runs[case].append(h)
+                    floor.append(f)
+        fm = stats(floor)[0]
+        rows = []
+        for case, label in (("solo", "bound to nothing (.solo: no interpreter)"),
+                            ("bound", "bound, an edit recorded (no collision)")):
+            med, p90 = stats(runs[case])
+            rows.append((label, med * 1e3, p90 * 1e3, med / fm))
+            print(f"{label:>42}: {med * 1e3:6.2f} ms (p90 {p90 * 1e3:6.2f}) = {med / fm:.2f}x floor", flush=True)
+        print(f"floor {fm * 1e3:.2f} ms; load {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if args.write_md:
+        m = machine()
+        lines = [f"## {EDITED_TITLE}", "",
+                 "`bench/claims_bench.py --only edited`: Claude Code's PostToolUse command matched to the edit tools "
+                 f"(`hooks/run claude edited`) for an Edit, {args.repeats} runs each after {args.warmup} warm-ups, "
+                 "interleaved with the interpreter floor (`python -S -c pass`), measured apart from the pre-tool hook. "
+                 f"Machine: {m.get('cpu', '?')}; load after {' '.join(f'{x:.2f}' for x in os.getloadavg())}.", "",
+                 "| case | median | p90 | vs floor |", "|---|---:|---:|---:|"]
+        lines += [f"| {label} | {med:.2f} ms | {p90:.2f} ms | {ratio:.2f}x |" for label, med, p90, ratio in rows]
+        lines += ["", f"Floor median: {fm * 1e3:.2f} ms. It runs only after an edit tool (never after a read or a "
+                  "shell command), and starts an interpreter only for a session bound to a collaboration.", ""]
+        write_section(REPO / "docs" / "BENCHMARKS.md", EDITED_TITLE, "\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -39,6 +39,8 @@ def _main():
             try:
                 if mode == "pretool":  # claims before a tool runs (agentmsg/hooks/pretool.py)
                     from agentmsg.hooks.pretool import main
+                elif mode == "edited":  # collision notices after an edit tool (agentmsg/hooks/edited.py)
+                    from agentmsg.hooks.edited import main
                 else:
                     from agentmsg.hooks.entry import main
                 code = main(host)

@@ -38,12 +38,14 @@ function extract(stdout) {
     return "";
   }
   if (!doc || typeof doc !== "object") return "";
-  const text = doc.decision === "block" ? doc.reason : doc.hookSpecificOutput?.additionalContext;
+  const spec = doc.hookSpecificOutput;
+  const text = doc.decision === "block" ? doc.reason
+    : spec?.permissionDecision === "deny" ? spec.permissionDecisionReason : spec?.additionalContext;
   return typeof text === "string" && text.length <= MAX_TEXT ? text : "";
 }
 
 // One run of agentmsg's hook: the JSON on stdin, its text (or "") back; never throws, never hangs.
-function runHook(payload, timeout) {
+function runHook(payload, timeout, mode) {
   return new Promise((resolve) => {
     let done = false;
     let size = 0;
@@ -57,7 +59,7 @@ function runHook(payload, timeout) {
       resolve(text);
     };
     try {
-      child = spawn("/bin/sh", [hookPath, "opencode"], {
+      child = spawn("/bin/sh", mode ? [hookPath, "opencode", mode] : [hookPath, "opencode"], {
         env: { ...process.env, AGENTMSG_CLI: process.env.AGENTMSG_CLI || cliPath },
         stdio: ["pipe", "pipe", "ignore"],
         detached: true,
@@ -153,6 +155,21 @@ export const AgentmsgPlugin = async ({ client, directory }) => {
       try {
         await onMessage(input, output);
       } catch {}
+    },
+    // Claims (docs/CLAIMS.md): before a tool runs, agentmsg's pre-tool hook may refuse an edit of a path another
+    // participant holds exclusively; throwing here is how OpenCode refuses a tool call, and the model reads the
+    // error.  The hook exits at once, with no interpreter, when nothing is claimed; any fault lets the tool run.
+    "tool.execute.before": async (input, output) => {
+      let reason = "";
+      try {
+        const sid = input?.sessionID;
+        if (!SESSION.test(String(sid))) return;
+        reason = await runHook({ hook_event_name: "PreToolUse", session_id: sid, cwd: directory,
+          tool_name: String(input?.tool || ""), tool_input: output?.args ?? {} }, PROMPT_TIMEOUT, "pretool");
+      } catch {
+        return;
+      }
+      if (reason) throw new Error(reason);
     },
     "shell.env": async (input, output) => {
       try {

@@ -31,7 +31,7 @@ SH_NAMES = {"L_IDLE": layout.IDLE, "L_GEN": layout.GEN, "L_IDLE_MARK": layout.ID
             "L_STOP": layout.STOP, "L_READY": layout.READY, "L_TOOK": layout.TOOK, "L_FOLD": layout.FOLD,
             "L_HELPER_PID": layout.HELPER_PID, "L_TURN": layout.TURN, "L_REST": layout.REST,
             "L_HOOKS_LOG": layout.HOOKS_LOG, "L_CLAIMS": layout.CLAIMS,
-            "L_PINS": layout.PINS}
+            "L_PINS": layout.PINS, "L_SOLO": layout.SOLO}
 
 
 def tree() -> str:

@@ -92,6 +92,18 @@ def _nothing() -> None:
     pass
 
 
+def _notices(root: str, pin: str, env: Mapping[str, str]) -> str:
+    """Collision notices waiting for this session (``edits/<pin key>.notice``), rendered and taken; one
+    ``lexists`` when there are none."""
+    if not os.path.lexists(os.path.join(root, layout.EDITS, layout.pin_key(pin) + layout.NOTICE)):
+        return ""
+    from agentmsg.backends.file import edits
+    from agentmsg.domain import collisions
+    from agentmsg.hooks import edited
+
+    return edited.render(edits.take(root, pin), collisions.window(env))
+
+
 class HookBase:
     """What every event shares: the run, its plumbing, the per-binding state and the attempt records;
     each event is a subclass (``hooks.session_start``, ``prompt``, ``midturn``, ``stop``, ``render_ahead``)."""
@@ -117,6 +129,7 @@ class HookBase:
         self.key = ahead.launcher_key(env)  # the environment the launcher checks a delivery rendered ahead against
         self.mirrored: bool | None = None  # a mirror is wanted for the root (the renderer: as the facts say)
         self.source: object = None
+        self.preface = ""  # text shown before this run's own (collision notices: hooks/edited.py)
 
     # ---- plumbing ------------------------------------------------------------
 
@@ -179,9 +192,13 @@ class HookBase:
         if not binds:
             out, after = self.unbound(event), _nothing  # not joined: joining never happens implicitly
         else:
+            if event != "Stop":  # collision notices (hooks/edited.py) and claims news (hooks/claimnews.py)
+                self.preface = self._news(data, binds)
             handler = {"SessionStart": self.session_start, "UserPromptSubmit": self.prompt, "Stop": self.stop,
                        MIDTURN: self.post_tool}[event]
             out, after = handler(data, binds)
+            if self.preface:
+                out = self.output("")  # the handler had nothing to say: the notices alone
         if event == MIDTURN:
             if token is not None and not self.mid_busy and not out:
                 quietly(idle.mark_midturn_quiet, self.root, self.pin, token)  # until a writer wakes it
@@ -195,6 +212,19 @@ class HookBase:
         if keyed:
             self._keep_ahead(bool(binds))
         return out, after
+
+    def _news(self, data: Mapping[str, Any], binds: list[Binding]) -> str:
+        """What this session is told before its own delivery: collision notices left for it, and claims others
+        hold that it was not told of yet (each costs one ``lexists`` or ``stat`` when there is none)."""
+        root = self.root or ""
+        text = _notices(root, self.pin, self.env) if self.event != "SessionStart" else ""
+        if os.path.exists(os.path.join(root, layout.CLAIMS)) or os.path.lexists(
+                os.path.join(root, layout.EDITS, layout.pin_key(self.pin) + layout.TOLD)):
+            from agentmsg.hooks import claimnews
+
+            text += self._wake_step(claimnews.news, root, self.pin, {c: a for c, a, _r in binds}, self.cli,
+                                    data.get("cwd")) or ""
+        return text
 
     def serves(self) -> bool:
         """Whether this entry serves the host it was named (``hooks/run NAME``; Cursor has its own entry)."""
@@ -371,6 +401,8 @@ class HookBase:
         return _Outbox(tx.root, tx.collab) if self.store.replica_of is not None else None
 
     def output(self, text: str) -> bytes:
+        if self.preface:
+            text, self.preface = self.preface + text, ""
         if self.event == "Stop":
             return records.dumps({"decision": "block", "reason": text}).encode()
         return records.dumps(self.spec.context(self.event, text)).encode()

@@ -9,6 +9,10 @@
   ``loop_limit`` in hooks.json is written equal to the envelope's slots.
 * ``beforeSubmitPrompt`` cannot inject context in Cursor, so it is not used:
   the MCP ``inbox`` tool is how a conversation reads its mail.
+* ``beforeShellExecution`` -> ``{"permission": "deny", "user_message", "agent_message"}`` when the command
+  writes a path another participant holds exclusively (docs/CLAIMS.md; the pre-tool hook's rule,
+  ``hooks/pretool.py``), else ``{"permission": "allow"}``.  Cursor has no hook before a file edit (its
+  ``afterFileEdit`` runs after it), so only shell writes are refused there.
 
 ``agentmsg.hosts.cursor`` writes the files that run it.  Stdlib only, like the other hooks.
 """
@@ -29,6 +33,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
 EVENTS = {"sessionStart": "SessionStart", "stop": "Stop"}
+SHELL = "beforeShellExecution"
 
 
 class CursorHook(Hook):
@@ -44,6 +49,8 @@ class CursorHook(Hook):
 
     def run(self, raw: bytes) -> tuple[bytes, Callable[[], None]]:
         data = parse_stdin(raw)
+        if data.get("hook_event_name") == SHELL:
+            return self.before_shell(data), _nothing
         event = EVENTS.get(str(data.get("hook_event_name")))
         if event is None:
             raise HookError(f"unsupported {HOST.title} hook {str(data.get('hook_event_name'))[:40]!r}")
@@ -53,6 +60,27 @@ class CursorHook(Hook):
         inner = {"hook_event_name": event, "session_id": self.session, "source": "startup",
                  "stop_hook_active": isinstance(loops, int) and loops > 0}
         return super().run(records.dumps(inner).encode())
+
+    def before_shell(self, data: Mapping[str, object]) -> bytes:
+        """Claims before a shell command runs: Cursor's own permission shape around the pre-tool hook's line."""
+        from agentmsg.backends.file import layout
+        from agentmsg.hooks import pretool
+        from agentmsg.paths import resolve_root_str
+
+        self.event = SHELL
+        root = os.path.realpath(resolve_root_str(None, self.env)[0])
+        roots = data.get("workspace_roots")
+        cwd = data.get("cwd") or (roots[0] if isinstance(roots, list) and roots else None)
+        inner = {"session_id": self.session, "cwd": cwd if isinstance(cwd, str) else os.getcwd(),
+                 "tool_name": "Bash", "tool_input": {"command": str(data.get("command") or "")}}
+        index = os.path.join(root, layout.CLAIMS)
+        line = None
+        if os.path.isfile(index) and os.path.getsize(index):  # no claims index: nothing is held anywhere
+            line = pretool.decide(HOST.runtime, records.dumps(inner).encode(), index, os.path.join(root, layout.PINS))
+        if line is None:
+            return records.dumps({"permission": "allow"}).encode()
+        return records.dumps({"permission": "deny", "user_message": line.split("\n", 1)[0],
+                              "agent_message": line}).encode()
 
     def output(self, text: str) -> bytes:
         if self.event == "Stop":

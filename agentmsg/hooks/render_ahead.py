@@ -7,11 +7,11 @@ import os
 import sys
 
 from agentmsg import PACKAGE_DIR, __version__, records
-from agentmsg.backends.file import ahead, idle
+from agentmsg.backends.file import ahead, edits, idle
 from agentmsg.backends.file.derived import quietly
 from agentmsg.backends.file.store import FileStore
 from agentmsg.domain import kinds
-from agentmsg.hooks import prompt
+from agentmsg.hooks import claimnews, prompt
 from agentmsg.hooks import wake as wakehook
 from agentmsg.hooks.base import HookError, LockTimeout, _mark_shown
 from agentmsg.hosts import base as hostcmd
@@ -171,10 +171,13 @@ def _render_ahead(hook: HookBase, root: str, pin: str) -> str:
         ahead.drop(root, pin)  # a mirrored root: each full hook makes sure its mirror runs
         return "full"
     binds = hook._locked_call(hook.store.bound, pin)
-    if token is None or len(binds) != 1:
+    if token is None or len(binds) != 1 or edits.pending(root, pin):  # collision notices: the hook shows them
         ahead.drop(root, pin)
         return "full"
     collab, alias, reg = binds[0]
+    if claimnews.untold(root, pin, {collab: alias})[0]:  # claims news: the hook tells it (and marks it told)
+        ahead.drop(root, pin)
+        return "full"
     with hook.txn(collab) as tx:
         if idle.idle_token_now(root, pin) != token or wakehook.active(tx, alias, pin, reg) is not None:
             ahead.drop(root, pin)  # changed meanwhile (rendered again at the writer's ring), or a wake

@@ -58,6 +58,8 @@ def configs(pin: str, *, python: str | None = None, slots: int = envelope.DEFAUL
             "sessionStart": [{"command": hook}],
             # loop_limit equals the envelope's slots: Cursor's cap and agentmsg's agree.
             "stop": [{"command": hook, "loop_limit": slots}],
+            # Claims (docs/CLAIMS.md): a shell command that writes another participant's claimed path is denied.
+            "beforeShellExecution": [{"command": hook}],
         }},
         "mcp.json": {"mcpServers": {"agentmsg": {"type": "stdio", "command": agentmsg,
                                                  "args": ["mcp", "--self", pin]}}},

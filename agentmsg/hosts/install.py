@@ -36,6 +36,10 @@ from agentmsg.hosts.base import run_host_cli
 HOOK_MARK = "# agentmsg-managed-hook"
 SKILL_MARK = "<!-- agentmsg-managed: written by `agentmsg install codex`; `agentmsg uninstall codex` removes it -->"
 EVENTS = {"SessionStart": 15, "UserPromptSubmit": 15, "Stop": 60}  # event -> timeout (seconds)
+#: Tool events (docs/CLAIMS.md): event -> (hooks/run mode, matcher or None, timeout): claims refused before a
+#: tool runs, and collision notices after an apply_patch.
+TOOL_EVENTS = {"PreToolUse": ("pretool", None, 15), "PostToolUse": ("edited", "apply_patch", 15)}
+_TOOL_MODES = tuple(f" codex {mode}" for mode, _m, _t in TOOL_EVENTS.values())
 HOSTS = ("claude", "codex", "gemini", "copilot", "opencode")
 
 
@@ -85,10 +89,11 @@ def _quote(value: str) -> str:
     return "'" + value.replace("'", "'\"'\"'") + "'"
 
 
-def hook_command(root: Path, cli: str | None = None) -> str:
-    """The user-level hook command; ``cli`` (the CLI to name in hook text) when it is not ``root/bin/agentmsg``."""
+def hook_command(root: Path, cli: str | None = None, mode: str = "") -> str:
+    """The user-level hook command; ``cli`` (the CLI to name in hook text) when it is not ``root/bin/agentmsg``;
+    ``mode``: ``hooks/run``'s second word (``pretool``, ``edited``)."""
     prefix = f"AGENTMSG_CLI={_quote(cli)} " if cli else ""
-    return f"{prefix}/bin/sh {_quote(str(root / 'hooks' / 'run'))} codex {HOOK_MARK}"
+    return f"{prefix}/bin/sh {_quote(str(root / 'hooks' / 'run'))} codex {mode + ' ' if mode else ''}{HOOK_MARK}"
 
 
 def _read(path: Path) -> bytes:
@@ -185,6 +190,10 @@ def install_codex(codex_home: str | os.PathLike[str], plugin_root: str | os.Path
     for event, timeout in EVENTS.items():
         groups = doc["hooks"].setdefault(event, [])
         groups.append({"hooks": [{"type": "command", "command": command, "timeout": timeout}]})
+    for event, (mode, matcher, timeout) in TOOL_EVENTS.items():
+        entry: dict[str, Any] = {"matcher": matcher} if matcher else {}
+        entry["hooks"] = [{"type": "command", "command": hook_command(root, cli, mode), "timeout": timeout}]
+        doc["hooks"].setdefault(event, []).append(entry)
     skill_file = _home(home) / SKILL_REL
     text = (root / "skills" / "agentmsg" / "SKILL.md").read_text(encoding="utf-8").rstrip("\n")
     text += f"\n\n{SKILL_MARK}\n"
@@ -198,7 +207,7 @@ def install_codex(codex_home: str | os.PathLike[str], plugin_root: str | os.Path
         fsio.check_outside(base, rel)
     for base, rel, data in writes:
         fsio.write_outside(base, rel, data)
-    return {"hooks_file": str(hooks_file), "hooks": list(EVENTS), "command": command,
+    return {"hooks_file": str(hooks_file), "hooks": [*EVENTS, *TOOL_EVENTS], "command": command,
             "skill_file": str(skill_file), "skill": skill,
             "note": "Codex runs these hooks once they are trusted in its /hooks screen"}
 
@@ -423,7 +432,8 @@ def copies(*, home: str | os.PathLike[str] | None = None,
         hook["command"] for groups in (hooks.get("hooks", {}) if isinstance(hooks, dict) else {}).values()
         if isinstance(groups, list) for g in groups if isinstance(g, dict)
         for hook in (g.get("hooks") or []) if _ours(hook)
-    })
+        and not str(hook["command"]).rstrip()[:-len(HOOK_MARK)].rstrip().endswith(_TOOL_MODES)
+    })  # one copy per delivery command; its tool hooks (TOOL_EVENTS) are the same copy's
     for command in commands:
         hook_root = _hook_root(command)
         found.append({"host": "codex", "kind": "user hooks", "id": "agentmsg install codex",

@@ -84,6 +84,7 @@ def claim(ctx: Ctx, *, collab: str | None, self_flag: str | None, patterns: list
         for ev in evs:
             tx.append_event(ev)
     refresh_index(ctx, repo)
+    _wake_members(ctx, cid)
     return {"collab": cid, "alias": alias, "pin": str(who), "repo": repo.key, "top": repo.top,
             "renewed": renew, "claims": [_shown(ev, cid) for ev in evs],
             "expires_at": records.iso_utc(expires_at)}
@@ -168,6 +169,19 @@ def live_claims(ctx: Ctx, cid: str, now: float | None = None) -> list[claims.Cla
 def shown(ctx: Ctx, cid: str) -> list[Payload]:
     """Status and roster: each live claim as data."""
     return [dict(c.document(), until=records.iso_utc(c.expires_at)) for c in live_claims(ctx, cid)]
+
+
+def _wake_members(ctx: Ctx, cid: str) -> None:
+    """The claim is news for the other participants (hooks/claimnews.py): their next hook runs in full.  The
+    events woke them already, but before the index above named the claim: a hook (or a delivery rendered
+    ahead) in between read the old index and may have settled "nothing to show"."""
+    from agentmsg.backends.file import idle
+
+    try:
+        pins = [p.pin for p in ctx.store.registry(cid).participants.values()]
+        idle.wake(str(ctx.root), pins, getattr(ctx.store, "on_wake", None))
+    except (AgentmsgError, OSError):  # best effort: the news waits for the next full run
+        pass
 
 
 def refresh_if_indexed(ctx: Ctx) -> None:

@@ -103,8 +103,9 @@ def test_install_codex_is_idempotent_and_uninstall_removes_exactly_it(tmp_path: 
     hooks = json.loads((codex_home / "hooks.json").read_text())
     ours = [h["command"] for groups in hooks["hooks"].values() for g in groups for h in g["hooks"]
             if "agentmsg" in h["command"]]
-    assert sorted(hooks["hooks"]) == ["SessionStart", "Stop", "UserPromptSubmit"]
-    assert len(ours) == 3 and all(str(REPO_ROOT / "hooks" / "run") in c for c in ours)
+    # the delivery hooks, and the claims' tool hooks (docs/CLAIMS.md)
+    assert sorted(hooks["hooks"]) == ["PostToolUse", "PreToolUse", "SessionStart", "Stop", "UserPromptSubmit"]
+    assert len(ours) == 5 and all(str(REPO_ROOT / "hooks" / "run") in c for c in ours)
     assert (home / ".agents" / "skills" / "agentmsg" / "SKILL.md").is_file()
 
     assert run_json("install", "codex", env=env).code == 0

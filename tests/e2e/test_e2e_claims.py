@@ -21,6 +21,7 @@ pytestmark = pytest.mark.hosts
 BOB = "codex:bob-1"
 ORIGINAL = "def retry():\n    pass\n"
 REFUSED = "src/retry.py is claimed exclusively by bob (codex:bob-1) until 20"
+TOLD = "agentmsg: 1 exclusive claim held by other participants of this session's collaborations"
 
 
 def cli(root: Path, *args: str, cwd: Path | None = None) -> dict[str, Any]:
@@ -54,6 +55,10 @@ def test_claude_code_edit_and_shell_write_are_refused_until_the_claim_is_release
         t = s.turn(stub, "fix retry", [read, edit, stubs.shell("echo x > src/retry.py"), stubs.text("done")],
                    root=root, tools=tools)
         assert target.read_text() == ORIGINAL
+        first = t.requests[0].text_blob()  # told before it edits: SessionStart names the claims held by others
+        assert first.count(TOLD) == 1 and "held by bob (codex:bob-1) in this session's repository until 20" in first
+        assert "fixing retries" in first.split("held by bob", 1)[1]
+        assert t.requests[-1].text_blob().count(TOLD) == 1  # once: not again at each tool call
         after_edit, after_shell = t.requests[2].text_blob(), t.requests[3].text_blob()
         assert REFUSED in after_edit and f"agentmsg send --collab {cid} --to bob" in after_edit
         assert "fixing retries" in after_edit  # the holder's reason, inside the boundary
@@ -82,6 +87,9 @@ def test_codex_apply_patch_and_shell_write_are_refused_until_the_claim_is_releas
         cli(root, "join", "--collab", cid, "--self", s.pin, "--alias", "ann")
         t = s.turn(stub, "fix retry", [patch, stubs.shell("echo x > src/retry.py"), stubs.text("done")], root=root)
         assert target.read_text() == ORIGINAL
+        # told before it edits: Codex's SessionStart came before the join, so the prompt after it names the claim
+        assert TOLD in t.requests[0].text_blob() and "held by bob (codex:bob-1) in this session's repository" in (
+            t.requests[0].text_blob())
         after_patch, after_shell = t.requests[1].text_blob(), t.requests[2].text_blob()
         assert REFUSED in after_patch and f"agentmsg send --collab {cid} --to bob" in after_patch
         assert after_shell.count(REFUSED) > after_patch.count(REFUSED)
@@ -126,3 +134,16 @@ def test_copilot_cli_edit_and_shell_write_are_refused_until_the_claim_is_release
         release(root, cid, host.cwd)
         s.turn(stub, "again", [edit, stubs.text("edited")], root=root)
         assert target.read_text() == "def retry():\n    return 1\n"
+
+
+def test_codex_user_level_hooks_refuse_a_shell_write(tmp_path: Path) -> None:
+    """``agentmsg install codex`` (user-level hooks, no plugin) registers PreToolUse too."""
+    host = product.Host("codex", "user-hooks", tmp_path / "codex")
+    root = tmp_path / "state"
+    cid, target = setup_world(host, root)
+    with host.stub() as stub:
+        s = host.begin(stub, root=root)
+        cli(root, "join", "--collab", cid, "--self", s.pin, "--alias", "ann")
+        t = s.turn(stub, "fix retry", [stubs.shell("echo x > src/retry.py"), stubs.text("done")], root=root)
+        assert target.read_text() == ORIGINAL
+        assert REFUSED in t.requests[1].text_blob()

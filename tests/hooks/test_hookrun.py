@@ -613,7 +613,14 @@ def test_hooks_files_name_the_launcher_for_each_host():
                 assert waiter["command"].endswith('/hooks/run" claude wait') and waiter["asyncRewake"] is True
             else:
                 assert not waiters
-            (group,) = [g for g in groups if g not in waiters]
+            edits = [g for g in groups if any(h["command"].endswith(f'/hooks/run" {host} edited') for h in g["hooks"])]
+            if (host, event) in (("claude", "PostToolUse"), ("codex", "PostToolUse")):  # collision notices, after
+                (edited,) = edits  # the edit tools only (docs/CLAIMS.md, "Collision notices")
+                assert edited["matcher"] == ("Edit|Write|MultiEdit|NotebookEdit" if host == "claude" else "apply_patch")
+                assert edited["hooks"][0]["timeout"] == 15 and len(edited["hooks"]) == 1
+            else:
+                assert not edits
+            (group,) = [g for g in groups if g not in waiters and g not in edits]
             if (host, event) == ("claude", "PreToolUse"):  # the tools that write files (docs/CLAIMS.md)
                 assert group.pop("matcher") == "Edit|Write|MultiEdit|NotebookEdit|Bash"
             if (host, event) == ("claude", "BeforeTool"):  # Gemini's, likewise

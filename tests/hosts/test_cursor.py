@@ -93,6 +93,8 @@ def test_config_files(tmp_path: Path) -> None:
         {"command": f"/usr/bin/python3 -m agentmsg.hooks.cursor --self {PIN}"}]
     assert hooks["hooks"]["stop"] == [{"command": "./mine.sh"}, {
         "command": f"/usr/bin/python3 -m agentmsg.hooks.cursor --self {PIN}", "loop_limit": 7}]
+    assert hooks["hooks"]["beforeShellExecution"] == [
+        {"command": f"/usr/bin/python3 -m agentmsg.hooks.cursor --self {PIN}"}]
     mcp = json.loads((tmp_path / ".cursor" / "mcp.json").read_text())
     assert mcp["mcpServers"]["other"] == {"command": "x"}
     assert mcp["mcpServers"]["agentmsg"] == {"type": "stdio", "command": "agentmsg", "args": ["mcp", "--self", PIN]}
@@ -125,3 +127,38 @@ def test_install_replaces_entries_earlier_versions_wrote_and_the_written_command
                           env={**os.environ, "AGENTMSG_HOME": str(root)}, timeout=60)
     assert done.returncode == 0 and done.stderr == b""
     assert PIN in json.loads(done.stdout)["additional_context"]
+
+
+def test_the_written_shell_hook_refuses_a_write_to_anothers_claim(bound, tmp_path: Path) -> None:
+    """docs/CLAIMS.md: the ``beforeShellExecution`` command the installer writes, run as Cursor runs it, denies a
+    shell write of a path bob holds exclusively (Cursor's own shape), allows anything else, and allows it once
+    bob releases.  (Cursor has no hook before a file edit: only the shell is covered.)"""
+    import os
+    import shlex
+    import subprocess
+
+    from tests.support import gitrepos
+    from tests.support.cli_helpers import run
+
+    root, cid = bound
+    repo = gitrepos.repo(tmp_path / "project")
+    cursor.install(str(repo), PIN, python=sys.executable)
+    (entry,) = json.loads((repo / ".cursor" / "hooks.json").read_text())["hooks"]["beforeShellExecution"]
+
+    def shell(command: str) -> dict[str, Any]:
+        done = subprocess.run(shlex.split(entry["command"]), input=json.dumps(stdin(
+            "beforeShellExecution", command=command, cwd=str(repo), workspace_roots=[str(repo)])).encode(),
+            capture_output=True, env={**os.environ, "AGENTMSG_HOME": str(root)}, timeout=60, check=True)
+        assert done.stderr == b""
+        return dict(json.loads(done.stdout))
+
+    assert shell("echo x > src/retry.py") == {"permission": "allow"}  # nothing claimed
+    assert run("claim", "src/retry.py", "--reason", "fixing retries", "--collab", cid, "--self", BOB, root=root,
+               cwd=repo).code == 0
+    out = shell("echo x > src/retry.py")
+    assert out["permission"] == "deny" and set(out) == {"permission", "user_message", "agent_message"}
+    assert out["user_message"].startswith(f"agentmsg: src/retry.py is claimed exclusively by bob ({BOB}) until 20")
+    assert out["agent_message"].startswith(out["user_message"]) and "fixing retries" in out["agent_message"]
+    assert shell("ls src; echo x > notes.txt") == {"permission": "allow"}
+    assert run("release", "--all", "--collab", cid, "--self", BOB, root=root, cwd=repo).code == 0
+    assert shell("echo x > src/retry.py") == {"permission": "allow"}

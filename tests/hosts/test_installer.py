@@ -27,11 +27,18 @@ def test_install_is_idempotent_and_uninstall_removes_exactly_it(tmp_path):
     hooks_file = codex_home / "hooks.json"
     hooks_file.write_text(json.dumps(USER_HOOKS))
     out = installer.install_codex(codex_home, REPO, home=home)
-    assert out["skill"] == "written" and out["hooks"] == ["SessionStart", "UserPromptSubmit", "Stop"]
+    assert out["skill"] == "written" and out["hooks"] == ["SessionStart", "UserPromptSubmit", "Stop", "PreToolUse",
+                                                          "PostToolUse"]
     doc = json.loads(hooks_file.read_text())
     assert doc["custom_top_level"] == {"kept": True}
     assert doc["hooks"]["Stop"][0] == USER_HOOKS["hooks"]["Stop"][0]
-    assert doc["hooks"]["PreToolUse"] == USER_HOOKS["hooks"]["PreToolUse"]
+    assert doc["hooks"]["PreToolUse"][:-1] == USER_HOOKS["hooks"]["PreToolUse"]
+    # claims (docs/CLAIMS.md): refused before a tool runs; collision notices after an apply_patch
+    run = f"/bin/sh '{REPO}/hooks/run' codex"
+    assert doc["hooks"]["PreToolUse"][-1] == {"hooks": [{
+        "type": "command", "command": f"{run} pretool {installer.HOOK_MARK}", "timeout": 15}]}
+    assert doc["hooks"]["PostToolUse"] == [{"matcher": "apply_patch", "hooks": [{
+        "type": "command", "command": f"{run} edited {installer.HOOK_MARK}", "timeout": 15}]}]
     for event in ("SessionStart", "UserPromptSubmit", "Stop"):
         ours = doc["hooks"][event][-1]["hooks"][0]
         assert ours["command"] == f"/bin/sh '{REPO}/hooks/run' codex {installer.HOOK_MARK}"
@@ -42,7 +49,7 @@ def test_install_is_idempotent_and_uninstall_removes_exactly_it(tmp_path):
     again = installer.install_codex(codex_home, REPO, home=home)
     assert hooks_file.read_bytes() == first and again["skill"] == "unchanged"
     out = installer.uninstall_codex(codex_home, home=home)
-    assert out == {"hooks_file": str(hooks_file), "removed_hooks": 3, "skill_file": str(skill), "skill": "removed"}
+    assert out == {"hooks_file": str(hooks_file), "removed_hooks": 5, "skill_file": str(skill), "skill": "removed"}
     assert json.loads(hooks_file.read_text()) == USER_HOOKS
     assert not skill.parent.exists()
 
@@ -110,7 +117,7 @@ def test_detect(tmp_path):
     (codex_home / "config.toml").write_text('[plugins."agentmsg@agentmsg"]\nenabled = false\n')
     installer.install_codex(codex_home, REPO, home=home)
     found = installer.detect(home=home, codex_home=codex_home)
-    assert found["codex"]["user_hooks"] == ["SessionStart", "Stop", "UserPromptSubmit"]
+    assert found["codex"]["user_hooks"] == ["PostToolUse", "PreToolUse", "SessionStart", "Stop", "UserPromptSubmit"]
     assert found["codex"]["skill"] == "ours"
 
 

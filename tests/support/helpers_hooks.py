@@ -29,8 +29,10 @@ DRIVER_SESSION = "0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"  # codex:...
 
 def hook_command(host: str, event: str) -> str:
     doc = json.loads(HOOK_FILES[host].read_text())
-    # The delivery hook; Claude's asyncRewake wake-up waiter (issue 11) is a second group beside it.
-    (group,) = [g for g in doc["hooks"][event] if not any(h.get("asyncRewake") for h in g["hooks"])]
+    # The delivery hook; Claude's asyncRewake wake-up waiter (issue 11) is a second group beside it, and the
+    # collision notices' hook (matched to the edit tools, docs/CLAIMS.md) a third.
+    (group,) = [g for g in doc["hooks"][event] if not any(h.get("asyncRewake") or " edited" in h["command"]
+                                                          for h in g["hooks"])]
     (hook,) = group["hooks"]
     assert hook["type"] == "command"
     return hook["command"]

@@ -26,6 +26,9 @@ FACTS, READY, FOLD, TOOK = ".env", ".ready", ".fold", ".took"
 #: A session's presence (``runtime/presence.py``), by modification time only: a prompt or a tool call marks a
 #: turn (``.turn``), a Stop or a session start its end (``.rest``).  The launcher touches them without Python.
 TURN, REST = ".turn", ".rest"
+#: The post-tool edit hook's fast path (docs/CLAIMS.md, "Collision notices"): ``<session>.solo``, "this session is
+#: bound to no collaboration"; ``hooks/run`` trusts it only while it is newer than ``pins/`` (any join changes that).
+SOLO = ".solo"
 #: Every marker a writer or the mirror's exit voids so that the next hook runs in full.
 VOIDED_MARKS = (IDLE_MARK, MID, STOP, READY)
 #: The resident helper's own files (``resident/helper.py``), one per root under ``idle/``: its lock, its pid and
@@ -61,6 +64,11 @@ OUTBOX_REJECTED = "outbox.rejected.jsonl"
 #: Every live claim of every collaboration under the root (docs/CLAIMS.md): the pre-tool hook's one read.  Its
 #: absence (or emptiness) tells ``hooks/run`` there is nothing to check, without an interpreter.
 CLAIMS = "claims.json"
+#: Collision notices (docs/CLAIMS.md): this machine's recent edits of each file (``edits/<sha256(path)[:32]>.log``)
+#: and the notices waiting for a session's next prompt or tool call (``edits/<pin key>.notice``).
+EDITS, EDIT_LOG, NOTICE = "edits", ".log", ".notice"
+#: The claims already told to a session (hooks/claimnews.py): ``edits/<pin key>.told``.
+TOLD = ".told"
 #: Wake-ups: per session, under ``wake/``.
 WAKE = "wake"
 #: Per session under ``wake/<pin key>.*``: the facts its hooks recorded, its waiter's lock and token, and a ring
@@ -98,6 +106,8 @@ FILES: tuple[tuple[str, str, str, str, str], ...] = (
      "presence: its mtime is the session's last prompt or tool call"),
     (f"{IDLE}/<runtime>/<session>{REST}", "local", "hooks/run, hooks", "roster, send",
      "presence: its mtime is the session's last Stop or start"),
+    (f"{IDLE}/<runtime>/<session>{SOLO}", "derived", "hooks", "hooks/run",
+     "no binding: no edit to record (valid while newer than pins/)"),
     (f"{IDLE}/{HELPER_LOCK}", "lock", "helper", "runtime, hooks", "one resident helper per root"),
     (f"{IDLE}/{HELPER_PID}", "local", "helper", "hooks/run, status", "the helper's pid and duties"),
     (f"{IDLE}/{HELPER_FIFO}", "transient", "hooks/run, runtime", "helper", "the helper's doorbell"),
@@ -112,6 +122,11 @@ FILES: tuple[tuple[str, str, str, str, str], ...] = (
      "a spawned session's environment, read and removed as it starts"),
     (SEARCH, "derived", "store", "store", "full-text index (SQLite FTS5) of every collaboration"),
     (CLAIMS, "derived", "service", "hooks/run, hooks", "every live claim (absent: nothing to check before a tool)"),
+    (f"{EDITS}/<sha256(path)[:32]>{EDIT_LOG}", "local", "hooks", "hooks",
+     "recent edits of one file (who, when) and the collision notices given"),
+    (f"{EDITS}/<pin key>{NOTICE}", "local", "hooks", "hooks",
+     "collision notices for a session's next prompt or tool call"),
+    (f"{EDITS}/<pin key>{TOLD}", "local", "hooks", "hooks", "the claims held by others already told to a session"),
     (REPLICA, "local", "mirror", "store, hooks, mirror", "a replica root: the store it mirrors"),
     (OUTBOX, "truth", "hooks", "mirror", "the hooks' receipts on their way to the mirrored store"),
     (OUTBOX_LOCK, "lock", "hooks, mirror", "hooks, mirror", "the outbox's writers"),
