@@ -14,11 +14,13 @@ root, under the root's one helper lock, and rings deferred wake-ups between its 
    remote port, each entry once: an entry whose id is already in the local
    or the remote journal is never pushed again; an entry is removed when its
    records have come back down.
-3. **shares presence** (at most every ``PRESENCE_EVERY`` seconds): reports to the store the state of each
+3. **indexes claims**: when the records it copied claim, release or end claims, it rewrites this machine's
+   claims index (``ROOT/claims.json``, what the pre-tool hook reads) and wakes the participants here;
+4. **shares presence** (at most every ``PRESENCE_EVERY`` seconds): reports to the store the state of each
    participant whose hooks ran on this machine (when it changed, and at least every
    ``domain.presence.REPORT_EVERY``), and pulls what the other machines reported into
    ``presence.remote.json``, so ``roster`` and a send's result line see sessions there, coarsely.
-4. **waits** on the remote (``Replica.wait_any``: LISTEN/NOTIFY on
+5. **waits** on the remote (``Replica.wait_any``: LISTEN/NOTIFY on
    PostgreSQL), never longer than a short slice while the outbox has
    entries, and exits after ``idle_exit`` seconds with nothing to do.
 
@@ -40,6 +42,7 @@ from typing import Any
 from agentmsg import fsio, records
 from agentmsg.backends.file import layout, outbox, replica
 from agentmsg.backends.file.store import FileStore
+from agentmsg.domain import kinds
 from agentmsg.errors import AgentmsgError, IdentityError, NotFound, StoreFailed, TamperDetected, UsageError
 from agentmsg.ports import Record, Replica, Store
 from agentmsg.runtime import doorbell
@@ -57,6 +60,9 @@ SLICE = 0.5
 PAGE = 1000
 #: Present while a mirror runs; found at start, it means the last one died mid-import (see Mirror.recover).
 DIRTY = ".mirror-running"
+#: Events after which this machine's claims index is rewritten (claims made, released, or ended by a leave,
+#: a kill or a close).
+CLAIM_EVENTS = frozenset((kinds.CLAIMED, kinds.RELEASED, kinds.LEFT, kinds.KILLED, kinds.CLOSED))
 #: Seconds between two rounds of presence sharing.
 PRESENCE_EVERY = 5.0
 
@@ -79,6 +85,7 @@ class Mirror:
         self.between: Callable[[], bool] = lambda: False
         self.reported: dict[tuple[str, str], tuple[tuple[object, ...], float]] = {}  # (collab, alias) -> last report
         self.shared_at: float | None = None  # monotonic time of the last presence round
+        self.claims_moved: set[str] = set()  # collaborations whose imported events claim, release or end claims
 
     # ---- pull ---------------------------------------------------------------------------------------
 
@@ -138,7 +145,21 @@ class Mirror:
         if self.stopping:
             raise _Stopped
         self.came_back.update(r["outbox"] for r in placed if isinstance(r.get("outbox"), str))
+        if stream == "events" and any(r.get("type") in CLAIM_EVENTS for r in placed):
+            self.claims_moved.add(collab)
         return len(placed)
+
+    def index_claims(self) -> None:
+        """Claims made, released or ended on another machine reach this machine's claims index (the pre-tool
+        hook reads only that), and the participants here hear of them (hooks/claimnews.py)."""
+        if not self.claims_moved:
+            return
+        from agentmsg.service import claims
+
+        moved, self.claims_moved = self.claims_moved, set()
+        claims.write_index(self.local, self.local.root)
+        for collab in sorted(moved):
+            claims.wake_members(self.local, self.local.root, collab)
 
     # ---- push ---------------------------------------------------------------------------------------
 
@@ -245,6 +266,7 @@ class Mirror:
         sent = self.push()
         if sent:
             copied += self.pull()
+        self.index_claims()
         if self.shared_at is None or time.monotonic() - self.shared_at >= PRESENCE_EVERY:
             self.shared_at = time.monotonic()
             self.share_presence()

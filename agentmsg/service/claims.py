@@ -17,6 +17,10 @@ from agentmsg.errors import AgentmsgError, IdentityError, UsageError
 from agentmsg.runtime import gitrepo
 from agentmsg.service.context import Ctx
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from agentmsg.ports import Store
+
 Payload = dict[str, Any]
 
 
@@ -172,14 +176,18 @@ def shown(ctx: Ctx, cid: str) -> list[Payload]:
 
 
 def _wake_members(ctx: Ctx, cid: str) -> None:
+    wake_members(ctx.store, str(ctx.root), cid)
+
+
+def wake_members(store: Store, root: str, cid: str) -> None:
     """The claim is news for the other participants (hooks/claimnews.py): their next hook runs in full.  The
     events woke them already, but before the index above named the claim: a hook (or a delivery rendered
     ahead) in between read the old index and may have settled "nothing to show"."""
     from agentmsg.backends.file import idle
 
     try:
-        pins = [p.pin for p in ctx.store.registry(cid).participants.values()]
-        idle.wake(str(ctx.root), pins, getattr(ctx.store, "on_wake", None))
+        pins = [p.pin for p in store.registry(cid).participants.values()]
+        idle.wake(root, pins, getattr(store, "on_wake", None))
     except (AgentmsgError, OSError):  # best effort: the news waits for the next full run
         pass
 
@@ -193,26 +201,31 @@ def refresh_if_indexed(ctx: Ctx) -> None:
 
 
 def refresh_index(ctx: Ctx, repo: gitrepo.Repo | None = None) -> None:
-    """Rewrite ROOT/claims.json from every collaboration's records (removed when no claim is live).  Each row
-    carries the injection flags of the holder's words (pattern and reason), so that a refusal, which quotes them,
-    need not load the scanners before a tool call."""
+    write_index(ctx.store, str(ctx.root), repo)
+
+
+def write_index(store: Store, root: str, repo: gitrepo.Repo | None = None) -> None:
+    """Rewrite ROOT/claims.json from every collaboration's records in ``store`` (removed when no claim is live):
+    after a claim or release here, or when the mirror brings one made on another machine.  Each row carries the
+    injection flags of the holder's words (pattern and reason), so that a refusal, which quotes them, need not
+    load the scanners before a tool call."""
     from agentmsg.backends.file import claimsindex
     from agentmsg.text import injection
 
     now = time.time()
     rows = []
-    for cid in ctx.store.collabs():
+    for cid in store.collabs():
         try:
-            found = claims.live(claims.fold(ctx.store.events(cid)), now)
+            found = claims.live(claims.fold(store.events(cid)), now)
         except (AgentmsgError, OSError, ValueError, KeyError, TypeError):  # one unreadable collaboration hides
             # no other's claims
             continue
         rows += [dict(c.document(), collab=cid, flags=list(injection.detect(f"{c.pattern}\n{c.reason}")))
                  for c in found]
-    old = claimsindex.read(str(ctx.root)) or {}
+    old = claimsindex.read(root) or {}
     repos = {k: v for k, v in (old.get("repos") or {}).items() if isinstance(k, str) and isinstance(v, str)}
     if repo is not None:
         repos[repo.common] = repo.key
     keys = {r["repo"] for r in rows}
-    claimsindex.write(str(ctx.root), rows, {k: v for k, v in repos.items() if v in keys})
+    claimsindex.write(root, rows, {k: v for k, v in repos.items() if v in keys})
 

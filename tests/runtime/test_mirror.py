@@ -434,3 +434,29 @@ def test_the_launchers_fast_path_wakes_when_the_mirror_brings_mail(pair: Pair) -
     out = run_hook("claude", "UserPromptSubmit", pair.tmp, pair.local, REVIEWER_SESSION,
                    extra_env={"AGENTMSG_NO_MIRROR": "1"})
     assert mid in out.text and "arrives through the mirror" in out.text
+
+
+def test_a_claim_made_on_another_machine_reaches_this_machines_index_and_refuses_the_edit(pair: Pair) -> None:
+    """Claims across mirrored machines (issue 28): the pre-tool hook reads only this machine's claims index, so
+    the mirror rewrites it when the records it copies claim or release, and the edit is refused here."""
+    from tests.hooks.test_pretool import edit, hook
+    from tests.support import gitrepos
+
+    repo = gitrepos.repo(pair.tmp / "repo")
+    other = pair.tmp / "machine-c"  # another machine's root, writing to the same store
+    sid = REVIEWER.split(":", 1)[1]
+    claim_env = {"AGENTMSG_STORE": pair.url, "AGENTMSG_NO_MIRROR": "1", "HOME": str(pair.tmp)}
+    code, _doc, err = run_json("claim", "src/retry.py", "--reason", "mine for now", "--collab", pair.collab,
+                               "--self", LEAD, root=other, env=claim_env, cwd=repo)
+    assert code == 0, err
+    assert not (pair.local / "claims.json").exists()
+    pair.sync_once()
+    index = json.loads((pair.local / "claims.json").read_text())
+    assert [(c["alias"], c["pattern"]) for c in index["claims"]] == [("lead", "src/retry.py")]
+    assert "claimed exclusively by lead" in hook(pair.local, "claude", edit(repo, sid))
+    code, _doc, err = run_json("release", "src/retry.py", "--collab", pair.collab, "--self", LEAD, root=other,
+                               env=claim_env, cwd=repo)
+    assert code == 0, err
+    pair.sync_once()
+    assert not (pair.local / "claims.json").exists()  # no live claim left: the launcher's "nothing to check"
+    assert hook(pair.local, "claude", edit(repo, sid)) == ""
