@@ -19,7 +19,6 @@ own HOME and state root.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import threading
@@ -148,7 +147,8 @@ def _mcp_log(home: Path) -> list[str]:
     """Claude Code's log lines for the plugin's MCP server, oldest first."""
     lines = []
     for f in sorted(home.glob(".cache/claude-cli-nodejs/*/mcp-logs-plugin-agentmsg-agentmsg/*.jsonl")):
-        lines += [json.loads(line).get("debug") or json.loads(line).get("error", "") for line in f.read_text().splitlines()]
+        docs = [json.loads(line) for line in f.read_text().splitlines()]
+        lines += [doc.get("debug") or doc.get("error", "") for doc in docs]
     return lines
 
 
@@ -166,10 +166,12 @@ def test_claude_connects_to_the_plugin_mcp_server_on_first_use(tmp_path: Path, w
     env["AGENTMSG_HOME"] = str(tmp_path / "state")
     cwd = tmp_path / "work"
     cwd.mkdir()
-    marker = home / ".local" / "share" / "agentmsg" / "venv" / ".agentmsg-mcp"
+    mcp_logs = home / ".cache" / "claude-cli-nodejs" / "*" / "mcp-logs-plugin-agentmsg-agentmsg" / "*.jsonl"
     with stubs.AnthropicStub() as stub:
-        # The first turn of the machine: the model waits (through its shell) until the SDK is installed.
-        stub.push(stubs.shell(f"until [ -f {marker} ]; do sleep 1; done; echo installed"), stubs.text("done"))
+        # The machine's first turn: the model waits (through its shell) until Claude Code has heard from the
+        # real server that its tools changed (the build done, the SDK installed and imported).
+        stub.push(stubs.shell(f"until grep -qs tools/list_changed {mcp_logs}; do sleep 1; done; echo ready"),
+                  stubs.text("done"))
         run = harness.run_claude("hello", cwd=cwd, home=home, stub=stub, env_extra=env, session_id=str(uuid.uuid4()),
                                  timeout=300).check()
         first, second = [r for r in stub.snapshot() if r.agent]
@@ -178,11 +180,19 @@ def test_claude_connects_to_the_plugin_mcp_server_on_first_use(tmp_path: Path, w
         assert not [line for line in log if "timed out" in line.lower() or "abandoned" in line.lower()], log
         assert {"inbox", "send", "status"} <= _tool_names(second), second.text_blob()[-3000:]
         assert run.result == "done"
-        # The second turn: the environment is there; the tools are in the very first request.
+        # The second turn, the environment ready: the model searches the tools (ToolSearch waits for a server
+        # still connecting, as Claude Code's own text tells the model); the next request offers them.
         n0 = len(stub.snapshot())
-        stub.push(stubs.text("again"))
-        harness.run_claude("hello again", cwd=cwd, home=home, stub=stub, env_extra=env, session_id=str(uuid.uuid4()),
+        stub.push(stubs.tool("ToolSearch", {"query": f"select:mcp__{PLUGIN}__inbox", "max_results": 5}),
+                  stubs.text("again"))
+        sid = str(uuid.uuid4())
+        harness.run_claude("hello again", cwd=cwd, home=home, stub=stub, env_extra=env, session_id=sid,
                            timeout=300).check()
-        (again,) = [r for r in stub.snapshot()[n0:] if r.agent]
-        assert {"inbox", "send", "status"} <= _tool_names(again)
+        _search, found = [r for r in stub.snapshot()[n0:] if r.agent]
+        assert "inbox" in _tool_names(found), found.text_blob()[-3000:]
+        assert f"This server's pin: {product.RUNTIME['claude']}:{sid}." in found.text_blob()  # the front's text
+        assert "still connecting" not in found.text_blob().split("mcp__", 1)[-1]
+    log = _mcp_log(home)
+    assert len([line for line in log if line.startswith("Successfully connected")]) == 2, log
+    assert not [line for line in log if "timed out" in line.lower() or "abandoned" in line.lower()], log
     assert first is not None
