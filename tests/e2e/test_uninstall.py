@@ -66,6 +66,9 @@ def test_full_uninstall_leaves_nothing_but_the_messages(tmp_path: Path, host: st
     opened = _agentmsg(clone, env, "open", "--self", "human:carol", "--alias", "carol", "--label", "l",
                        "--task", "t", "--json")
     assert opened.returncode == 0, opened.stderr
+    venv = home / ".local" / "share" / "agentmsg" / "venv"  # as the launcher's first-run build leaves it
+    venv.mkdir(parents=True)
+    (venv / ".agentmsg-ready").touch()
     installed_listing = _listing(home)
     assert any("agentmsg" in p for p in installed_listing - before)
 
