@@ -121,6 +121,8 @@ def test_uninstall_all_after_every_host_ran_leaves_nothing(tmp_path: Path) -> No
         cstub.push(stubs.text("copilot ok"))
         harness.run_copilot("hello", cwd=tmp_path / "work", home=home, copilot_home=home / ".copilot", stub=cstub,
                             env_extra=run_env).check()
+    opened = _agentmsg(clone, env, "open", "--self", "human:carol", "--alias", "carol", "--label", "l", "--task", "t")
+    assert opened.returncode == 0, opened.stderr
     installed = _listing(home)
     for path in (".copilot/plugin-data/", ".gemini/extension_integrity.json"):
         assert any(p.startswith(path) for p in installed), sorted(installed)
@@ -137,7 +139,7 @@ def test_uninstall_all_after_every_host_ran_leaves_nothing(tmp_path: Path) -> No
     assert "agentmsg" not in (home / ".copilot" / "settings.json").read_text()
     integrity = home / ".gemini" / "extension_integrity.json"
     assert not integrity.exists() or "agentmsg" not in integrity.read_text()
-    assert root.is_dir() and before  # the messages stay
+    assert root.is_dir() and before  # the messages stay, and only they
 
     again = _agentmsg(clone, env, "uninstall", "all", "--purge", "--json")
     assert again.returncode == 0, again.stderr
