@@ -49,3 +49,31 @@ def test_gemini_warns_of_exactly_the_events_readme_names(tmp_path: Path) -> None
     skipped = re.findall(r'Invalid hook event name: "(\w+)" from extensions config\. Skipping\.', run.stderr)
     assert sorted(skipped) == sorted(named), run.stderr
     assert set(skipped) == events - GEMINI_EVENTS
+
+
+def test_codex_says_has_not_joined_once_not_at_every_resume(tmp_path: Path) -> None:
+    """In Codex, the "has not joined" note (with no agentmsg on the shell's PATH, so it is due) comes at the
+    session's start and is not added again when the session is resumed: the resumed turn's request holds it
+    once, from the history."""
+    clone = product.export_plugin(tmp_path / "clone")
+    home = tmp_path / "home"
+    codex_home = home / ".codex"
+    installed = harness.install_codex_plugin(clone, "agentmsg", codex_home=codex_home, home=home)
+    assert (installed / "hooks" / "run").is_file()
+    path = product.host_path(product.python_shim(tmp_path / "pybin"))  # python3, and no agentmsg
+    extra = {"PATH": path, "AGENTMSG_HOME": str(tmp_path / "state")}
+    (tmp_path / "work").mkdir()
+    note = "this session has not joined a collaboration"
+    with stubs.OpenAIResponsesStub() as stub:
+        stub.push(stubs.text("first"))
+        first = harness.run_codex("hello", cwd=tmp_path / "work", codex_home=codex_home, home=home, stub=stub,
+                                  env_extra=extra).check()
+        (req1,) = [r for r in stub.snapshot() if r.agent]
+        assert req1.text_blob().count(note) == 1, req1.text_blob()[-2000:]
+        for turn in (1, 2):
+            n0 = len(stub.snapshot())
+            stub.push(stubs.text(f"resumed {turn}"))
+            harness.run_codex("again", cwd=tmp_path / "work", codex_home=codex_home, home=home, stub=stub,
+                              env_extra=extra, resume=first.session_id).check()
+            (req,) = [r for r in stub.snapshot()[n0:] if r.agent]
+            assert req.text_blob().count(note) == 1, (turn, req.text_blob()[-3000:])
