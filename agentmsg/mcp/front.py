@@ -19,7 +19,8 @@ starts this stdlib-only relay instead:
 * if the child ends before it is ready (offline build, no identity), held and later requests get an error
   naming the log, and list requests an empty list; the child's own line is on stderr, in the host's MCP log.
 
-The relay ends when the client closes stdin (the child gets end of file) or the child ends.
+The relay ends when the client closes stdin (the child gets end of file) or the child ends; on SIGINT or
+SIGTERM at once, passing the signal to a ready server (a launcher still installing is left to finish).
 """
 
 from __future__ import annotations
@@ -252,11 +253,14 @@ def main(argv: list[str]) -> int:
         os.execve("/bin/sh", ["sh", launcher, *args], env)
     front = Front(launcher, args, sys.stdin.buffer, sys.stdout.buffer, env)
 
-    def stop(signum: int, _frame: object) -> None:  # Claude Code ends its servers with SIGINT
-        try:
-            front.child.send_signal(signum)
-        except OSError:
-            pass
+    def stop(signum: int, _frame: object) -> None:
+        """Claude Code ends its servers with SIGINT: the real server gets it; a launcher still installing is
+        left to finish (it then finds its stdin closed and ends), so the next start finds the environment."""
+        if front.state == "ready":
+            try:
+                front.child.send_signal(signum)
+            except OSError:
+                pass
         os._exit(0)
 
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -163,7 +163,9 @@ def test_claude_connects_to_the_plugin_mcp_server_on_first_use(tmp_path: Path, w
     home.mkdir()
     assert harness.install_claude_plugin(export, "agentmsg", home=home) == "agentmsg@agentmsg"
     env = {k: v for k, v in fresh_env(home, wheelhouse).items() if k in ("PATH", "PIP_LOG") or k.startswith("PIP_")}
-    env["AGENTMSG_HOME"] = str(tmp_path / "state")
+    # The first tools/list is answered (empty) at once, so the tools always come by tools/list_changed: an event
+    # the model can wait for.  (Held lists, AGENTMSG_MCP_LIST_WAIT's default, are the concurrency test's case.)
+    env.update(AGENTMSG_HOME=str(tmp_path / "state"), AGENTMSG_MCP_LIST_WAIT="0")
     cwd = tmp_path / "work"
     cwd.mkdir()
     mcp_logs = home / ".cache" / "claude-cli-nodejs" / "*" / "mcp-logs-plugin-agentmsg-agentmsg" / "*.jsonl"
@@ -183,6 +185,7 @@ def test_claude_connects_to_the_plugin_mcp_server_on_first_use(tmp_path: Path, w
         # The second turn, the environment ready: the model searches the tools (ToolSearch waits for a server
         # still connecting, as Claude Code's own text tells the model); the next request offers them.
         n0 = len(stub.snapshot())
+        env["AGENTMSG_MCP_LIST_WAIT"] = "15"
         stub.push(stubs.tool("ToolSearch", {"query": f"select:mcp__{PLUGIN}__inbox", "max_results": 5}),
                   stubs.text("again"))
         sid = str(uuid.uuid4())
