@@ -200,8 +200,18 @@ def _copilot_marketplaces(env: Mapping[str, str]) -> set[str]:
 
 
 def _leftovers(host: str, env: Mapping[str, str], removed: list[str]) -> list[str]:
-    """After the host's own uninstall: remove the plugin's data folder; name what the host keeps, and why."""
+    """After the host's own uninstall: remove what it keeps of agentmsg where that is safe, and name the rest
+    and why (issue 30, finding 7).
+
+    * Copilot: the plugin's data folder, and the ``enabledPlugins`` entry ``agentmsg@agentmsg: false`` that
+      ``copilot plugin uninstall`` leaves in settings.json (the rest of the file is kept as it is).
+    * Gemini: ``extension_integrity.json`` is signed as a whole with a key Gemini keeps in its keychain, so
+      one entry cannot be taken out; a file that holds only agentmsg's entry is deleted (Gemini reads a
+      missing file as empty), any other is named with the reason.
+    """
     import shutil
+
+    from agentmsg import fsio
 
     out: list[str] = []
     if host == "copilot":
@@ -213,13 +223,24 @@ def _leftovers(host: str, env: Mapping[str, str], removed: list[str]) -> list[st
         if data.is_dir() and not any(data.iterdir()):
             data.rmdir()
         settings = copilot_home(env) / "settings.json"
-        if any(not c["enabled"] for c in _copilot_copies(env)):
-            out.append(f"{settings}: enabledPlugins still names {PLUGIN_ID} (false): Copilot's own record of an "
-                       "uninstalled plugin, kept by `copilot plugin uninstall`; it runs nothing")
+        doc = _load(settings)
+        enabled = doc.get("enabledPlugins") if isinstance(doc, dict) else None
+        stale = [k for k, v in enabled.items() if str(k).startswith(f"{NAME}@") and v is not True] \
+            if isinstance(enabled, dict) else []
+        if isinstance(doc, dict) and isinstance(enabled, dict) and stale:
+            for key in stale:
+                del enabled[key]
+            fsio.write_outside(settings.parent, settings.name, (json.dumps(doc, indent=2) + "\n").encode())
+            removed += [f"{settings}: enabledPlugins {key} (false)" for key in stale]
     elif host == "gemini":
         integrity = _home(env) / ".gemini" / "extension_integrity.json"
         doc = _load(integrity)
-        if isinstance(doc, dict) and NAME in json.dumps(doc):
-            out.append(f"{integrity}: an entry for the {NAME} extension, Gemini's own integrity record, kept by "
-                       "`gemini extensions uninstall`; it runs nothing")
+        store = doc.get("store") if isinstance(doc, dict) else None
+        if isinstance(store, dict) and set(store) == {NAME} and integrity.is_file() and not integrity.is_symlink():
+            integrity.unlink()
+            removed.append(str(integrity))
+        elif isinstance(doc, dict) and NAME in json.dumps(store if isinstance(store, dict) else doc):
+            out.append(f"{integrity}: Gemini's integrity record of the {NAME} extension, kept: Gemini signs the "
+                       "file as a whole with its own key, so one entry cannot be removed without invalidating the "
+                       "others; it runs nothing")
     return out

@@ -491,6 +491,21 @@ def _rmtree(path: Path, removed: list[str]) -> None:
         removed.append(str(path))
 
 
+def _claude_mcp_logs(env: Mapping[str, str], home: Path, removed: list[str]) -> None:
+    """Claude Code's logs of the plugin's MCP server, one folder per project it ran in:
+    ``${XDG_CACHE_HOME:-~/.cache}/claude-cli-nodejs/<project>/mcp-logs-plugin-agentmsg-<marketplace>``; a
+    project folder left empty goes too."""
+    base = Path(env.get("XDG_CACHE_HOME") or home / ".cache") / "claude-cli-nodejs"
+    if not base.is_dir() or base.is_symlink():
+        return
+    for folder in sorted(base.glob("*/mcp-logs-plugin-agentmsg-*")):
+        if folder.parent.is_symlink():
+            continue
+        _rmtree(folder, removed)
+        _rmdir_empty(folder.parent)
+    _rmdir_empty(base)
+
+
 def uninstall(host: str, env: Mapping[str, str], *, codex_home: str | os.PathLike[str] | None = None,
               state_root: str | None = None, keep_plugin: bool = False, purge: bool = False) -> dict[str, Any]:
     """Remove agentmsg from ``host`` ("claude", "codex" or "all").
@@ -499,6 +514,9 @@ def uninstall(host: str, env: Mapping[str, str], *, codex_home: str | os.PathLik
     * unless ``keep_plugin``: the host's plugin install, through the host's own CLI
       (``codex plugin remove``, ``claude plugin uninstall``, and the marketplace, if only agentmsg came
       from it), then the plugin's data folder and the empty cache folders the host leaves behind;
+    * Claude Code, once no copy of the plugin is left there: its MCP logs of the plugin's server;
+    * Copilot and Gemini: what their own uninstall keeps of agentmsg, where that is safe
+      (``cliinstall.uninstall``);
     * once no copy is left on any host: the launcher's private venv (``data_dir``) and the hooks'
       interpreter cache (``cache_dir``);
     * ``purge``: the state root too (every message).  Otherwise the messages stay, and the result says where.
@@ -557,6 +575,8 @@ def uninstall(host: str, env: Mapping[str, str], *, codex_home: str | os.PathLik
             _rmdir_empty(base / "cache" / mkt / "agentmsg", base / "cache" / mkt, base / "cache",
                          base / "data", base)
     remaining = [c for c in copies(home=home, codex_home=chome) if c["enabled"]]
+    if "claude" in hosts and not keep_plugin and not [c for c in remaining if c["host"] == "claude"]:
+        _claude_mcp_logs(env, home, removed)
     for c in remaining:
         if c["host"] in hosts:
             left.append(f"{c['host']} {c['kind']} {c['id']} at {c['root']}")

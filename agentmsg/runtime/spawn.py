@@ -10,6 +10,9 @@ What agentmsg may run in the background on this machine, each under one lock fil
   deferred ring (``PYTHON -m agentmsg.resident.helper ROOT``), or as the mirror (``agentmsg sync --root ROOT``).
 * **the CLI's environment build** (:func:`prepare_cli`), once per machine:
   ``/bin/sh bin/agentmsg --prepare-env`` (``bin/agentmsg`` keeps its own ``venv.lock``).
+* **the real MCP server behind the MCP front** (:func:`start_piped`): ``bin/agentmsg mcp`` answers
+  ``initialize`` from a stdlib relay (:mod:`agentmsg.mcp.front`) that starts the SDK server as its child, on
+  pipes, and ends with it (not in the background: no lock).
 * **Claude Code's wake-up waiter** (:mod:`agentmsg.hooks.waiter`): Claude Code itself starts it (an
   ``asyncRewake`` hook), not this module; it takes its lock (``ROOT/wake/<session>.lock``) with
   :func:`lock` and senders probe it with :func:`running`, like the others.
@@ -34,6 +37,7 @@ from agentmsg.fsio import held
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import subprocess
     from collections.abc import Callable, Mapping, Sequence
 
 #: ``sh`` runs the command in the background and prints its pid: the process is a grandchild of the caller,
@@ -129,6 +133,16 @@ def _inheritable_fds() -> list[int]:
                 pass  # the listing's own descriptor, closed by now
         return found
     return []
+
+
+def start_piped(argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """Start ``argv`` as a child whose stdin and stdout are pipes to the caller (stderr is the caller's), in the
+    caller's session: the MCP front (:mod:`agentmsg.mcp.front`) relays to the real server this way, and the
+    child ends with it.  Raises ``OSError`` when it cannot be started."""
+    import subprocess
+
+    return subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True,
+                            env=dict(os.environ if env is None else env))
 
 
 def detach() -> None:

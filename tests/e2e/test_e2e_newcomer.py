@@ -31,22 +31,17 @@
 
 from __future__ import annotations
 
-import base64
-import csv
-import hashlib
-import importlib.metadata as md
-import io
 import json
 import os
 import re
 import subprocess
 import uuid
-import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support import wheels
 from tests.support.hosts import harness, product, stubs
 
 pytestmark = pytest.mark.hosts
@@ -56,51 +51,6 @@ DEPS = ("typer", "rich", "portalocker", "PyYAML")
 SKILL = (product.REPO / "skills" / "agentmsg" / "SKILL.md").read_text()
 
 
-# --------------------------------------------------------------------------
-# A local wheelhouse standing in for PyPI
-# --------------------------------------------------------------------------
-
-
-def _closure(names: tuple[str, ...]) -> list[md.Distribution]:
-    seen: dict[str, md.Distribution] = {}
-    todo = list(names)
-    while todo:
-        dist = md.distribution(todo.pop())
-        key = dist.metadata["Name"].lower().replace("_", "-")
-        if key in seen:
-            continue
-        seen[key] = dist
-        for req in dist.requires or ():
-            if ";" not in req:  # extras and other platforms: not installed by the launcher here
-                todo.append(re.match(r"[A-Za-z0-9_.-]+", req)[0])  # type: ignore[index]
-    return list(seen.values())
-
-
-def _repack(dist: md.Distribution, dest: Path) -> Path:
-    """A wheel of an installed distribution, from its RECORD (offline; console scripts left out)."""
-    info = next(f for f in dist.files or () if f.parts[0].endswith(".dist-info"))
-    tags = [line.split(":", 1)[1].strip().split("-") for line in (dist.read_text("WHEEL") or "").splitlines()
-            if line.startswith("Tag:")]
-    tag = "-".join(".".join(dict.fromkeys(t[i] for t in tags)) for i in range(3))  # py2.py3-none-any
-    name = re.sub(r"[-_.]+", "_", dist.metadata["Name"])
-    whl = dest / f"{name}-{dist.version}-{tag}.whl"
-    skip = {"RECORD", "INSTALLER", "REQUESTED", "direct_url.json"}
-    rows = []
-    with zipfile.ZipFile(whl, "w", zipfile.ZIP_DEFLATED) as zf:
-        for f in dist.files or ():
-            if f.parts[0] == ".." or "__pycache__" in f.parts or (f.parts[0] == info.parts[0] and f.name in skip):
-                continue
-            data = Path(str(dist.locate_file(f))).read_bytes()
-            zf.writestr(f.as_posix(), data)
-            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-            rows.append((f.as_posix(), f"sha256={digest}", str(len(data))))
-        record = f"{info.parts[0]}/RECORD"
-        out = io.StringIO()
-        csv.writer(out, lineterminator="\n").writerows([*rows, (record, "", "")])
-        zf.writestr(record, out.getvalue())
-    return whl
-
-
 @pytest.fixture(scope="module")
 def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("e2e-newcomer")
@@ -108,11 +58,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def wheelhouse(base: Path) -> Path:
-    dest = base / "wheelhouse"
-    dest.mkdir()
-    for dist in _closure(DEPS):
-        _repack(dist, dest)
-    return dest
+    return wheels.wheelhouse(base / "wheelhouse", DEPS)
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.hosts import harness, product
+from tests.support.hosts import harness, product, stubs
 
 pytestmark = pytest.mark.hosts
 
@@ -66,6 +66,9 @@ def test_full_uninstall_leaves_nothing_but_the_messages(tmp_path: Path, host: st
     opened = _agentmsg(clone, env, "open", "--self", "human:carol", "--alias", "carol", "--label", "l",
                        "--task", "t", "--json")
     assert opened.returncode == 0, opened.stderr
+    venv = home / ".local" / "share" / "agentmsg" / "venv"  # as the launcher's first-run build leaves it
+    venv.mkdir(parents=True)
+    (venv / ".agentmsg-ready").touch()
     installed_listing = _listing(home)
     assert any("agentmsg" in p for p in installed_listing - before)
 
@@ -88,3 +91,58 @@ def test_full_uninstall_leaves_nothing_but_the_messages(tmp_path: Path, host: st
     assert purge.returncode == 0, purge.stderr
     assert not (home / state).exists()
     assert sys.executable  # the test venv itself was never touched
+
+
+def test_uninstall_all_after_every_host_ran_leaves_nothing(tmp_path: Path) -> None:
+    """Issue 30, finding 7, through the real hosts: Claude Code (plugin, one turn, so its MCP log folder for the
+    plugin exists), Copilot CLI and Gemini CLI (``agentmsg install``, one turn each, so Copilot's plugin-data
+    folder, its settings entry and Gemini's integrity record exist).  ``uninstall all`` removes all of it and
+    says so (``left`` is empty); a second ``uninstall all --purge`` asks no host for anything and has nothing
+    to complain about."""
+    clone = product.export_plugin(tmp_path / "clone")
+    env = {**_env(tmp_path), "COPILOT_OFFLINE": "true", "COPILOT_AUTO_UPDATE": "false",
+           "GEMINI_API_KEY": "stub-not-a-key", "PIP_NO_INDEX": "1"}
+    home = Path(env["HOME"])
+    harness._gemini_settings(home)  # offline Gemini (no auth dialog, no update check)
+    before = _listing(home)
+    root = home / ".local" / "state" / "agentmsg"
+    run_env = {"PATH": env["PATH"]}
+    harness.install_claude_plugin(clone, "agentmsg", home=home)
+    for host in ("gemini", "copilot"):
+        done = _agentmsg(clone, env, "install", host, "--json")
+        assert done.returncode == 0, done.stderr
+    (tmp_path / "work").mkdir()
+    with stubs.AnthropicStub() as astub, stubs.GeminiStub() as gstub, stubs.ChatCompletionsStub() as cstub:
+        astub.push(stubs.text("claude ok"))
+        harness.run_claude("hello", cwd=tmp_path / "work", home=home, stub=astub, env_extra=run_env).check()
+        gstub.push(stubs.text("gemini ok"))
+        harness.run_gemini("hello", cwd=tmp_path / "work", home=home, stub=gstub, env_extra=run_env,
+                           launcher=["/bin/sh", str(clone / "bin" / "agentmsg"), "run", "gemini", "--"]).check()
+        cstub.push(stubs.text("copilot ok"))
+        harness.run_copilot("hello", cwd=tmp_path / "work", home=home, copilot_home=home / ".copilot", stub=cstub,
+                            env_extra=run_env).check()
+    opened = _agentmsg(clone, env, "open", "--self", "human:carol", "--alias", "carol", "--label", "l", "--task", "t")
+    assert opened.returncode == 0, opened.stderr
+    installed = _listing(home)
+    for path in (".copilot/plugin-data/", ".gemini/extension_integrity.json"):
+        assert any(p.startswith(path) for p in installed), sorted(installed)
+    assert any("mcp-logs-plugin-agentmsg-agentmsg" in p for p in installed), sorted(installed)
+    assert "agentmsg@agentmsg" in (home / ".copilot" / "settings.json").read_text()
+
+    done = _agentmsg(clone, env, "uninstall", "all", "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)["result"]
+    assert result["left"] == [], result
+    after = _listing(home)
+    named = sorted(p for p in after if "agentmsg" in p.lower() and not p.startswith(".local/state/agentmsg"))
+    assert named == [], named
+    assert "agentmsg" not in (home / ".copilot" / "settings.json").read_text()
+    integrity = home / ".gemini" / "extension_integrity.json"
+    assert not integrity.exists() or "agentmsg" not in integrity.read_text()
+    assert root.is_dir() and before  # the messages stay, and only they
+
+    again = _agentmsg(clone, env, "uninstall", "all", "--purge", "--json")
+    assert again.returncode == 0, again.stderr
+    second = json.loads(again.stdout)["result"]
+    assert (second["ran"], second["left"]) == ([], []), second
+    assert not root.exists()

@@ -18,9 +18,11 @@ def _home(tmp: Path) -> Path:
     copilot = home / ".copilot"
     (copilot / "plugin-data" / "agentmsg" / "agentmsg").mkdir(parents=True)
     (copilot / "plugin-data" / "agentmsg" / "agentmsg" / "venv.log").write_text("x")
-    (copilot / "settings.json").write_text(json.dumps({"enabledPlugins": {"agentmsg@agentmsg": False}}))
     (home / ".gemini").mkdir()
-    (home / ".gemini" / "extension_integrity.json").write_text(json.dumps({"agentmsg": {"hash": "abc"}}))
+    (home / ".copilot" / "settings.json").write_text(json.dumps({"enabledPlugins": {"agentmsg@agentmsg": False,
+                                                                                  "other@market": True}}))
+    store = {"agentmsg": {"hash": "abc", "signature": "def"}, "other": {"hash": "1", "signature": "2"}}
+    (home / ".gemini" / "extension_integrity.json").write_text(json.dumps({"store": store, "signature": "0"}))
     venv = home / ".local" / "share" / "agentmsg" / "venv"
     venv.mkdir(parents=True)
     (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
@@ -47,16 +49,26 @@ def test_uninstall_names_what_the_hosts_keep_and_a_second_purge_is_quiet(tmp_pat
     assert str(home / ".local" / "share" / "agentmsg") in first["removed"]  # no copy is left: the venv goes
     assert not (home / ".copilot" / "plugin-data").exists()
     assert not (home / ".local" / "share" / "agentmsg").exists()
-    kept = [
-        f"{home / '.copilot' / 'settings.json'}: enabledPlugins still names agentmsg@agentmsg (false): Copilot's "
-        "own record of an uninstalled plugin, kept by `copilot plugin uninstall`; it runs nothing",
-        f"{home / '.gemini' / 'extension_integrity.json'}: an entry for the agentmsg extension, Gemini's own "
-        "integrity record, kept by `gemini extensions uninstall`; it runs nothing",
+    settings = home / ".copilot" / "settings.json"
+    assert f"{settings}: enabledPlugins agentmsg@agentmsg (false)" in first["removed"]
+    assert json.loads(settings.read_text()) == {"enabledPlugins": {"other@market": True}}  # the rest is kept
+    kept = [  # Gemini signs the file as a whole: with another extension's entry in it, it stays, and says why
+        f"{home / '.gemini' / 'extension_integrity.json'}: Gemini's integrity record of the agentmsg extension, "
+        "kept: Gemini signs the file as a whole with its own key, so one entry cannot be removed without "
+        "invalidating the others; it runs nothing",
     ]
-    assert sorted(first["left"]) == sorted(kept)
+    assert first["left"] == kept
     assert first["ran"] == []  # nothing was installed, so no host was asked to remove anything
     second = _uninstall(tmp_path, home)
-    assert (second["removed"], second["ran"], sorted(second["left"])) == ([], [], sorted(kept))
+    assert (second["removed"], second["ran"], second["left"]) == ([], [], kept)
+
+
+def test_a_gemini_integrity_file_of_agentmsg_alone_is_removed(tmp_path: Path) -> None:
+    home = _home(tmp_path)
+    integrity = home / ".gemini" / "extension_integrity.json"
+    integrity.write_text(json.dumps({"store": {"agentmsg": {"hash": "abc", "signature": "def"}}, "signature": "0"}))
+    first = _uninstall(tmp_path, home)
+    assert str(integrity) in first["removed"] and not integrity.exists() and first["left"] == []
 
 
 def test_installing_from_a_clone_leaves_no_build_debris_in_it(tmp_path: Path) -> None:
