@@ -120,8 +120,8 @@ def contexts(host: str, req: stubs.Recorded, prompt: str) -> dict[str, str]:
     return product.claude_contexts(req.body, prompt) if host == "claude" else product.codex_contexts(req.body, prompt)
 
 
-def last_result(host: str, req: stubs.Recorded) -> str:
-    """The output of the last shell command, as carried back to the model; asserts it exited 0."""
+def last_output(host: str, req: stubs.Recorded) -> tuple[str, bool]:
+    """The output of the last shell command, as carried back to the model, and whether it exited 0."""
     body = req.body
     if host == "claude":
         blocks = [b for m in body["messages"] if m["role"] == "user" and isinstance(m["content"], list)
@@ -129,13 +129,24 @@ def last_result(host: str, req: stubs.Recorded) -> str:
         last = blocks[-1]
         content = last["content"]
         out = content if isinstance(content, str) else "".join(product._claude_texts(content))
-        assert not last.get("is_error"), out
-        return out
+        return out, not last.get("is_error")
     items = [it for it in body["input"] if it.get("type") == "function_call_output"]
     raw = items[-1]["output"]
     raw = raw if isinstance(raw, str) else json.dumps(raw)
-    assert "Process exited with code 0\n" in raw, raw
-    return raw.split("\nOutput:\n", 1)[1] if "\nOutput:\n" in raw else raw
+    ok = "Process exited with code 0\n" in raw
+    return (raw.split("\nOutput:\n", 1)[1] if ok and "\nOutput:\n" in raw else raw), ok
+
+
+def last_result(host: str, req: stubs.Recorded) -> str:
+    """The output of the last shell command; asserts it exited 0."""
+    out, ok = last_output(host, req)
+    assert ok, out
+    return out
+
+
+#: What the launcher says when the machine's first build outlasts the wait a host's shell allows (Codex gives a
+#: command 10 s; a loaded machine builds slower): a model runs the command again, and so does the script.
+BUILDING = "run the same command again in a few seconds"
 
 
 # --------------------------------------------------------------------------
@@ -199,7 +210,12 @@ def test_newcomer_runs_every_command_it_is_shown(host: str, base: Path, export: 
         return run_cmd(as_host(fill(skill_command("open"), ALIAS="driver", LABEL="review", TASK="Review retry.py"),
                                state["cli"]))
 
-    def opened(req: stubs.Recorded) -> str:
+    def opened(req: stubs.Recorded) -> stubs.Reply | str:
+        out, ok = last_output(host, req)
+        if not ok and BUILDING in out and state.setdefault("again", 0) < 20:
+            state["again"] += 1  # the build still runs: as the line says, the same command again
+            stub.again(opened)
+            return run_cmd(ran[-1])
         out = last_result(host, req)
         state["collab"] = re.search(r"^collaboration: ([0-9a-f-]{36})$", out, re.M)[1]  # type: ignore[index]
         state["share"] = re.search(r"^share with peers: (agentmsg join .*)$", out, re.M)[1]  # type: ignore[index]
@@ -264,7 +280,7 @@ def test_newcomer_runs_every_command_it_is_shown(host: str, base: Path, export: 
 
     cli = "agentmsg" if host == "claude" else state["cli"]
     assert ran[0] == f"{cli} open --alias driver --label review --task 'Review retry.py'"
-    assert [c.split()[1] for c in ran] == ["open", "join", "send", "inbox", "ack"]
+    assert [c.split()[1] for c in ran[state.get("again", 0):]] == ["open", "join", "send", "inbox", "ack"]
     pin = f"{product.RUNTIME[host]}:{sid_a}"
     doc = product.cli("inbox", "--collab", cid, "--self", pin, root=root, home=new.home)
     assert doc["result"]["alias"] == "driver" and doc["result"]["count"] == 0, doc  # acknowledged by that ack

@@ -185,6 +185,12 @@ class _StubBase:
         with self._lock:
             self._script.extend(_coerce(e) for e in entries)
 
+    def again(self, entry: Any) -> None:
+        """Put ``entry`` first in the script: the next agent request gets it (a scripted model that, told to,
+        runs a command again and then reads its output the same way)."""
+        with self._lock:
+            self._script.insert(0, _coerce(entry))
+
     def remaining(self) -> int:
         with self._lock:
             return len(self._script)
