@@ -153,6 +153,11 @@ def iso_utc(t: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
 
+def utc_words(t: float) -> str:
+    """A time as people read it: ``2026-12-07 15:29:26 UTC`` (a claim's expiry in the lines agents see)."""
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t))
+
+
 def now_utc() -> str:
     """UTC ISO-8601 with milliseconds and ``Z``; sortable as text."""
     t = time.time()

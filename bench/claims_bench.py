@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -38,6 +39,15 @@ def command() -> str:
     return str(group["hooks"][0]["command"])
 
 
+def cpu_timed(argv: list[str], **kw: object) -> tuple[float, float, bytes]:
+    """Wall seconds, CPU seconds (user + system of the process and everything it waited for), stdout."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    seconds, proc = timed(argv, **kw)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    used = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return seconds, used, proc.stdout
+
+
 def cli(root: Path, cwd: Path, *args: str) -> None:
     env = {**os.environ, "AGENTMSG_HOME": str(root), "PYTHONPATH": str(REPO), "AGENTMSG_NO_MIRROR": "1"}
     subprocess.run([sys.executable, "-m", "agentmsg.cli", *args], cwd=cwd, env=env, check=True, capture_output=True)
@@ -56,7 +66,7 @@ def main() -> int:
         return 0
     with tempfile.TemporaryDirectory(prefix="claims-bench-") as tmp:
         base = Path(tmp)
-        root, data, repo = base / "state", base / "data", base / "repo"
+        data, repo = base / "data", base / "repo"
         for d in (data, repo / "src"):
             d.mkdir(parents=True)
         (repo / "src" / "retry.py").write_text("x\n")
@@ -65,59 +75,73 @@ def main() -> int:
                 "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@example.invalid"}
         for git in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "first"]):
             subprocess.run(["git", *git], cwd=repo, env=genv, check=True)
-        cli(root, repo, "open", "--self", "human:carol", "--alias", "carol", "--label", "b", "--task", "t")
-        cid = next((root / "collabs").iterdir()).name
-        cli(root, repo, "join", "--collab", cid, "--self", f"claude-code:{SESSION}", "--alias", "ann")
-        cli(root, repo, "join", "--collab", cid, "--self", "codex:bob-1", "--alias", "bob")
-        env = {"HOME": os.environ.get("HOME", tmp), "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-               "AGENTMSG_HOME": str(root), "CLAUDE_PLUGIN_ROOT": str(REPO), "CLAUDE_PLUGIN_DATA": str(data),
-               "CLAUDE_PROJECT_DIR": str(repo), "CLAUDE_CODE_SESSION_ID": SESSION}
+        # Two state roots, so that every round runs every case: one where nothing is claimed, one where bob
+        # holds src/retry.py.
+        envs = {}
+        for name in ("none", "claims"):
+            root = base / f"state-{name}"
+            cli(root, repo, "open", "--self", "human:carol", "--alias", "carol", "--label", "b", "--task", "t")
+            cid = next((root / "collabs").iterdir()).name
+            cli(root, repo, "join", "--collab", cid, "--self", f"claude-code:{SESSION}", "--alias", "ann")
+            cli(root, repo, "join", "--collab", cid, "--self", "codex:bob-1", "--alias", "bob")
+            if name == "claims":
+                cli(root, repo, "claim", "src/retry.py", "--ttl", "24h", "--collab", cid, "--self", "codex:bob-1")
+            envs[name] = {"HOME": os.environ.get("HOME", tmp), "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                          "AGENTMSG_HOME": str(root), "CLAUDE_PLUGIN_ROOT": str(REPO),
+                          "CLAUDE_PLUGIN_DATA": str(data), "CLAUDE_PROJECT_DIR": str(repo),
+                          "CLAUDE_CODE_SESSION_ID": SESSION}
 
         def stdin(name: str) -> bytes:
             return json.dumps({"session_id": SESSION, "cwd": str(repo), "hook_event_name": "PreToolUse",
                                "tool_name": "Edit", "tool_input": {"file_path": str(repo / "src" / name),
                                                                   "old_string": "x", "new_string": "z"}}).encode()
 
-        def hook(name: str) -> tuple[float, bytes]:
-            seconds, proc = timed(["/bin/sh", "-c", command()], input=stdin(name), env=env)
-            return seconds, proc.stdout
+        cases = {"none": ("none", "retry.py"), "allowed": ("claims", "other.py"), "refused": ("claims", "retry.py")}
 
-        cli(root, repo, "claim", "src/retry.py", "--collab", cid, "--self", "codex:bob-1")
-        hook("other.py")  # with a claim the launcher resolves (and caches) the interpreter
-        cli(root, repo, "release", "src/retry.py", "--collab", cid, "--self", "codex:bob-1")
+        def hook(case: str) -> tuple[float, float, bytes]:
+            where, name = cases[case]
+            return cpu_timed(["/bin/sh", "-c", command()], input=stdin(name), env=envs[where])
+
+        hook("allowed")  # with a claim the launcher resolves (and caches) the interpreter
         python = (data / "python3-path").read_text().strip()
-        runs: dict[str, list[float]] = {"none": [], "allowed": [], "refused": []}
+        runs: dict[str, list[float]] = {case: [] for case in cases}
+        cpu: dict[str, list[float]] = {case: [] for case in cases}
         floor: list[float] = []
-        claimed = False
-        for case in ("none", "allowed", "refused"):
-            if case != "none" and not claimed:
-                cli(root, repo, "claim", "src/retry.py", "--collab", cid, "--self", "codex:bob-1")
-                claimed = True
-            for i in range(args.repeats + args.warmup):
-                f, _ = timed([python, "-S", "-c", "pass"])
-                h, out = hook("retry.py" if case == "refused" else "other.py")
+        floor_cpu: list[float] = []
+        for i in range(args.repeats + args.warmup):
+            f, fc, _ = cpu_timed([python, "-S", "-c", "pass"])
+            for case in cases:  # every round runs each case once, right after the floor
+                h, hc, out = hook(case)
                 if (case == "refused") != bool(out):
                     raise SystemExit(f"{case}: unexpected hook output {out[:200]!r}")
                 if i >= args.warmup:
                     runs[case].append(h)
-                    floor.append(f)
-        fm = stats(floor)[0]
+                    cpu[case].append(hc)
+            if i >= args.warmup:
+                floor.append(f)
+                floor_cpu.append(fc)
+        fm, fcm = stats(floor)[0], stats(floor_cpu)[0]
         rows = []
         for case, label in (("none", "no claims (no interpreter)"), ("allowed", "claims, another file (allowed)"),
                             ("refused", "claims, the claimed file (refused)")):
             med, p90 = stats(runs[case])
-            rows.append((label, med * 1e3, p90 * 1e3, med / fm))
-            print(f"{label:>36}: {med * 1e3:6.2f} ms (p90 {p90 * 1e3:6.2f}) = {med / fm:.2f}x floor", flush=True)
-        print(f"floor {fm * 1e3:.2f} ms; load {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+            cmed = stats(cpu[case])[0]
+            rows.append((label, med * 1e3, p90 * 1e3, med / fm, cmed / fcm))
+            print(f"{label:>36}: {med * 1e3:6.2f} ms (p90 {p90 * 1e3:6.2f}) = {med / fm:.2f}x floor; "
+                  f"CPU {cmed / fcm:.2f}x", flush=True)
+        print(f"floor {fm * 1e3:.2f} ms (CPU {fcm * 1e3:.2f} ms); load {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.write_md:
         m = machine()
         lines = [f"## {TITLE}", "",
                  "`bench/claims_bench.py`: Claude Code's PreToolUse command (`hooks/run claude pretool`) for an Edit, "
-                 f"{args.repeats} runs each after {args.warmup} warm-ups, interleaved with the interpreter floor "
-                 f"(`python -S -c pass`). Machine: {m.get('cpu', '?')}; load after "
-                 f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}.", "",
-                 "| case | median | p90 | vs floor |", "|---|---:|---:|---:|"]
-        lines += [f"| {label} | {med:.2f} ms | {p90:.2f} ms | {ratio:.2f}x |" for label, med, p90, ratio in rows]
+                 f"{args.repeats} rounds after {args.warmup} warm-ups; each round runs the interpreter floor "
+                 "(`python -S -c pass`) and then every case once (two state roots: one with nothing claimed, one "
+                 "where another participant holds `src/retry.py`). CPU is the processes' user + system time "
+                 "(`getrusage` of the children), which the machine's load inflates less than wall time. Machine: "
+                 f"{m.get('cpu', '?')}; load after {' '.join(f'{x:.2f}' for x in os.getloadavg())}.", "",
+                 "| case | median | p90 | vs floor | CPU vs floor |", "|---|---:|---:|---:|---:|"]
+        lines += [f"| {label} | {med:.2f} ms | {p90:.2f} ms | {ratio:.2f}x | {cratio:.2f}x |"
+                  for label, med, p90, ratio, cratio in rows]
         lines += ["", f"Floor median: {fm * 1e3:.2f} ms. Targets (issue 28): no claims at most 0.3x the floor "
                   f"({'met' if rows[0][3] <= 0.3 else 'MISSED'}); with claims at most 1.5x "
                   f"({'met' if max(r[3] for r in rows[1:]) <= 1.5 else 'MISSED'}). Ratios at a load average far above "

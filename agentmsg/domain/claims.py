@@ -137,9 +137,9 @@ def conflicts(held: Iterable[Claim], alias: str, repo: str, pattern: str, exclus
 
 
 def until(t: float) -> str:
-    import time
+    from agentmsg.records import utc_words
 
-    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t))
+    return utc_words(t)
 
 
 def conflict_line(c: Claim, pattern: str) -> str:

@@ -195,10 +195,9 @@ def _held(theirs: list[dict[str, Any]], repos: dict[str, str], cwd: str, target:
 def refusal(c: dict[str, Any], target: str) -> str:
     """agentmsg's one line (the path the model named, the holder's validated alias and pin, the expiry, the
     command that asks), then the holder's own words (pattern and reason) inside the untrusted boundary."""
-    from agentmsg.domain import claims
     from agentmsg.text import boundary
 
-    until = claims.until(float(c["expires_at"]))
+    until = records.utc_words(float(c["expires_at"]))
     rel, alias, pin = boundary.one_line(str(c["rel"])), str(c["alias"]), str(c["pin"])
     line = (f"agentmsg: {rel} is claimed exclusively by {alias} ({pin}) until {until}; this edit was not made. "
             f"To ask them: agentmsg send --collab {c['collab']} --to {alias} --kind request "
