@@ -63,17 +63,9 @@ def main(host: str, argv: list[str] | None = None) -> int:
 
 
 def _log(root: str, host: str, exc: BaseException) -> None:
-    try:
-        if not root or not os.path.isdir(root):
-            return
-        from agentmsg import fsio
-        from agentmsg.backends.file import layout
+    from agentmsg.hooks import pretool
 
-        what = f"{type(exc).__name__}: {exc}".replace("\n", " ")[:400]
-        line = f"{records.now_utc()} edited {host[:10]}: collisions not checked (failing open): {what}\n"
-        fsio.append(os.path.join(root, layout.HOOKS_LOG), line.encode("utf-8", "backslashreplace"), durable=False)
-    except BaseException:  # nowhere left to report to
-        pass
+    pretool.log_failing_open(root, f"edited {host[:10]}: collisions not checked", exc)
 
 
 def run(host: str, runtime: str, root: str, raw: bytes, now: float) -> bytes:

@@ -76,14 +76,20 @@ def _root() -> str:
 
 
 def _log(root: str, host: str, exc: BaseException) -> None:
+    log_failing_open(root, f"pretool {host[:10]}: claims not checked", exc)
+
+
+def log_failing_open(root: str, what_failed: str, exc: BaseException) -> None:
+    """One line in ``ROOT/hooks.log`` for a tool hook that let the call through because of ``exc``; never
+    raises (the pre-tool and the edit hooks)."""
     try:
         if not root or not os.path.isdir(root):
             return
         from agentmsg import fsio
         from agentmsg.backends.file import layout
 
-        what = f"{type(exc).__name__}: {exc}".replace("\n", " ")[:400]
-        line = f"{records.now_utc()} pretool {host[:10]}: claims not checked (failing open): {what}\n"
+        why = f"{type(exc).__name__}: {exc}".replace("\n", " ")[:400]
+        line = f"{records.now_utc()} {what_failed} (failing open): {why}\n"
         fsio.append(os.path.join(root, layout.HOOKS_LOG), line.encode("utf-8", "backslashreplace"), durable=False)
     except BaseException:  # nowhere left to report to
         pass

@@ -44,8 +44,11 @@ def recent(root: str, real: str) -> list[dict[str, Any]]:
     if not raw:
         return []
     lines = raw.split(b"\n")
-    if size > TAIL:
-        lines = lines[1:]  # the first may be cut
+    return _objects(lines[1:] if size > TAIL else lines)  # past TAIL, the first line may be cut
+
+
+def _objects(lines: list[bytes]) -> list[dict[str, Any]]:
+    """The JSON objects among ``lines``; anything else (a torn or foreign line) is passed over."""
     out = []
     for line in lines:
         try:
@@ -96,12 +99,4 @@ def take(root: str, pin: str) -> list[dict[str, Any]]:
             os.unlink(taking)
         except FileNotFoundError:
             pass
-    out = []
-    for line in raw.split(b"\n"):
-        try:
-            doc = records.loads(line) if line.strip() else None
-        except ValueError:
-            continue
-        if isinstance(doc, dict):
-            out.append(doc)
-    return out[-PENDING_MAX:]
+    return _objects(raw.split(b"\n"))[-PENDING_MAX:]

@@ -4,6 +4,7 @@ refusing a handoff a member forges with raw SQL around the client's checks."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +19,15 @@ from tests.support.cli_helpers import run_json
 ORCH, SPEC = "codex:pg-handoff-orch", "claude-code:pg-handoff-spec"
 
 
-def test_typed_handoffs_on_postgres(pg_url: str, tmp_path: Path) -> None:
+Cli = Callable[..., tuple[int, Any, str]]
+
+
+def collab(pg_url: str, tmp_path: Path) -> tuple[Cli, str]:
+    """The CLI on the PostgreSQL store, and a collaboration of orch and spec."""
     env = {"AGENTMSG_STORE": pg_url}
     root = tmp_path / "state"
 
-    def cli(*args: str) -> Any:
+    def cli(*args: str) -> tuple[int, Any, str]:
         code, doc, err = run_json(*args, root=root, env=env, cwd=tmp_path)
         return code, doc["result"], err
 
@@ -30,6 +35,11 @@ def test_typed_handoffs_on_postgres(pg_url: str, tmp_path: Path) -> None:
     assert code == 0, err
     cid = res["collab"]
     assert cli("join", "--collab", cid, "--self", SPEC, "--alias", "spec")[0] == 0
+    return cli, cid
+
+
+def test_typed_handoffs_on_postgres(pg_url: str, tmp_path: Path) -> None:
+    cli, cid = collab(pg_url, tmp_path)
     (tmp_path / ".git").mkdir()  # an artifact is a file of a repository (docs/HANDOFFS.md)
     (tmp_path / "art.txt").write_text("v1\n")
     (tmp_path / "t.yaml").write_text(yaml.safe_dump({"task_id": "T-1", "task_text": "do it"}))
@@ -85,17 +95,7 @@ def res_id(url: str, cid: str) -> str:
 
 def test_threads_on_postgres_and_the_server_refuses_a_forged_one(pg_url: str, tmp_path: Path) -> None:
     """Schema 9: a thread is one line, and a reply is in its parent's thread, whoever writes the row."""
-    env = {"AGENTMSG_STORE": pg_url}
-    root = tmp_path / "state"
-
-    def cli(*args: str) -> tuple[int, Any, str]:
-        code, doc, err = run_json(*args, root=root, env=env, cwd=tmp_path)
-        return code, doc["result"], err
-
-    code, res, err = cli("open", "--self", ORCH, "--alias", "orch", "--label", "l", "--task", "t")
-    assert code == 0, err
-    cid = res["collab"]
-    assert cli("join", "--collab", cid, "--self", SPEC, "--alias", "spec")[0] == 0
+    cli, cid = collab(pg_url, tmp_path)
     code, res, err = cli("send", "--collab", cid, "--self", ORCH, "--to", "spec", "--subject", "plan", "--body", "b",
                          "--thread", "retry")
     assert code == 0, err
