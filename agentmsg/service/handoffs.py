@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from agentmsg.domain import handoffs
+from agentmsg.domain import handoffs, rules
 from agentmsg.domain.values import Message, Pin
 from agentmsg.runtime import artifacts
 from agentmsg.service import readers
@@ -122,7 +122,8 @@ def _typed(ctx: Ctx, cids: list[str]) -> list[Message]:
     for cid in cids:
         reg = ctx.store.registry(cid)
         for alias in reg.participants:
-            out += [m for m in ctx.store.history(cid, alias) if m.handoff]
+            if rules.is_alias(alias):  # a forged registry entry names no inbox: nothing typed to read there
+                out += [m for m in ctx.store.history(cid, alias) if m.handoff]
     return sorted(out, key=lambda m: (m.ts, m.cseq, m.id))  # cseq: the collaboration's order within a millisecond
 
 

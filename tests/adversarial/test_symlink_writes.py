@@ -404,7 +404,12 @@ ALLOWED: dict[tuple[str, str], str] = {
                                                  "is opened by fsio._open (no link, FIFO or hard link)",
     ("agentmsg/hooks/base.py", "HookBase.log"): "hooks.log in the state root",
     ("agentmsg/hooks/base.py", "HookBase.save_state"): "hook state in the state root",
-    ("agentmsg/hooks/pretool.py", "_log"): "fsio.append: hooks.log in the state root",
+    ("agentmsg/hooks/pretool.py", "log_failing_open"): "fsio.append: hooks.log in the state root (the pre-tool "
+                                                        "and the edit hooks)",
+    ("agentmsg/hooks/claimnews.py", "mark_told"): "fsio.atomic_write: the session's edits/<pin key>.told in the "
+                                                  "state root (what claims news it was told)",
+    ("agentmsg/hooks/edited.py", "_mark_solo"): "fsio.atomic_write: the session's idle/<runtime>/<id>.solo marker "
+                                                "in the state root",
     ("agentmsg/service/guard.py", "_log"): "fsio.append: hooks.log in the state root (AGENTMSG_GUARD=off)",
     ("agentmsg/hooks/waiter.py", "Waiter.run"): "the waiter's token, a session file in the state root",
     ("agentmsg/hosts/claude.py", "Claude.session_started"): "fsio.append_entries: CLAUDE_ENV_FILE, refusing a "

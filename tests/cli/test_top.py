@@ -168,6 +168,10 @@ def top(tmp_path: Path) -> Iterator[tuple[Pane, Path, str]]:
     _send(root, cid, DRIVER, "reviewer", "please review", "look at store.py", "--kind", "request")
     env = clean_env(root)
     env["TERM"] = "xterm-256color"
+    # The pane's size, said outright: the view reads COLUMNS and LINES first (rich), so what it lays out does
+    # not hang on how the terminal's size is detected while the machine is busy (a message of 16 lines must
+    # fit whole on 40 rows).
+    env["COLUMNS"], env["LINES"] = "120", "40"
     sock = Path(f"/tmp/am-top-{os.getpid()}-{tmp_path.name[-12:]}.sock")
     pane = Pane(sock, env)
     err = tmp_path / "top.err"

@@ -90,6 +90,9 @@ def test_a_task_and_its_result_between_codex_and_claude(tmp_path: Path, claude_i
                              "run-1 · phase build")
         assert "  task_text: |" in m.body and "    Keep its public API." in m.body
         assert "    - location: src/parser.py" in m.body and "      size: 17" in m.body
+        # each artifact as the reader's checkout has it, in agentmsg's own line (Claude's session runs outside
+        # the repository: it cannot tell, and says so)
+        assert m.artifacts == "src/parser.py unverified · SPEC.md unverified"
         result_id = _sent_id(claude, t2)
 
         # -- Codex's next prompt shows the result, tied to its task --------------------------------

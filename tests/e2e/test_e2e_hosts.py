@@ -117,7 +117,8 @@ def copilot_market(base: Path, export: Path) -> product.Host:
 def codex_user(base: Path) -> product.Host:
     host = product.Host("codex", "user-hooks", base / "codex-user-hooks")
     hooks = json.loads((host.codex_home / "hooks.json").read_text())["hooks"]
-    assert sorted(hooks) == ["SessionStart", "Stop", "UserPromptSubmit"]
+    # the delivery events, and the tool events of claims (docs/CLAIMS.md): refusals before, notices after an edit
+    assert sorted(hooks) == ["PostToolUse", "PreToolUse", "SessionStart", "Stop", "UserPromptSubmit"]
     assert host.install_result["command"] == f"/bin/sh '{product.REPO}/hooks/run' codex # agentmsg-managed-hook"
     return host
 

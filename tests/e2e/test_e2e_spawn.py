@@ -46,17 +46,17 @@ def test_claude_spawned_in_tmux_gets_its_task_is_seen_killed_resumed_and_forked(
             assert b"CODEX_THREAD_ID=spawner-thread" not in environ
             assert f"AGENTMSG_HOME={world.root}".encode() in environ
             # the task reached its model inside the boundary, at the prompt the doorbell line started
-            wait_for(lambda: any("TASK-BODY-1" in r.text_blob() for r in stub.agent_requests()), 30, "the task")
+            wait_for(lambda: any("TASK-BODY-1" in r.text_blob() for r in stub.agent_requests()), 120, "the task")
             body = next(r.text_blob() for r in stub.agent_requests() if "TASK-BODY-1" in r.text_blob())
             assert body.index(BOUNDARY) < body.index("TASK-BODY-1")
-            wait_for(lambda: world.roster()["rev"]["presence"]["state"] == "idle", 30, "rev idle")
+            wait_for(lambda: world.roster()["rev"]["presence"]["state"] == "idle", 120, "rev idle")
             # a send reaches it at its next prompt
             world.ok("send", "--collab", world.cid, "--self", "codex:other", "--to", "rev", "--subject", "s",
                      "--body", "PEER-BODY-2")
             n = len(stub.agent_requests())
             type_into(world, world.socket, pane, "next prompt")
-            wait_for(lambda: len(stub.agent_requests()) > n, 30, "the next prompt's request")
-            wait_for(lambda: any("PEER-BODY-2" in r.text_blob() for r in stub.agent_requests()[n:]), 10, "mail")
+            wait_for(lambda: len(stub.agent_requests()) > n, 120, "the next prompt's request")
+            wait_for(lambda: any("PEER-BODY-2" in r.text_blob() for r in stub.agent_requests()[n:]), 120, "mail")
             # kill: not for any member; for the spawner, verified, recorded; the alias stays, gone
             code, doc = world.cli("kill", "rev", "--collab", world.cid, "--self", "codex:other")
             assert code == 9 and alive(out["pid"]), doc
@@ -65,7 +65,7 @@ def test_claude_spawned_in_tmux_gets_its_task_is_seen_killed_resumed_and_forked(
             windows = subprocess.run(["tmux", "-S", str(world.socket), "list-windows", "-F", "#{window_id}"],
                                      capture_output=True, text=True, check=True).stdout.split()
             assert out["tmux"]["window"] not in windows
-            wait_for(lambda: world.roster()["rev"]["presence"]["state"] == "gone", 10, "rev gone")
+            wait_for(lambda: world.roster()["rev"]["presence"]["state"] == "gone", 120, "rev gone")
             sent = world.ok("send", "--collab", world.cid, "--self", "codex:other", "--to", "rev", "--subject", "s",
                             "--body", "PEER-BODY-3")
             assert "ended" in sent["results"][0]["next"]
@@ -73,7 +73,7 @@ def test_claude_spawned_in_tmux_gets_its_task_is_seen_killed_resumed_and_forked(
             back = world.ok("resume", "rev", "--collab", world.cid, "--self", LEAD, "--timeout", "90s", *args)
             assert back["pin"] == pin and back["how"] == "resume" and alive(back["pid"])
             assert world.roster()["rev"]["presence"]["state"] in ("idle", "working")
-            wait_for(lambda: any("PEER-BODY-3" in r.text_blob() for r in stub.agent_requests()), 30, "PEER-BODY-3")
+            wait_for(lambda: any("PEER-BODY-3" in r.text_blob() for r in stub.agent_requests()), 120, "PEER-BODY-3")
             # fork: a new session from rev's conversation, under a new alias and a new pin, bound by its ticket
             forked = world.ok("fork", "rev", "--alias", "rev2", "--collab", world.cid, "--self", LEAD,
                               "--timeout", "90s", *args)
@@ -98,10 +98,10 @@ def test_codex_spawned_headless_into_an_invite_only_collaboration_is_ready_kille
                            "--where", "headless", "--timeout", "90s", *args)
             assert out["pin"].startswith("codex:") and out["where"] == "headless"
             assert out["tmux"]["socket"] == str(world.root / "spawn" / "tmux.sock") and alive(out["pid"])
-            wait_for(lambda: world.roster()["impl"]["presence"]["state"] == "idle", 30, "impl idle")
+            wait_for(lambda: world.roster()["impl"]["presence"]["state"] == "idle", 120, "impl idle")
             world.ok("kill", "impl", "--collab", world.cid, "--self", LEAD)
             assert not alive(out["pid"])
-            wait_for(lambda: world.roster()["impl"]["presence"]["state"] == "gone", 10, "impl gone")
+            wait_for(lambda: world.roster()["impl"]["presence"]["state"] == "gone", 120, "impl gone")
             back = world.ok("resume", "impl", "--collab", world.cid, "--self", LEAD, "--where", "headless",
                             "--timeout", "90s", *args)  # codex resume THREAD: the same thread, the same pin
             assert back["pin"] == out["pin"] and alive(back["pid"])
@@ -121,7 +121,7 @@ def test_claude_spawned_headless_is_ready_and_killed(tmp_path: Path) -> None:
             assert world.roster()["rev"]["presence"]["state"] in ("idle", "working")
             world.ok("kill", "rev", "--collab", world.cid, "--self", LEAD)
             assert not alive(out["pid"])
-            wait_for(lambda: world.roster()["rev"]["presence"]["state"] == "gone", 10, "rev gone")
+            wait_for(lambda: world.roster()["rev"]["presence"]["state"] == "gone", 120, "rev gone")
         finally:
             world.close()
 

@@ -77,20 +77,20 @@ def _lifecycle(world: World, stub: Any, host: str, args: list[str], *, forks: bo
     joined = [e for e in events(world, "joined") if e["alias"] == "w"]
     assert [(e["pin"], len(e["ticket"])) for e in joined] == [(pin, 64)]
     assert world.ok("registry", "--collab", cid)["tickets"] == {}
-    wait_for(lambda: world.roster()["w"]["presence"]["state"] == "idle", 30, "w idle")
+    wait_for(lambda: world.roster()["w"]["presence"]["state"] == "idle", 120, "w idle")
     # a send reaches its model at its next prompt, inside the boundary, sender named
     world.ok("send", "--collab", cid, "--self", "codex:other", "--to", "w", "--subject", "s", "--body", "PEER-BODY-2")
     n = len(stub.agent_requests())
     type_into(world, world.socket, pane, "next prompt")
-    wait_for(lambda: _seen(stub, "PEER-BODY-2", n), 60, "the send at the next prompt")
+    wait_for(lambda: _seen(stub, "PEER-BODY-2", n), 120, "the send at the next prompt")
     body = next(r.text_blob() for r in stub.agent_requests()[n:] if "PEER-BODY-2" in r.text_blob())
     assert body.index(BOUNDARY) < body.index("PEER-BODY-2")
     # kill: the window closes, the process ends, the alias stays, gone
     killed = world.ok("kill", "w", "--collab", cid, "--self", LEAD)
     assert killed["spawned"] is True and killed["pid"] == out["pid"] and not alive(out["pid"])
     assert out["tmux"]["window"] not in _windows(world)
-    wait_for(lambda: not _hosts_in(world.tmp / "proj"), 10, "no host process left")
-    wait_for(lambda: world.roster()["w"]["presence"]["state"] == "gone", 10, "w gone")
+    wait_for(lambda: not _hosts_in(world.tmp / "proj"), 120, "no host process left")
+    wait_for(lambda: world.roster()["w"]["presence"]["state"] == "gone", 120, "w gone")
     sent = world.ok("send", "--collab", cid, "--self", "codex:other", "--to", "w", "--subject", "s",
                     "--body", "PEER-BODY-3")
     assert sent["results"][0]["presence"]["state"] == "gone" and "session ended" in sent["results"][0]["next"]
@@ -104,7 +104,7 @@ def _lifecycle(world: World, stub: Any, host: str, args: list[str], *, forks: bo
     back = world.ok("resume", "w", "--collab", cid, "--self", LEAD, "--timeout", "90s", *args)
     assert (back["pin"], back["how"], back["succeeded"]) == (pin, "resume", None) and alive(back["pid"])
     assert world.roster()["w"]["presence"]["state"] in ("idle", "working")
-    wait_for(lambda: _seen(stub, "PEER-BODY-3", n), 60, "the send made while it was gone")
+    wait_for(lambda: _seen(stub, "PEER-BODY-3", n), 120, "the send made while it was gone")
     started = [back]
     if forks:  # a new session from w's conversation: a new pin, bound to the new alias by its own ticket
         forked = world.ok("fork", "w", "--alias", "w2", "--collab", cid, "--self", LEAD, "--timeout", "90s", *args)
@@ -187,7 +187,7 @@ def _hosts_in(folder: Path) -> list[str]:
 def _nothing_left(world: World, alias: str, *, tried: bool) -> None:
     """A failed spawn: no binding, no unused ticket, no process, and (once a session was started) one spawn-failed
     event."""
-    wait_for(lambda: not _hosts_in(world.tmp / "proj"), 10, "no host process left in the session's folder")
+    wait_for(lambda: not _hosts_in(world.tmp / "proj"), 120, "no host process left in the session's folder")
     reg = world.ok("registry", "--collab", world.cid)
     assert alias not in reg["participants"] and reg["tickets"] == {}
     assert [e["target"] for e in events(world, "spawn-failed")] == ([alias] if tried else [])

@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 
 import agentmsg
-from tests.e2e.test_e2e_newcomer import DEPS, _closure, _repack
+from tests.e2e.test_e2e_newcomer import DEPS
 from tests.support.hosts import harness, product, stubs
+from tests.support.wheels import closure, repack
 
 pytestmark = pytest.mark.hosts
 
@@ -45,8 +46,8 @@ def build_wheel(tmp: Path) -> Path:
 def fresh_venv(tmp: Path, whl: Path) -> Path:
     house = tmp / "wheelhouse"
     house.mkdir()
-    for dist in _closure(DEPS):
-        _repack(dist, house)
+    for dist in closure(DEPS):
+        repack(dist, house)
     venv = tmp / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--find-links", str(house), str(whl)],

@@ -631,6 +631,8 @@ _LINES = {
     "reply_to": re.compile(r"  reply to: (?P<reply_to>.*)"),
     "flags": re.compile(r"  flags: (?P<flags>.*)"),
     "handoff": re.compile(r"  handoff: (?P<handoff>.*)"),  # a typed message (issue 31)
+    # its artifacts as the reader's own checkout has them (issue 31: unchanged, changed, missing or unverified)
+    "artifacts": re.compile(r"  artifacts in this checkout as of [0-9-]+ [0-9:]+ UTC: (?P<artifacts>.*)"),
     "length": re.compile(r"  body, (?P<length>[\d,]+) characters?:"),
     "empty": re.compile(r"  body: \(empty\)"),
     "quoted": re.compile(r"│ (?P<line>.*)"),
@@ -652,6 +654,7 @@ class Quoted:
     reply_to: str | None = None
     flags: str | None = None
     handoff: str | None = None
+    artifacts: str | None = None
     length: int = 0
     lines: list[str] = field(default_factory=list)
     cut: tuple[int, int, str] | None = None  # (shown, total, command)
@@ -710,7 +713,7 @@ def parse_block(text: str) -> Block:
             cur.sender, cur.runtime, cur.kind, cur.priority = mm["sender"], mm["runtime"], mm["kind"], mm["priority"]
         elif kind == "subject":
             cur.subject = mm["subject"]
-        elif kind in ("reply_to", "flags", "handoff"):
+        elif kind in ("reply_to", "flags", "handoff", "artifacts"):
             setattr(cur, kind, mm[kind])
         elif kind == "length":
             cur.length = int(mm["length"].replace(",", ""))

@@ -170,5 +170,5 @@ def type_into(world: World, socket: Path, pane: str, text: str) -> None:
     """A person types a prompt into the spawned session's pane."""
     subprocess.run(["tmux", "-S", str(socket), "send-keys", "-t", pane, "-l", text], check=True, timeout=10)
     wait_for(lambda: text[:20] in subprocess.run(["tmux", "-S", str(socket), "capture-pane", "-p", "-t", pane],
-                                                 capture_output=True, text=True).stdout, 10, "the typed prompt")
+                                                 capture_output=True, text=True).stdout, 60, "the typed prompt")
     subprocess.run(["tmux", "-S", str(socket), "send-keys", "-t", pane, "Enter"], check=True, timeout=10)
