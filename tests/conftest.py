@@ -143,3 +143,27 @@ def box(port):
     from agentmsg.service.messaging import Mailbox
 
     return Mailbox(port)
+
+
+# ---- parallel runs (scripts/test: pytest-xdist, --dist loadgroup) ---------------------------------------------
+
+#: The files that drive real host CLIs run in two lanes, each file after the other within its lane: at most two
+#: hosts (node processes, tmux sessions) load the machine's two cores at once, beside the unit tests, so no host's
+#: own timeout (a hook's, a turn's) is outrun by the load.  Lane "hosts-a" holds these; every other e2e file is
+#: in lane "hosts-b" (the two split the lanes' measured time about evenly).
+HOSTS_A = frozenset(("test_e2e_opencode.py", "test_e2e_spawn_hosts.py", "test_e2e_ring.py", "test_e2e_newcomer.py",
+                     "test_e2e_spawn.py", "test_e2e_collisions.py", "test_e2e_mirror.py", "test_e2e_handoffs.py",
+                     "test_first_use_words.py"))
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Each test file is one group (its module set-up made once, as --dist loadfile would); the real-host
+    files are two groups (above)."""
+    for item in items:
+        path = Path(str(item.path))
+        if path.parent.name == "e2e":
+            group = "hosts-a" if path.name in HOSTS_A else "hosts-b"
+        else:
+            group = f"{path.parent.name}/{path.name}"
+        item.add_marker(pytest.mark.xdist_group(group))
