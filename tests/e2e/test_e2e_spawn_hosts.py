@@ -148,6 +148,11 @@ def test_copilot_spawned_in_tmux_is_seen_killed_and_resumed_and_cannot_fork(tmp_
         world, args = copilot_world(tmp_path, stub)
         try:
             _lifecycle(world, stub, "copilot", args, forks=False)
+            # the HTML log shows the spawn, the kill and the resume (escaped like all text there)
+            page = _html(world)
+            assert "lead started w (copilot, spawn; tmux user:" in page
+            assert "w&#x27;s session was stopped by human:lead" in page
+            assert "lead started w (copilot, resume; tmux user:" in page
         finally:
             world.close()
 
