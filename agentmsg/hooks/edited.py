@@ -50,7 +50,7 @@ def main(host: str, argv: list[str] | None = None) -> int:
         else:
             from agentmsg.hooks import pretool
 
-            root, runtime = pretool._root(), pretool._runtime(host)
+            root, runtime = pretool.state_root(), pretool.runtime_of(host)
         raw = sys.stdin.buffer.read(STDIN_MAX + 1)
         out = run(host, runtime, root, raw, time.time())
         if out:
@@ -84,7 +84,7 @@ def run(host: str, runtime: str, root: str, raw: bytes, now: float) -> bytes:
         return b""
     pin = f"{runtime}:{session}"
     pins_dir = os.path.join(root, layout.PINS)
-    mine = pretool._bindings(pins_dir, pin)
+    mine = pretool.bindings(pins_dir, pin)
     if not mine:
         _mark_solo(root, pin, pins_dir, now)
         return b""
@@ -133,14 +133,14 @@ def _claimed(root: str, cwd: str, target: str, held: list[Any]) -> bool:
     from agentmsg.hooks import pretool
 
     if not held:
-        index = pretool._read_json(os.path.join(root, layout.CLAIMS))
+        index = pretool.read_json(os.path.join(root, layout.CLAIMS))
         ok = isinstance(index, dict) and isinstance(index.get("claims"), list) and isinstance(index.get("repos"), dict)
         now = time.time()
         held.append((index if ok else {"claims": [], "repos": {}}, now))
     index, now = held[0]
     live = [c for c in index["claims"] if isinstance(c, dict) and isinstance(c.get("expires_at"), (int, float))
             and now < c["expires_at"]]
-    return bool(live) and pretool._held(live, index["repos"], cwd, target) is not None
+    return bool(live) and pretool.held(live, index["repos"], cwd, target) is not None
 
 
 def _shown_path(real: str) -> str:

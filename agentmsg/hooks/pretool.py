@@ -50,8 +50,8 @@ def main(host: str, argv: list[str] | None = None) -> int:
             runtime, index, pins = args[:3]
             root = os.path.dirname(index)
         else:
-            root = _root()
-            runtime, index, pins = _runtime(host), *_files(root)
+            root = state_root()
+            runtime, index, pins = runtime_of(host), *_files(root)
         raw = sys.stdin.buffer.read(STDIN_MAX + 1)
         line = decide(runtime, raw, index, pins)
         if line:
@@ -69,7 +69,7 @@ def _files(root: str) -> tuple[str, str]:
     return os.path.join(root, layout.CLAIMS), os.path.join(root, layout.PINS)
 
 
-def _root() -> str:
+def state_root() -> str:
     from agentmsg.paths import resolve_root_str
 
     return resolve_root_str(None, os.environ)[0]
@@ -99,7 +99,7 @@ class Damaged(ValueError):
     """The claims index or the pin index cannot be read: the hook fails open and says so in hooks.log."""
 
 
-def _read_json(path: str) -> Any:
+def read_json(path: str) -> Any:
     """A derived file's JSON: None when absent; Damaged when it is not a plain file or not JSON."""
     import stat
 
@@ -125,7 +125,7 @@ def _read_json(path: str) -> Any:
 
 def decide(runtime: str, raw: bytes, index_path: str, pins_dir: str) -> str | None:
     """The refusal line for this tool call, or None to let it run."""
-    index = _read_json(index_path)
+    index = read_json(index_path)
     if index is None:
         return None
     if not isinstance(index, dict) or not isinstance(index.get("claims"), list) or not isinstance(
@@ -138,7 +138,7 @@ def decide(runtime: str, raw: bytes, index_path: str, pins_dir: str) -> str | No
         raise Damaged("the hook's input is not a JSON object")
     pin = f"{runtime}:{data.get('session_id')}"
     now = time.time()
-    mine = _bindings(pins_dir, pin)
+    mine = bindings(pins_dir, pin)
     theirs = [c for c in index["claims"] if isinstance(c, dict) and c.get("collab") in mine
               and c.get("mode") == "exclusive" and c.get("pin") != pin and c.get("alias") != mine[c["collab"]]
               and isinstance(c.get("expires_at"), (int, float)) and now < c["expires_at"]]
@@ -147,24 +147,24 @@ def decide(runtime: str, raw: bytes, index_path: str, pins_dir: str) -> str | No
     given = data.get("cwd")
     cwd = given if isinstance(given, str) else os.getcwd()
     for target in targets(str(data.get("tool_name") or ""), data.get("tool_input")):
-        hit = _held(theirs, index["repos"], cwd, target)
+        hit = held(theirs, index["repos"], cwd, target)
         if hit is not None:
             return refusal(hit, target)
     return None
 
 
-def _runtime(host: str) -> str:
+def runtime_of(host: str) -> str:
     from agentmsg.hosts import registry
 
     found = registry.get(host)
     return found.runtime if found is not None else host
 
 
-def _bindings(pins_dir: str, pin: str) -> dict[str, str]:
+def bindings(pins_dir: str, pin: str) -> dict[str, str]:
     """The session's collaborations -> its alias there, from the pin index (``pins/<key>.json``)."""
     from agentmsg.paths import pin_key
 
-    doc = _read_json(os.path.join(pins_dir, f"{pin_key(pin)}.json"))
+    doc = read_json(os.path.join(pins_dir, f"{pin_key(pin)}.json"))
     if doc is None:
         return {}
     entries = doc.get("bindings") if isinstance(doc, dict) else None
@@ -174,7 +174,7 @@ def _bindings(pins_dir: str, pin: str) -> dict[str, str]:
             if isinstance(e, dict) and isinstance(e.get("collab"), str) and isinstance(e.get("alias"), str)}
 
 
-def _held(theirs: list[dict[str, Any]], repos: dict[str, str], cwd: str, target: str) -> dict[str, Any] | None:
+def held(theirs: list[dict[str, Any]], repos: dict[str, str], cwd: str, target: str) -> dict[str, Any] | None:
     from agentmsg.domain import globs
     from agentmsg.runtime import gitrepo
 
