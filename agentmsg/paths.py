@@ -6,8 +6,6 @@ Lean (the hooks resolve the root with :func:`resolve_root_str`); only
 
 from __future__ import annotations
 
-import os
-
 from agentmsg.records import sha256_hex
 
 TYPE_CHECKING = False
@@ -31,6 +29,8 @@ def resolve_root_str(flag: str | None = None, env: Mapping[str, str] | None = No
     ``~/.local/state/agentmsg``.  A relative path would make the root depend
     on the cwd, which is exactly the misdelivery this design avoids.
     """
+    import os  # here, not above: the pre-tool hook imports this module for pin_key alone, and no os
+
     env = os.environ if env is None else env
     if flag:
         return _absolute(flag, "--root"), "--root"
@@ -50,6 +50,8 @@ def resolve_root_str(flag: str | None = None, env: Mapping[str, str] | None = No
 
 
 def _absolute(value: str, what: str) -> str:
+    import os
+
     path = os.path.expanduser(value)
     if not os.path.isabs(path):
         raise _usage(f"{what} must be an absolute path, got {value[:80]!r}")

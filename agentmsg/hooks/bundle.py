@@ -27,14 +27,15 @@ ordinary way".  No ``from __future__ import annotations`` here: this module
 is imported before the finder is in place, and ``__future__`` would cost a
 path search of its own (annotations naming typing-only names are quoted).
 Standard library only, and no import beyond what the interpreter has loaded
-at start-up (``marshal``, ``os``, ``sys``).
+at start-up (``marshal``, ``posix``, ``sys``): not even ``os``, which the pre-tool hook does without
+(agentmsg/pathops.py); the paths here are absolute, joined with ``/``.
 """
 
 import marshal
-import os
+import posix
 import sys
 from _frozen_importlib import ModuleSpec  # importlib.machinery's, loaded at start-up: costs nothing
-from _frozen_importlib_external import MAGIC_NUMBER
+from _frozen_importlib_external import EXTENSION_SUFFIXES, MAGIC_NUMBER, ExtensionFileLoader
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -51,7 +52,10 @@ MAX_MODULES = 200
 
 #: The index: name -> (is a package, source path, source mtime_ns, source size, offset and length of its
 #: marshalled code in the code that follows the index).  Only the index is unmarshalled when the file is
-#: read; a module's code is unmarshalled when it is imported.
+#: read; a module's code is unmarshalled when it is imported.  An extension module of the standard library
+#: (``_json``, ``_sha256``: a ``.so``) has its file as the source and no code: the finder hands it to the
+#: import system's own extension loader, sparing the path search (the listing of every folder on
+#: ``sys.path`` before it) alone.
 Entry = tuple[bool, str, int, int, int, int]
 #: A module as :func:`pack` takes it: the index's first four fields, then its marshalled code.
 Module = tuple[bool, str, int, int, "bytes | memoryview"]
@@ -61,8 +65,14 @@ def homes(plugin_root: str) -> tuple[str, ...]:
     """The folders a bundle's modules may come from: this checkout's package and this interpreter's standard
     library.  A bundle copied along with the checkout (a host's plugin cache copies folders) names the folders
     of the original, so it is not used: its code would be the original's, not this copy's."""
-    stdlib = getattr(sys, "_stdlib_dir", None) or os.path.dirname(os.__file__)
-    return os.path.join(plugin_root, "agentmsg", ""), os.path.join(stdlib, "")
+    stdlib = getattr(sys, "_stdlib_dir", None) or _stdlib_of_os()
+    return f"{plugin_root.rstrip('/')}/agentmsg/", f"{stdlib.rstrip('/')}/"
+
+
+def _stdlib_of_os() -> str:
+    import os  # Python 3.10 has no sys._stdlib_dir
+
+    return os.path.dirname(os.__file__)
 
 
 def header(plugin_root: str) -> bytes:
@@ -76,8 +86,8 @@ def path_for(plugin_root: str) -> tuple[str, str]:
     name = f"hooks.{sys.implementation.cache_tag}.bundle"
     prefix = sys.pycache_prefix
     if prefix:
-        return prefix, "/".join([*plugin_root.strip(os.sep).split(os.sep), "agentmsg", name])
-    return os.path.join(plugin_root, "agentmsg"), f"__pycache__/{name}"
+        return prefix, "/".join([*plugin_root.strip("/").split("/"), "agentmsg", name])
+    return f"{plugin_root.rstrip('/')}/agentmsg", f"__pycache__/{name}"
 
 
 class Code:
@@ -90,7 +100,7 @@ class Code:
     def read(self, offset: int, length: int) -> bytes | memoryview:
         if self.data is not None:
             return self.data[offset:offset + length]
-        got = os.pread(self.fd, length, self.start + offset)
+        got = posix.pread(self.fd, length, self.start + offset)
         if len(got) != length:
             raise ValueError("the bundle was cut short")
         return got
@@ -99,7 +109,7 @@ class Code:
         if self.fd >= 0:
             fd, self.fd = self.fd, -1
             try:
-                os.close(fd)
+                posix.close(fd)
             except OSError:
                 pass
 
@@ -123,8 +133,12 @@ class Finder(_Loader):
             return None
         try:
             is_pkg, origin, mtime_ns, size, offset, length = entry
-            st = os.stat(origin)
+            st = posix.stat(origin)
             fresh = st.st_mtime_ns == mtime_ns and st.st_size == size
+            if fresh and _extension(origin):
+                spec = ModuleSpec(name, ExtensionFileLoader(name, origin), origin=origin)
+                spec.has_location = True
+                return spec
             code = marshal.loads(self.code.read(offset, length)) if fresh else None
         except Exception:  # a source gone, an entry or code that does not read: the ordinary import
             fresh, code = False, None
@@ -134,7 +148,7 @@ class Finder(_Loader):
         spec = ModuleSpec(name, self, origin=origin, is_package=is_pkg, loader_state=code)
         spec.has_location = True
         if is_pkg:
-            spec.submodule_search_locations = [os.path.dirname(origin)]
+            spec.submodule_search_locations = [origin.rpartition("/")[0]]
         return spec
 
     def create_module(self, spec: "Any") -> None:
@@ -156,7 +170,7 @@ def load(plugin_root: str, where: tuple[str, str] | None = None) -> Finder:
         where = None
     if where is not None:
         try:
-            fd = os.open(os.path.join(*where), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+            fd = posix.open(f"{where[0].rstrip('/')}/{where[1]}", posix.O_RDONLY | posix.O_NOFOLLOW | posix.O_CLOEXEC)
         except FileNotFoundError:
             fd = -1
         except OSError:  # a symlink (ELOOP), a folder, no permission
@@ -165,7 +179,7 @@ def load(plugin_root: str, where: tuple[str, str] | None = None) -> Finder:
             entries, code = _index(fd, header(plugin_root))
             refused = not entries
             if code is None:
-                os.close(fd)
+                posix.close(fd)
     finder = Finder(plugin_root, where, entries, code)
     finder.refused = refused
     sys.meta_path.insert(0, finder)
@@ -177,15 +191,15 @@ def _index(fd: int, head: bytes) -> tuple[dict[str, Entry], Code | None]:
     of this user's that no one else can write, made for ``head``, and exactly as long as its index says (a
     bundle cut short is distrusted whole); else nothing."""
     try:
-        st = os.fstat(fd)
-        if not (st.st_mode & 0o170000 == 0o100000 and st.st_uid == os.geteuid() and not st.st_mode & 0o022):
+        st = posix.fstat(fd)
+        if not (st.st_mode & 0o170000 == 0o100000 and st.st_uid == posix.geteuid() and not st.st_mode & 0o022):
             return {}, None
-        first = os.pread(fd, len(head) + 4, 0)
+        first = posix.pread(fd, len(head) + 4, 0)
         if first[:len(head)] != head or len(first) != len(head) + 4:
             return {}, None
         size = int.from_bytes(first[len(head):], "little")
         start = len(first) + size
-        packed = os.pread(fd, size, len(first))
+        packed = posix.pread(fd, size, len(first))
         index = marshal.loads(packed) if len(packed) == size else None
         if not _sound(index, st.st_size - start):
             return {}, None
@@ -257,7 +271,7 @@ def _save(finder: Finder) -> None:
 
             base, rel = finder.where
             if finder.refused:  # never write through it, nor keep its permission bits
-                os.unlink(os.path.join(base, rel))
+                posix.unlink(f"{base.rstrip('/')}/{rel}")
             fsio.write_outside(base, rel, pack(header(finder.plugin_root), modules), create_base=False)
     except Exception:  # a cache: the next run tries again
         pass
@@ -277,7 +291,7 @@ def _collect(finder: Finder) -> dict[str, Module]:
         if name in sys.modules:
             continue  # taken from this process below
         try:
-            st = os.stat(entry[1])
+            st = posix.stat(entry[1])
             if (st.st_mtime_ns, st.st_size) == (entry[2], entry[3]):
                 modules[name] = kept(entry)
         except (OSError, TypeError, IndexError, ValueError):
@@ -289,26 +303,36 @@ def _collect(finder: Finder) -> dict[str, Module]:
                 or not origin.startswith(own)):
             continue
         try:
-            st = os.stat(origin)
+            st = posix.stat(origin)
         except OSError:
             continue
         old = finder.entries.get(name)
         if spec.loader is finder and old is not None:
             modules[name] = kept(old)  # served from the bundle, so it matched its source a moment ago
             continue
-        code = _compiled(getattr(spec, "cached", None), st)
+        code = b"" if _extension(origin) else _compiled(getattr(spec, "cached", None), st)
         if code is not None:
             modules[name] = (spec.submodule_search_locations is not None, origin, st.st_mtime_ns, st.st_size, code)
     return modules
 
 
 def _source(module: object) -> str | None:
-    """The source file of a pure-Python module (None for a built-in, frozen or extension module)."""
-    origin = getattr(getattr(module, "__spec__", None), "origin", None)
-    return origin if isinstance(origin, str) and origin.endswith(".py") else None
+    """The source file of a pure-Python module, or the file of an extension module (None for a built-in or
+    frozen module, or one from a zip)."""
+    spec = getattr(module, "__spec__", None)
+    origin = getattr(spec, "origin", None)
+    if not isinstance(origin, str):
+        return None
+    if origin.endswith(".py"):
+        return origin
+    return origin if _extension(origin) and isinstance(getattr(spec, "loader", None), ExtensionFileLoader) else None
 
 
-def _compiled(cached: object, source: os.stat_result) -> bytes | None:
+def _extension(origin: str) -> bool:
+    return origin.endswith(tuple(EXTENSION_SUFFIXES))
+
+
+def _compiled(cached: object, source: "posix.stat_result") -> bytes | None:
     """The marshalled code of a ``.pyc`` written for exactly this source (timestamp-checked), else None."""
     if not isinstance(cached, str):
         return None

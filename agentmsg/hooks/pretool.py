@@ -18,11 +18,11 @@ in ``ROOT/hooks.log``.  Lean: stdlib and agentmsg's lean modules only.
 
 from __future__ import annotations
 
-import os
+import posix
 import sys
 import time
 
-from agentmsg import records
+from agentmsg import pathops, records
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def main(host: str, argv: list[str] | None = None) -> int:
         args = list(sys.argv[3:] if argv is None else argv)
         if len(args) >= 3:
             runtime, index, pins = args[:3]
-            root = os.path.dirname(index)
+            root = pathops.dirname(index)
         else:
             root = state_root()
             runtime, index, pins = runtime_of(host), *_files(root)
@@ -57,7 +57,7 @@ def main(host: str, argv: list[str] | None = None) -> int:
         if line:
             from agentmsg.hosts import registry  # only to refuse: each host's own output shape
 
-            os.write(1, records.dumps_plain(registry.get_or_nothing(host).refusal(line)).encode())
+            posix.write(1, records.dumps_plain(registry.get_or_nothing(host).refusal(line)).encode())
     except BaseException as exc:  # fail open: an edit is never refused because agentmsg's state is damaged
         _log(root, host, exc)
     return 0
@@ -66,13 +66,13 @@ def main(host: str, argv: list[str] | None = None) -> int:
 def _files(root: str) -> tuple[str, str]:
     from agentmsg.backends.file import layout
 
-    return os.path.join(root, layout.CLAIMS), os.path.join(root, layout.PINS)
+    return pathops.join(root, layout.CLAIMS), pathops.join(root, layout.PINS)
 
 
 def state_root() -> str:
     from agentmsg.paths import resolve_root_str
 
-    return resolve_root_str(None, os.environ)[0]
+    return resolve_root_str(None)[0]
 
 
 def _log(root: str, host: str, exc: BaseException) -> None:
@@ -83,14 +83,14 @@ def log_failing_open(root: str, what_failed: str, exc: BaseException) -> None:
     """One line in ``ROOT/hooks.log`` for a tool hook that let the call through because of ``exc``; never
     raises (the pre-tool and the edit hooks)."""
     try:
-        if not root or not os.path.isdir(root):
+        if not root or not pathops.isdir(root):
             return
         from agentmsg import fsio
         from agentmsg.backends.file import layout
 
         why = f"{type(exc).__name__}: {exc}".replace("\n", " ")[:400]
         line = f"{records.now_utc()} {what_failed} (failing open): {why}\n"
-        fsio.append(os.path.join(root, layout.HOOKS_LOG), line.encode("utf-8", "backslashreplace"), durable=False)
+        fsio.append(pathops.join(root, layout.HOOKS_LOG), line.encode("utf-8", "backslashreplace"), durable=False)
     except BaseException:  # nowhere left to report to
         pass
 
@@ -101,22 +101,20 @@ class Damaged(ValueError):
 
 def read_json(path: str) -> Any:
     """A derived file's JSON: None when absent; Damaged when it is not a plain file or not JSON."""
-    import stat
-
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = posix.open(path, posix.O_RDONLY | posix.O_NOFOLLOW | posix.O_NONBLOCK)
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise Damaged(f"{path}: {exc}") from None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        if posix.fstat(fd).st_mode & 0o170000 != 0o100000:
             raise Damaged(f"{path} is not a plain file")
         chunks = []
-        while chunk := os.read(fd, 1 << 16):
+        while chunk := posix.read(fd, 1 << 16):
             chunks.append(chunk)
     finally:
-        os.close(fd)
+        posix.close(fd)
     try:
         return records.loads(b"".join(chunks)) if chunks else None
     except ValueError:
@@ -145,7 +143,7 @@ def decide(runtime: str, raw: bytes, index_path: str, pins_dir: str) -> str | No
     if not theirs:
         return None
     given = data.get("cwd")
-    cwd = given if isinstance(given, str) else os.getcwd()
+    cwd = given if isinstance(given, str) else posix.getcwd()
     for target in targets(str(data.get("tool_name") or ""), data.get("tool_input")):
         hit = held(theirs, index["repos"], cwd, target)
         if hit is not None:
@@ -164,7 +162,7 @@ def bindings(pins_dir: str, pin: str) -> dict[str, str]:
     """The session's collaborations -> its alias there, from the pin index (``pins/<key>.json``)."""
     from agentmsg.paths import pin_key
 
-    doc = read_json(os.path.join(pins_dir, f"{pin_key(pin)}.json"))
+    doc = read_json(pathops.join(pins_dir, f"{pin_key(pin)}.json"))
     if doc is None:
         return {}
     entries = doc.get("bindings") if isinstance(doc, dict) else None
@@ -175,18 +173,27 @@ def bindings(pins_dir: str, pin: str) -> dict[str, str]:
 
 
 def held(theirs: list[dict[str, Any]], repos: dict[str, str], cwd: str, target: str) -> dict[str, Any] | None:
+    """The claim covering what ``target`` names: the path itself (a link's own name, for ``rm`` or ``mv``) and,
+    when it is a symbolic link, the file it leads to (an edit through a link writes that file)."""
+    path = pathops.normpath(pathops.join(cwd, target))
+    hit = _covering(theirs, repos, path)
+    if hit is None and pathops.islink(path):
+        hit = _covering(theirs, repos, pathops.realpath(path))
+    return hit
+
+
+def _covering(theirs: list[dict[str, Any]], repos: dict[str, str], path: str) -> dict[str, Any] | None:
     from agentmsg.domain import globs
     from agentmsg.runtime import gitrepo
 
-    path = os.path.normpath(os.path.join(cwd, target))
-    folder = path if os.path.isdir(path) else os.path.dirname(path)
-    while folder and not os.path.isdir(folder):  # a file (or folder) about to be created
-        folder = os.path.dirname(folder)
+    folder = path if pathops.isdir(path) else pathops.dirname(path)
+    while folder and not pathops.isdir(folder):  # a file (or folder) about to be created
+        folder = pathops.dirname(folder)
     repo = gitrepo.identify(folder or "/", repos)
     if repo is None:
         return None
-    real = os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
-    top = os.path.realpath(repo.top)
+    real = pathops.join(pathops.realpath(pathops.dirname(path)), pathops.basename(path))
+    top = pathops.realpath(repo.top)
     if real != top and not real.startswith(top + "/"):
         return None
     rel = real[len(top) + 1:] or "."
@@ -337,7 +344,7 @@ def _command_targets(argv: list[str]) -> list[str]:
         argv = argv[1:]
     if not argv:
         return []
-    name = os.path.basename(argv[0])
+    name = pathops.basename(argv[0])
     rest = argv[1:]
     plain = [a for a in rest if not a.startswith("-")]
     after = rest[rest.index("--") + 1:] if "--" in rest else None

@@ -4,13 +4,12 @@ Each host module (``claude``, ``codex``, ``gemini``, ``copilot``, ``opencode``, 
 defines one subclass and one instance, ``HOST``; ``hosts.registry`` maps names and pin runtimes to them,
 as pre-commit maps names to languages.  Code outside ``hosts/`` asks the registry and never names a host.
 
-Lean: the hooks import every host module on every run, so these modules import only ``os`` at run time
-and keep anything heavier (``json``, ``subprocess``, the installers) inside the functions that need it.
+Lean: the hooks import the host they serve (the pre-tool hook to refuse a tool call, which imports no ``os``:
+agentmsg/pathops.py), so these modules import nothing at run time and keep ``os`` and anything heavier
+(``json``, ``subprocess``, the installers) inside the functions that need them.
 """
 
 from __future__ import annotations
-
-import os
 
 from agentmsg import PACKAGE_DIR
 
@@ -151,6 +150,8 @@ class NotifyError(Exception):
 
 def scrubbed(program: str) -> dict[str, str]:
     """The whole environment a doorbell program gets: none of the sender's tokens or keys."""
+    import os
+
     return {"PATH": os.path.dirname(program) or os.defpath, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
 
 
@@ -191,6 +192,8 @@ def home_of(env: Mapping[str, str]) -> str:
 
 def config_dir(env: Mapping[str, str], var: str, *default: str) -> str:
     """A host's folder: its variable when set, else ``~/<default...>``."""
+    import os
+
     return env.get(var) or os.path.join(home_of(env), *default)
 
 
@@ -230,6 +233,8 @@ def sh_quote(value: str) -> str:
 
 def _beside(package_dir: str, *parts: str) -> str | None:
     """A plugin file for the package in ``package_dir``: in its checkout, or in a wheel's ``_plugin``."""
+    import os
+
     for cand in (os.path.join(os.path.dirname(package_dir), *parts), os.path.join(package_dir, "_plugin", *parts)):
         if os.path.isfile(cand):
             return cand
@@ -248,6 +253,8 @@ def hook_script(package_dir: str) -> str | None:
 
 def cli_command(host: Host, env: Mapping[str, str], package_dir: str | None = None) -> str:
     """The agentmsg command, as the shell of ``host`` can run it."""
+    import os
+
     explicit = env.get("AGENTMSG_CLI")
     if explicit:
         return sh_quote(explicit)

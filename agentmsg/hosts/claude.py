@@ -8,8 +8,6 @@ protocol of the socket in ``CLAUDE_CODE_MESSAGING_SOCKET``.
 
 from __future__ import annotations
 
-import os
-
 from agentmsg.hosts.base import Host, NotifyError
 
 TYPE_CHECKING = False
@@ -109,6 +107,8 @@ class Claude(Host):
 def _session_note(home: str, pid: int, session: str) -> dict[str, Any]:
     """Claude Code's own note on this process (``~/.claude/sessions/<pid>.json``, internal): its version and
     peer protocol, so the socket is used only where it was checked (docs/DELIVERY.md, "Wake-ups")."""
+    import os
+
     from agentmsg import fsio, records
 
     raw = fsio.read_bytes(os.path.join(home, ".claude", "sessions", f"{pid}.json")) if home.startswith("/") else None
@@ -145,6 +145,7 @@ def peer_socket(path: str, line: str) -> None:
     Only a socket of this user: a path a peer planted elsewhere is never connected to.
     """
     import json
+    import os
     import socket
     import stat
 

@@ -8,8 +8,6 @@ agent's shell has ``CODEX_THREAD_ID``; the plugin's ``bin/`` is not on the shell
 
 from __future__ import annotations
 
-import os
-
 from agentmsg.hosts.base import (
     Host,
     NotifyError,
@@ -74,6 +72,8 @@ class Codex(Host):
         ``PLUGIN_ROOT``, user hooks not) while agentmsg is also enabled as a Codex plugin in
         ``$CODEX_HOME/config.toml``: both copies would run every hook, so the user copy stays silent and the
         plugin's runs (each hook once).  ``agentmsg doctor`` still reports the duplicate install."""
+        import os
+
         if env.get("PLUGIN_ROOT"):
             return False
         path = os.path.join(home(env), "config.toml")
@@ -149,6 +149,7 @@ def plugin_enabled(lines: list[str]) -> bool:
 
 def queue(thread: str, line: str, codex_home: object, exe: object = None) -> None:
     """``codex queue``: ``codex`` on PATH, else the binary the recipient's own session runs."""
+    import os
     import shutil
 
     program = shutil.which("codex")

@@ -8,12 +8,12 @@ commit it is its git common directory (``gitdir:<path>``), which its worktrees s
 hook's path); :func:`identify` asks git for the root commit (a process, so only where a claim is made or the
 claims index names no key for this repository yet).
 
-Lean: ``os`` only; ``subprocess`` when git is asked.
+Lean: :mod:`agentmsg.pathops` (the pre-tool hook imports no ``os``); ``os`` and ``subprocess`` when git is asked.
 """
 
 from __future__ import annotations
 
-import os
+from agentmsg import pathops
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -35,15 +35,15 @@ class Repo:
 def find(start: str) -> tuple[str, str] | None:
     """``(top, common dir)`` of the working tree holding ``start`` (a directory), from the files alone; None
     outside any."""
-    here = os.path.realpath(start)
+    here = pathops.realpath(start)
     while True:
-        dot = os.path.join(here, ".git")
-        if os.path.isdir(dot):
+        dot = pathops.join(here, ".git")
+        if pathops.isdir(dot):
             return here, dot
-        if os.path.isfile(dot):
+        if pathops.isfile(dot):
             common = _common_of_file(here, dot)
             return (here, common) if common else None
-        up = os.path.dirname(here)
+        up = pathops.dirname(here)
         if up == here:
             return None
         here = up
@@ -58,16 +58,17 @@ def _common_of_file(top: str, dot: str) -> str | None:
         return None
     if not line.startswith("gitdir:"):
         return None
-    gitdir = os.path.join(top, line[len("gitdir:"):].strip())
+    gitdir = pathops.join(top, line[len("gitdir:"):].strip())
     try:
-        with open(os.path.join(gitdir, "commondir"), encoding="utf-8") as fh:
-            common = os.path.join(gitdir, fh.readline().strip())
+        with open(pathops.join(gitdir, "commondir"), encoding="utf-8") as fh:
+            common = pathops.join(gitdir, fh.readline().strip())
     except OSError:
         common = gitdir
-    return os.path.realpath(common)
+    return pathops.realpath(common)
 
 
 def _git(cwd: str, *args: str) -> str | None:
+    import os
     import subprocess
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
@@ -83,7 +84,7 @@ def key_of(top: str, common: str) -> str:
     """The repository's key: its smallest root commit, or (no commit yet) its common directory."""
     out = _git(top, "rev-list", "--max-parents=0", "HEAD")
     roots = sorted(line.strip() for line in (out or "").splitlines() if line.strip())
-    return f"root:{roots[0]}" if roots else f"gitdir:{os.path.realpath(common)}"
+    return f"root:{roots[0]}" if roots else f"gitdir:{pathops.realpath(common)}"
 
 
 def identify(start: str, known: Mapping[str, str] | None = None) -> Repo | None:

