@@ -312,7 +312,8 @@ def words(cmd: str) -> list[str]:
 
 def shell_targets(cmd: str) -> list[str]:
     """Files a shell command would write: redirections (``>``, ``>>``, ``&>``), ``tee``, ``sed -i``, ``rm``,
-    ``mv``, ``cp`` (its destination), ``truncate``/``touch``/``dd of=``, ``git checkout -- PATHS``/``git restore``.
+    ``mv``, ``cp`` (its destination), ``truncate``/``touch``/``dd of=``, ``git checkout -- PATHS``/``git restore``/
+    ``git rm``/``git mv``.
     Anything else (an interpreter writing a file, a variable holding a path, ``find -delete``) is not seen:
     docs/CLAIMS.md, "Limits"."""
     toks = words(cmd)
@@ -348,8 +349,8 @@ def _command_targets(argv: list[str]) -> list[str]:
     rest = argv[1:]
     plain = [a for a in rest if not a.startswith("-")]
     after = rest[rest.index("--") + 1:] if "--" in rest else None
-    if name == "git" and rest[:1] in (["checkout"], ["restore"]):
-        if rest[0] == "restore":
+    if name == "git" and rest[:1] in (["checkout"], ["restore"], ["rm"], ["mv"]):
+        if rest[0] != "checkout":  # git restore/rm/mv PATHS: each path named is written, removed or moved
             return [a for a in rest[1:] if not a.startswith("-")]
         return after or []
     if name == "sed":
