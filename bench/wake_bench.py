@@ -80,7 +80,8 @@ def _human_turn(tui: Tui, count: Callable[[], int], text: str) -> None:
     time.sleep(2.5)  # Stop hooks ran, the waiter is armed, the minimum gap has passed
 
 
-def _timed(ring: Callable[[str], None], count: Callable[[], int], last: Callable[[], str]) -> Sample:
+def _timed(ring: Callable[[str], None], count: Callable[[], int], last: Callable[[], str],
+           tui: Tui | None = None) -> Sample:
     tag = f"BENCH-{uuid.uuid4().hex[:8]}"
     n = count()
     t0 = time.perf_counter()
@@ -89,7 +90,7 @@ def _timed(ring: Callable[[str], None], count: Callable[[], int], last: Callable
     deadline = time.monotonic() + 30
     while count() == n:
         if time.monotonic() > deadline:
-            raise AssertionError(f"no woken request for {tag}")
+            raise AssertionError(f"no woken request for {tag}\n" + (tui.screen() if tui else ""))
         time.sleep(0.01)
     took = time.perf_counter() - t0
     assert tag in last(), f"the woken request lacks {tag}"
@@ -138,7 +139,8 @@ def run_claude(samples: int, mode: str) -> list[Sample]:
             out = []
             for i in range(samples):
                 _human_turn(tui, count, f"human {i}")
-                out.append(_timed(ring, count, last))
+                out.append(_timed(ring, count, last, tui))
+                print(f"claude-{mode}: {out[-1][0]:.2f} s", file=sys.stderr, flush=True)
             return out
         finally:
             tui.close()
@@ -180,7 +182,8 @@ def run_codex(samples: int) -> dict[str, list[Sample]]:
                 for name, ring in rings.items():
                     _human_turn(tui, count, f"human {i} {name}")
                     time.sleep(random.uniform(0, QUEUE_EVERY))  # idle for a while: any phase of its queue check
-                    out[name].append(_timed(ring, count, last))
+                    out[name].append(_timed(ring, count, last, tui))
+                    print(f"{name}: {out[name][-1][0]:.2f} s", file=sys.stderr, flush=True)
             return out
         finally:
             tui.close()

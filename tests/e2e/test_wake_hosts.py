@@ -182,8 +182,12 @@ def codex(tmp_path: Path):
 
 
 def test_codex_idle_in_its_pane_is_rung_by_tmux_with_the_message_inside_the_boundary(codex) -> None:
-    """An idle Codex with an empty prompt: guarded tmux types the doorbell (its own queue would take up to 10 s)."""
+    """An idle Codex with an empty prompt: guarded tmux pastes the doorbell (its own queue would take up to 10 s).
+    Five unacknowledged messages make the longest doorbell (typed key by key, such a line lost its Enter to a
+    newline in 5 of 12 tries; bench/wake_bench.py checks every ring)."""
     tui, stub, root, cid, pin = codex
+    for i in range(4):
+        assert _send(root, cid, f"EARLIER-{i}")["outcome"] == "wake off"
     on = agentmsg(root, "wake", "on", "--collab", cid, "--self", pin)
     assert on["facts"]["thread"] == pin.split(":", 1)[1] and on["facts"]["pane"] == "%0"
     wait_for(lambda: _turn_state(root, pin) == "idle", 10, "the first turn's Stop hook", tui)  # busy: its queue
@@ -192,6 +196,7 @@ def test_codex_idle_in_its_pane_is_rung_by_tmux_with_the_message_inside_the_boun
     wait_for(lambda: len(stub.agent_requests()) > n, 30, "the woken turn", tui)
     body = stub.agent_requests()[-1].text_blob()
     assert BOUNDARY in body and "PEER-BODY-C1" in body and body.index(BOUNDARY) < body.index("PEER-BODY-C1")
+    assert "5 new messages for reviewer" in body
     wait_for(lambda: "agentmsg:" not in _prompt_line(tui), 10, "the composer emptied", tui)
     status = agentmsg(root, "wake", "status", "--collab", cid, "--self", pin)["wake"]
     assert status["consecutive"] == 1 and not status["pending"]  # the typed line was seen as a doorbell
