@@ -42,6 +42,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 import uuid
 from collections.abc import Callable
@@ -109,7 +110,19 @@ def _send(root: Path, cid: str, mechanism: str) -> Callable[[str], None]:
 def _bind(root: Path, pin: str) -> str:
     cid = agentmsg(root, "open", "--self", "codex:peer", "--alias", "driver", "--label", "l", "--task", "t")["collab"]
     agentmsg(root, "join", "--collab", cid, "--self", pin, "--alias", "reviewer")
+    agentmsg(root, "join", "--collab", cid, "--self", "codex:bystander", "--alias", "bystander")
     return cid
+
+
+NO_RING: list[float] = []  # the same send to a participant without wake consent: CLI start-up and the store
+
+
+def _no_ring(root: Path, cid: str) -> None:
+    t0 = time.perf_counter()
+    out = agentmsg(root, "send", "--collab", cid, "--self", "codex:peer", "--to", "bystander", "--subject", "s",
+                   "--body", "no ring")
+    NO_RING.append(time.perf_counter() - t0)
+    assert out["results"][0]["wake"]["outcome"] == "wake off", out
 
 
 def _wake_on(root: Path, cid: str, pin: str) -> None:
@@ -141,9 +154,23 @@ def run_claude(samples: int, mode: str) -> list[Sample]:
                 _human_turn(tui, count, f"human {i}")
                 out.append(_timed(ring, count, last, tui))
                 print(f"claude-{mode}: {out[-1][0]:.2f} s", file=sys.stderr, flush=True)
+                _no_ring(root, cid)
             return out
         finally:
             tui.close()
+
+
+def _at_phase(checked: float | None, phase: float) -> None:
+    """Wait until ``phase`` seconds after a check of Codex's queue (they come every ``QUEUE_EVERY`` s from the last
+    one seen), so the rings of one round meet its check at the same phase; before any was seen, ``phase`` s."""
+    now = time.perf_counter()
+    if checked is None:
+        time.sleep(phase)
+        return
+    at = checked + phase
+    while at < now:
+        at += QUEUE_EVERY
+    time.sleep(at - now)
 
 
 def run_codex(samples: int) -> dict[str, list[Sample]]:
@@ -178,12 +205,17 @@ def run_codex(samples: int) -> dict[str, list[Sample]]:
             rings = {"tmux (Codex)": _send(root, by_tmux, "tmux"), "codex-queue": _send(root, by_queue, "codex-queue"),
                      QUEUE_ALONE: alone}
             out: dict[str, list[Sample]] = {name: [] for name in rings}
+            checked: float | None = None  # when a queued ring last started its turn: a check of the queue
             for i in range(samples):
+                phase = random.uniform(0, QUEUE_EVERY)  # the same for each ring of this round
                 for name, ring in rings.items():
                     _human_turn(tui, count, f"human {i} {name}")
-                    time.sleep(random.uniform(0, QUEUE_EVERY))  # idle for a while: any phase of its queue check
+                    _at_phase(checked, phase)
                     out[name].append(_timed(ring, count, last, tui))
+                    if name != "tmux (Codex)":
+                        checked = time.perf_counter()
                     print(f"{name}: {out[name][-1][0]:.2f} s", file=sys.stderr, flush=True)
+                _no_ring(root, by_tmux)
             return out
         finally:
             tui.close()
@@ -215,21 +247,34 @@ def report(results: dict[str, list[Sample]], samples: int) -> str:
         totals = [s[0] for s in xs]
         lines.append(f"| {name} | {med(name):.2f} s | {p90(totals):.2f} s | {med(name, 1):.2f} s | "
                      f"{statistics.median(s[0] - s[1] for s in xs):.2f} s | {med(name) / base:.1f}x |")
-    lines += [
-        "",
-        "Where the time goes. The sending process is CLI start-up (about 0.17 s), the store and the ring. Claude's",
-        "waiter polls for the ring file every 0.1 s and exits; Claude starts the turn 0.2 to 0.4 s later. tmux pays",
-        "its 200 ms between the text and its Enter (a TUI may swallow an Enter sent in the same burst) and the",
-        "guard's tmux calls; the host then asks the model within about 0.1 s. `codex queue` returns at once (the",
-        "message is stored in `$CODEX_HOME/queue_1.sqlite`), but the Codex TUI reads its queue only every 10 s: a",
-        "message queued at any time before a check waits for it (probed by queueing 0.2 to 30 s after a turn: every",
-        "one started at the next check, 10 s apart), so a queued ring waits 0 to 10 s whoever queues it, as",
-        f"`codex queue` alone shows ({med(QUEUE_ALONE):.2f} s here, against {med('codex-queue'):.2f} s through "
-        "agentmsg). `codex queue --resume` does not help: it",
-        "needs a Codex daemon, and the TUI is none. So an idle Codex whose pane the guard passes (no draft, no",
-        "dialog, no running turn, no typing in the last 5 s) is rung by guarded tmux first; a busy Codex, a draft,",
-        "or a session outside tmux still gets `codex queue`, which keeps the draft and waits behind a turn.", "",
-    ]
+    pairs = [a[0] - b[0] for a, b in zip(results.get("codex-queue", []), results.get(QUEUE_ALONE, []), strict=True)]
+    pairs = pairs[1:] or [0.0]  # the first round's codex-queue ring came before any check was seen: not matched
+    if NO_RING:
+        lines.append(f"| no ring: `agentmsg send` to a session without wake consent | | | "
+                     f"{statistics.median(NO_RING):.2f} s | | |")
+    why = (
+        "Where the time goes. The sending process is CLI start-up and the store (the no-ring row), plus the ring. "
+        "Claude's waiter polls for the ring file every 0.1 s and exits; Claude starts the turn 0.2 to 0.4 s later. "
+        "tmux pastes the doorbell and waits 200 ms before its Enter (a TUI may take an Enter in the same burst for "
+        "a newline), plus the guard's tmux calls; the host then asks the model within about 0.1 s. `codex queue` "
+        "returns at once (the message is stored in `$CODEX_HOME/queue_1.sqlite`), but the Codex TUI reads its "
+        "queue only every 10 s: a message queued at any time before a check waits for it (probed by queueing 0.2 "
+        "to 30 s after a turn: every one started at the next check, 10 s apart), so a queued ring waits 0 to 10 s "
+        f"whoever queues it, as `codex queue` alone shows ({med(QUEUE_ALONE):.2f} s here, against "
+        f"{med('codex-queue'):.2f} s through agentmsg; rung at the same phase of the check, the "
+        f"median of the pairs' differences is {statistics.median(pairs):+.2f} s; in "
+        f"{sum(d > QUEUE_EVERY / 2 for d in pairs)} of {len(pairs)} pairs the ring through agentmsg, its process "
+        "the slower, missed the check the command alone made and waited 10 s more; the first round, before a check "
+        "was seen, is left out). "
+        "`codex queue --resume` does not help: it needs a Codex daemon, and the TUI is none. So an idle Codex "
+        "whose pane the guard passes (no draft, no dialog, no running turn, no typing in the last 5 s) is rung by "
+        "guarded tmux first; a busy Codex, a draft, or a session outside tmux still gets `codex queue`, which "
+        "keeps the draft and waits behind a turn."
+    )
+    if NO_RING:
+        why += (f" Load: the no-ring send took {statistics.median(NO_RING):.2f} s here, against about 0.17 s on an "
+                "idle machine (\"The house, side by side\"); every sending process above carries the same load.")
+    lines += ["", *textwrap.wrap(why, 110), ""]
     return "\n".join(lines)
 
 
@@ -239,7 +284,7 @@ def write_md(text: str) -> None:
     if SECTION in doc:
         head, _, rest = doc.partition(SECTION)
         nxt = rest.find("\n## ")
-        doc = head + text + (rest[nxt + 1:] if nxt >= 0 else "")
+        doc = head + text.rstrip("\n") + "\n\n" + (rest[nxt + 1:] if nxt >= 0 else "")
     else:
         doc = doc.rstrip("\n") + "\n\n" + text
     path.write_text(doc)
