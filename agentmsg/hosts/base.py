@@ -52,9 +52,9 @@ class Host:
     #: Whether it has a wake-up of its own beside a tmux pane (Claude's waiter, ``codex queue``): without one,
     #: ``wake on`` needs the session's own tmux pane.
     native_wake = False
-    #: Whether guarded tmux rings an idle session before the host's own wake-up, because that one is slow (Codex:
-    #: ``codex queue`` starts a turn 3 to 7 s later, a typed doorbell in about 0.3 s; docs/BENCHMARKS.md).  A busy
-    #: session, a pane not verified or a guard that refuses (a draft, a dialog) fall back to the host's own.
+    #: Whether guarded tmux rings an idle session before the host's own wake-up, because that one is slow (Codex
+    #: reads its ``codex queue`` every 10 s; a pasted doorbell starts a turn in about 0.3 s; docs/BENCHMARKS.md).
+    #: A busy session, a pane not verified or a guard that refuses (a draft, a dialog) fall back to the host's own.
     tmux_first = False
     #: Wake mechanisms that retry on their own: a deferred ring through them needs no retrier.
     self_retrying: tuple[str, ...] = ()

@@ -9,8 +9,8 @@ fixed by agentmsg (``tmux``, the host's own CLI), run with a scrubbed environmen
 * **The host's own** (``Host.ring`` in ``agentmsg/hosts/``): a waiter, a
   peer socket, a queue command.
 * **Then, or for any other host:** guarded tmux.
-* **Except** for a host whose own is slow (``Host.tmux_first``: ``codex queue``
-  starts a turn 3 to 7 s later): while it is idle, guarded tmux first when the
+* **Except** for a host whose own is slow (``Host.tmux_first``: Codex reads its
+  ``codex queue`` every 10 s): while it is idle, guarded tmux first when the
   guard passes (about 0.3 s), else its own (which keeps a draft).
 
 Before tmux types, the pane must still be the session's own (``runtime/panes.py``:
