@@ -51,6 +51,10 @@ class Host:
     #: Whether it has a wake-up of its own beside a tmux pane (Claude's waiter, ``codex queue``): without one,
     #: ``wake on`` needs the session's own tmux pane.
     native_wake = False
+    #: Whether guarded tmux rings an idle session before the host's own wake-up, because that one is slow (Codex
+    #: reads its ``codex queue`` every 10 s; a pasted doorbell starts a turn in about 0.3 s; docs/BENCHMARKS.md).
+    #: A busy session, a pane not verified or a guard that refuses (a draft, a dialog) fall back to the host's own.
+    tmux_first = False
     #: Wake mechanisms that retry on their own: a deferred ring through them needs no retrier.
     self_retrying: tuple[str, ...] = ()
     #: The session facts ``facts`` adds (the recorded file keeps only known fields).

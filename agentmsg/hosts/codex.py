@@ -40,6 +40,7 @@ class Codex(Host):
     bin_on_path = False
     queues = True
     native_wake = True
+    tmux_first = True  # its queue starts a turn seconds later; tmux when the pane is safe (runtime/wakeup.py)
     notify_adapter = QUEUE
     fact_fields = ("thread", "codex_home")
     program = "codex"

@@ -18,7 +18,16 @@ import pytest
 
 from tests.support.hosts.harness import REPO_ROOT
 from tests.support.hosts.stubs import AnthropicStub, OpenAIResponsesStub, shell
-from tests.support.hosts.tui import Tui, agentmsg, claude_tui, codex_tui, forget_socket, plugin_without_waiter, wait_for
+from tests.support.hosts.tui import (
+    Tui,
+    agentmsg,
+    claude_tui,
+    codex_tui,
+    forget_pane,
+    forget_socket,
+    plugin_without_waiter,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.hosts, pytest.mark.tui]
 
@@ -172,16 +181,48 @@ def codex(tmp_path: Path):
             tui.close()
 
 
-def test_codex_wake_on_queues_a_turn_with_the_message_inside_the_boundary(codex) -> None:
+def test_codex_idle_in_its_pane_is_rung_by_tmux_with_the_message_inside_the_boundary(codex) -> None:
+    """An idle Codex with an empty prompt: guarded tmux pastes the doorbell (its own queue would take up to 10 s).
+    Five unacknowledged messages make the longest doorbell (typed key by key, such a line lost its Enter to a
+    newline in 5 of 12 tries; bench/wake_bench.py checks every ring)."""
     tui, stub, root, cid, pin = codex
+    for i in range(4):
+        assert _send(root, cid, f"EARLIER-{i}")["outcome"] == "wake off"
     on = agentmsg(root, "wake", "on", "--collab", cid, "--self", pin)
     assert on["facts"]["thread"] == pin.split(":", 1)[1] and on["facts"]["pane"] == "%0"
-    time.sleep(1)
+    wait_for(lambda: _turn_state(root, pin) == "idle", 10, "the first turn's Stop hook", tui)  # busy: its queue
     n = len(stub.agent_requests())
-    assert _send(root, cid, "PEER-BODY-C1") == {"outcome": "rang", "mechanism": "codex-queue"}
+    assert _send(root, cid, "PEER-BODY-C1") == {"outcome": "rang", "mechanism": "tmux"}
     wait_for(lambda: len(stub.agent_requests()) > n, 30, "the woken turn", tui)
     body = stub.agent_requests()[-1].text_blob()
     assert BOUNDARY in body and "PEER-BODY-C1" in body and body.index(BOUNDARY) < body.index("PEER-BODY-C1")
+    assert "5 new messages for reviewer" in body
+    wait_for(lambda: "agentmsg:" not in _prompt_line(tui), 10, "the composer emptied", tui)
+    status = agentmsg(root, "wake", "status", "--collab", cid, "--self", pin)["wake"]
+    assert status["consecutive"] == 1 and not status["pending"]  # the typed line was seen as a doorbell
+
+
+def test_codex_outside_tmux_is_rung_by_its_queue(codex) -> None:
+    tui, stub, root, cid, pin = codex
+    forget_pane(root, pin)  # the consent is given as by a session outside tmux
+    on = agentmsg(root, "wake", "on", "--collab", cid, "--self", pin)
+    assert "pane" not in on["facts"]
+    n = len(stub.agent_requests())
+    assert _send(root, cid, "PEER-BODY-C4") == {"outcome": "rang", "mechanism": "codex-queue"}
+    wait_for(lambda: len(stub.agent_requests()) > n, 30, "the queued turn", tui)  # Codex checks every 10 s
+    body = stub.agent_requests()[-1].text_blob()
+    assert BOUNDARY in body and "PEER-BODY-C4" in body
+
+
+def _turn_state(root: Path, pin: str) -> object:
+    """``busy`` or ``idle``, as the session's prompt and Stop hooks recorded it."""
+    from agentmsg.runtime import facts
+
+    return facts.load(str(root), pin).get("turn")
+
+
+def _prompt_line(tui: Tui) -> str:
+    return [ln for ln in tui.screen().splitlines() if ln.startswith("›")][-1]
 
 
 def test_codex_wake_off_nothing_happens_and_the_draft_survives(codex) -> None:
@@ -192,11 +233,12 @@ def test_codex_wake_off_nothing_happens_and_the_draft_survives(codex) -> None:
     tui.type("half-typed draft", enter=False)
     time.sleep(5)
     assert len(stub.agent_requests()) == n
-    assert _send(root, cid, "PEER-BODY-C3")["outcome"] == "rang"
+    assert _send(root, cid, "PEER-BODY-C3") == {"outcome": "rang", "mechanism": "codex-queue"}  # not typed into
     wait_for(lambda: len(stub.agent_requests()) > n, 30, "the woken turn", tui)
     assert "PEER-BODY-C3" in stub.agent_requests()[-1].text_blob()
+    assert "half-typed draft" not in stub.agent_requests()[-1].text_blob()
     time.sleep(1.5)
-    assert "half-typed draft" in [ln for ln in tui.screen().splitlines() if ln.startswith("›")][-1]
+    assert "half-typed draft" in _prompt_line(tui)
 
 
 def test_claude_peer_socket_wakes_when_no_waiter_is_armed_and_keeps_the_draft(tmp_path: Path) -> None:

@@ -92,6 +92,7 @@ def test_bounds_merge_gap_busy_hourly_and_consecutive() -> None:
     ("› \x1b[2mAsk Codex to do anything\x1b[0m\n", None),  # a dim placeholder is not a draft
     ("› fix the \x1b[2mtests\x1b[0m\n", "the prompt line holds a draft"),
     (" Do you want to proceed?\n ❯ 1. Yes\n   2. No\n", "a permission dialog is showing"),
+    ("• Working (3s • esc to interrupt)\n\n› \n", "a turn is running"),
     ("some output only\n", "no prompt line found"),
 ])
 def test_tmux_guard_reads_the_screen(screen: str, why: str | None) -> None:
@@ -325,6 +326,82 @@ def test_tmux_rings_an_empty_prompt_and_defers_while_a_draft_is_there(tmp_path: 
         while time.time() < deadline and not out.exists():
             time.sleep(0.2)
         assert out.read_text() == wake.doorbell(1, "bob", [first["id"]]) + "\n"
+    finally:
+        subprocess.run(["tmux", "-S", str(sock), "kill-server"], check=False)
+
+
+FAKE_CODEX = """#!/bin/sh
+printf '%s\\n' "$@" >> {log}
+"""
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_codex_idle_in_a_safe_pane_is_rung_by_tmux_else_by_its_queue(tmp_path: Path) -> None:
+    """Codex's own queue starts a turn up to 10 s later (docs/BENCHMARKS.md): an idle Codex whose pane the guard
+    passes is rung by tmux; a draft or a running turn leaves it to ``codex queue``, and nothing is typed."""
+    root, sock, out, log = tmp_path / "root", tmp_path / "tmux.sock", tmp_path / "typed.txt", tmp_path / "codex.log"
+    me = "codex:th-9"
+    cids = {}
+    for case in ("idle", "draft", "busy"):  # one binding each: each consent rings once
+        cids[case] = run_json("open", "--self", PEER, "--alias", "driver", "--label", "l", "--task", "t",
+                              root=root).doc["result"]["collab"]
+        run_json("join", "--collab", cids[case], "--self", me, "--alias", "bob", root=root)
+    fake = tmp_path / "bin" / "codex"
+    fake.parent.mkdir()
+    fake.write_text(FAKE_CODEX.format(log=log))
+    fake.chmod(0o755)
+    path = {"PATH": f"{fake.parent}:{os.environ['PATH']}"}
+    subprocess.run(["tmux", "-S", str(sock), "-f", "/dev/null", "new-session", "-d", "-x", "100", "-y", "10",
+                    sys.executable, "-c", PROMPT], check=True, env={"OUT": str(out), "PATH": "/usr/bin:/bin"})
+    try:
+        pane_pid = int(subprocess.run(["tmux", "-S", str(sock), "display", "-p", "-t", "%0", "#{pane_pid}"],
+                                      capture_output=True, text=True, check=True).stdout)
+        start = Path(f"/proc/{pane_pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+        facts = {"host": "codex", "thread": "th-9", "pid": pane_pid, "pid_start": start, "pane": "%0",
+                 "tmux_socket": str(sock)}
+        (root / "wake").mkdir(exist_ok=True)
+        from agentmsg.backends.file import layout
+
+        session = Path(layout.session_file(str(root), me, "json"))
+        session.write_text(json.dumps({"pin": me, "facts": facts, "turn": "idle", "turn_at": time.time()}))
+        for cid in cids.values():
+            _cli(root, "wake", "on", "--collab", cid, "--self", me)
+
+        def send(case: str) -> dict[str, Any]:
+            code, doc, err = run_json("send", "--collab", cids[case], "--self", PEER, "--to", "bob", "--subject",
+                                      "s", "--body", case, root=root, env=path)
+            assert code == 0, err
+            return dict(doc["result"]["results"][0])
+
+        idle = send("idle")
+        assert idle["wake"] == {"outcome": "rang", "mechanism": "tmux"}
+        deadline = time.time() + 10
+        while time.time() < deadline and not out.exists():
+            time.sleep(0.1)
+        assert out.read_text() == wake.doorbell(1, "bob", [idle["id"]]) + "\n"
+        assert not log.exists()  # its queue was not used
+
+        subprocess.run(["tmux", "-S", str(sock), "send-keys", "-t", "%0", "-l", "my draft"], check=True)
+        deadline = time.time() + 10
+        while "my draft" not in subprocess.run(["tmux", "-S", str(sock), "capture-pane", "-p", "-t", "%0"],
+                                               capture_output=True, text=True, check=True).stdout:
+            assert time.time() < deadline
+            time.sleep(0.1)
+        draft = send("draft")
+        assert draft["wake"] == {"outcome": "rang", "mechanism": "codex-queue"}
+        assert log.read_text().splitlines() == ["queue", "--thread", "th-9", "--message",
+                                                wake.doorbell(1, "bob", [draft["id"]])]
+        subprocess.run(["tmux", "-S", str(sock), "send-keys", "-t", "%0", "C-u"], check=True)  # the human clears it
+
+        log.unlink()
+        session.write_text(json.dumps({"pin": me, "facts": facts, "turn": "busy", "turn_at": time.time()}))
+        busy = send("busy")
+        assert busy["wake"] == {"outcome": "rang", "mechanism": "codex-queue"}
+        assert log.read_text().splitlines()[-1] == wake.doorbell(1, "bob", [busy["id"]])
+        screen = subprocess.run(["tmux", "-S", str(sock), "capture-pane", "-p", "-t", "%0"], capture_output=True,
+                                text=True, check=True).stdout
+        assert "my draft" not in screen and screen.count("got it") == 1  # nothing else was typed, nothing sent
+        assert out.read_text().count("\n") == 1
     finally:
         subprocess.run(["tmux", "-S", str(sock), "kill-server"], check=False)
 

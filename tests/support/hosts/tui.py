@@ -86,15 +86,25 @@ def plugin_without_waiter(tmp: Path) -> Path:
     return out
 
 
-def forget_socket(root: Path, pin: str) -> None:
-    """Drop Claude's peer socket from a session's recorded facts (as for a Claude Code without one)."""
+def forget_facts(root: Path, pin: str, *keys: str) -> None:
+    """Drop these fields from a session's recorded facts (a later ``wake on`` copies what is left)."""
     from agentmsg.backends.file import layout
 
     path = Path(layout.session_file(str(root), pin, "json"))
     doc = json.loads(path.read_text())
-    for key in ("claude_socket", "peer_protocol"):
+    for key in keys:
         doc["facts"].pop(key, None)
     path.write_text(json.dumps(doc))
+
+
+def forget_socket(root: Path, pin: str) -> None:
+    """Drop Claude's peer socket from a session's recorded facts (as for a Claude Code without one)."""
+    forget_facts(root, pin, "claude_socket", "peer_protocol")
+
+
+def forget_pane(root: Path, pin: str) -> None:
+    """Drop the tmux pane from a session's recorded facts (as for a session outside tmux)."""
+    forget_facts(root, pin, "pane", "tmux_socket")
 
 
 def claude_tui(tmp: Path, stub: AnthropicStub, *, root: Path, session: str,
