@@ -1,0 +1,280 @@
+"""Issue 32: every prompt path with mail pending is served without Python (docs/DELIVERY.md, "Rendered ahead").
+
+Several bindings and an active wake consent are rendered ahead like one binding; a prompt that comes while the
+helper renders waits for it (bounded, fail-open).  Every hook runs through ``hooks/run`` as Claude Code starts it,
+with ``AGENTMSG_PYTHON`` a shim that counts interpreter starts (``tests/runtime/test_ahead.py``'s ``Session``).
+The waits are made deterministic with a ``sleep`` on the hook's PATH that logs each call and, when asked, holds
+the launcher until the test lets it go; the helper is held with ``SIGSTOP``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from agentmsg.backends.file import ahead
+from agentmsg.domain import wake as wakerules
+from agentmsg.runtime import facts as sessionfacts
+from tests.runtime.test_ahead import PIN, Session, same_but_nonce, subjects
+from tests.support.cli_helpers import run_json
+from tests.support.facade import Draft
+from tests.support.helpers_hooks import python_dir, receipts
+
+
+@pytest.fixture
+def session(tmp_path, store, collab):
+    s = Session(tmp_path, store, collab)
+    yield s
+    pid = s.renderer_pid()
+    if pid is not None:
+        os.kill(pid, signal.SIGCONT)
+    s.stop_renderer()
+    assert not [line for line in s.log() if "Error" in line or "error" in line], s.log()
+
+
+class Sleeps:
+    """A ``sleep`` for the hooks' PATH: logs every call; while ``hold`` exists, the first call waits for it to go."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.dir = tmp / "sleep-bin"
+        self.dir.mkdir()
+        self.log, self.hold = tmp / "sleeps.log", tmp / "sleep-hold"
+        script = self.dir / "sleep"
+        script.write_text(f'#!/bin/sh\necho "$1" >> "{self.log}"\n'
+                          f'while [ -e "{self.hold}" ]; do /bin/sleep 0.01; done\nexec /bin/sleep "$@"\n')
+        script.chmod(0o755)
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"PATH": f"{self.dir}:{python_dir()}:/usr/bin:/bin"}
+
+    def calls(self) -> int:
+        return len(self.log.read_text().splitlines()) if self.log.exists() else 0
+
+
+@contextmanager
+def stopped(session: Session) -> Iterator[int]:
+    """The helper held (``SIGSTOP``): it renders nothing until the block ends."""
+    pid = helper(session)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield pid
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+def helper(session: Session) -> int:
+    """The root's helper, once it has named itself (a SessionStart hook starts it)."""
+    wait_for("the helper's pid file", lambda: session.renderer_pid() is not None)
+    pid = session.renderer_pid()
+    assert pid is not None
+    return pid
+
+
+def wait_for(what: str, cond, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
+
+
+def second_binding(store, collab, alias: str = "reviewer") -> str:
+    reg = store.open(collab.driver, "driver", "second", "another", {"adapter": "hook"})
+    store.join(reg.collab, collab.reviewer, alias)
+    return reg.collab
+
+
+def send_to(store, cid: str, who, subject: str, to: str = "reviewer") -> str:
+    (sent, *_rest) = store.send(cid, who, Draft(to=to, kind="request", priority="normal", subject=subject,
+                                                body=f"body of {subject}"))
+    return sent.message.id
+
+
+def state_of(root: Path, cid: str, alias: str = "reviewer") -> dict:
+    return json.loads((root / "collabs" / cid / "state" / f"{alias}.hook.json").read_text())
+
+
+# ---- several bindings ------------------------------------------------------------------------------
+
+
+def test_several_bindings_are_served_without_python_and_folded_into_each(session, store, collab):
+    two = second_binding(store, collab)
+    three = second_binding(store, collab)  # bound, nothing for it: its prompt still counts
+    session.start()
+    one_id = session.send("one")
+    two_id = send_to(store, two, collab.driver, "two")
+    text = session.served()
+    assert sorted(subjects(text)) == ["one", "two"]
+    assert "2 new peer messages for reviewer are unacknowledged" in text
+    session.settled()
+    root = Path(session.collab.root)
+    for cid, mid in ((collab.id, one_id), (two, two_id)):
+        recs = receipts(root, cid, "reviewer")
+        presented = [r for r in recs if r["type"] == "presented"]
+        assert [r["message"] for r in presented] == [mid] and presented[0]["pin"] == PIN
+        (done,) = [r for r in recs if r["type"] == "attempt-complete"]
+        assert done["attempt"] == presented[0]["attempt"]
+        assert not [r for r in recs if r["type"] == "ack"]
+    assert [state_of(root, c)["prompt"] for c in (collab.id, two, three)] == [1, 1, 1]
+    # The next prompt shows nothing (both shown one prompt ago), counts in every binding, and starts no Python.
+    assert session.served() == ""
+    session.settled()
+    assert [state_of(root, c)["prompt"] for c in (collab.id, two, three)] == [2, 2, 2]
+    assert len([r for r in receipts(root, two, "reviewer") if r["type"] == "presented"]) == 1  # never twice
+
+
+def test_several_bindings_show_what_the_full_hook_shows(session, store, collab):
+    two = second_binding(store, collab)
+    session.start()
+    session.send("one")
+    send_to(store, two, collab.driver, "two")
+    served = session.served()
+    session.settled()
+    root = Path(session.collab.root)
+    for cid in (collab.id, two):  # as before the first prompt: nothing shown yet
+        st = state_of(root, cid)
+        st.update(prompt=0, shown={}, high=0)
+        (root / "collabs" / cid / "state" / "reviewer.hook.json").write_text(json.dumps(st))
+    full, ran = session.hook(env={"AGENTMSG_NO_FASTPATH": "1"})
+    assert ran and same_but_nonce(served, full)
+
+
+# ---- wake consent ----------------------------------------------------------------------------------
+
+
+def _wake_on(session: Session) -> str:
+    code, _doc, err = run_json("wake", "on", "--collab", session.collab.id, "--self", PIN, root=session.collab.root)
+    assert code == 0, err
+    recs = [json.loads(line) for line in (session.collab.dir / "delivery.jsonl").read_text().splitlines()]
+    return str(next(r["consent"] for r in recs if r["type"] == "wake-on"))
+
+
+def test_an_active_wake_consent_is_served_ahead_and_the_fold_counts_the_turn(session, tmp_path):
+    session.start()
+    consent = _wake_on(session)
+    session.send("m0")
+    assert subjects(session.served()) == ["m0"]
+    session.settled()
+    assert sessionfacts.load(session.root, PIN).get("turn") == "busy"  # the prompt's turn, noted by the fold
+    assert session.state()["prompt"] == 1
+    sessionfacts.set_turn(session.root, PIN, "idle")
+    # Nothing due: still served (an empty delivery, no idle marker: every prompt counts the turn).
+    assert session.served() == ""
+    session.settled()
+    assert sessionfacts.load(session.root, PIN).get("turn") == "busy" and session.state()["prompt"] == 2
+    assert not os.path.exists(session.base + ".idle") or Path(session.base + ".idle").read_text() != Path(
+        session.base + ".gen").read_text()
+    # A ring: the next prompt's text decides what it records, so the helper says "in full" (.full), and a
+    # launcher finds that at once: no wait, and the full hook records the doorbell prompt.
+    with session.store.transaction(session.collab.id) as tx:
+        tx.append_delivery({"type": "wake-ring", "consent": consent, "alias": "reviewer", "pin": PIN,
+                            "at": time.time(), "outcome": "rang", "mechanism": "test", "messages": []})
+    wait_for("the helper's answer", lambda: _full_now(session))
+    sleeps = Sleeps(tmp_path)
+    bell = wakerules.doorbell(1, "reviewer", ["x"])
+    _text, ran = session.hook(env=sleeps.env, prompt=bell)
+    assert ran and sleeps.calls() == 0
+    recs = [json.loads(line) for line in (session.collab.dir / "delivery.jsonl").read_text().splitlines()]
+    assert [r["human"] for r in recs if r["type"] == "wake-prompt"] == [False]
+
+
+def _full_now(session: Session) -> bool:
+    try:
+        return Path(session.base + ahead.FULL).read_text() == Path(session.base + ".gen").read_text()
+    except FileNotFoundError:
+        return False
+
+
+# ---- a render in flight ----------------------------------------------------------------------------
+
+
+def test_a_prompt_during_a_render_waits_for_it_and_is_served_once(session, tmp_path):
+    session.start()
+    session.send("first")
+    assert subjects(session.served()) == ["first"]
+    session.settled()
+    session.ready()
+    sleeps = Sleeps(tmp_path)
+    sleeps.hold.touch()
+    got: dict[str, tuple[str, bool]] = {}
+    with stopped(session):
+        mid = session.send("second")  # voids the generation; the helper, held, has not rendered it
+        prompt = threading.Thread(target=lambda: got.update(out=session.hook(env=sleeps.env)))
+        prompt.start()
+        wait_for("the launcher waiting", lambda: sleeps.calls() >= 1)
+    session.ready()  # the helper rendered it while the launcher waited
+    sleeps.hold.unlink()
+    prompt.join(30)
+    text, ran = got["out"]
+    assert not ran and subjects(text) == ["second"]
+    session.settled()
+    presented = [r["message"] for r in session.receipts() if r["type"] == "presented"]
+    assert presented.count(mid) == 1
+    assert session.served() == ""  # nothing again at the next prompt
+
+
+def test_a_render_that_never_comes_costs_a_bounded_wait_then_the_full_hook(session, tmp_path):
+    session.start()
+    session.ready()
+    sleeps = Sleeps(tmp_path)
+    with stopped(session):
+        mid = session.send("late")
+        text, ran = session.hook(env=sleeps.env)
+        assert ran and subjects(text) == ["late"]
+        assert sleeps.calls() == 5  # the bound: five short sleeps, then the hook in full
+    session.ready()
+    assert session.served() == ""  # shown by the full hook: not again
+    session.settled()
+    assert [r["message"] for r in session.receipts() if r["type"] == "presented"] == [mid]
+
+
+def test_no_helper_no_wait(session, tmp_path):
+    session.start()
+    session.ready()
+    sleeps = Sleeps(tmp_path)
+    pid = helper(session)
+    os.kill(pid, signal.SIGSTOP)
+    session.send("m")  # voids the generation; the helper, held, renders nothing
+    os.kill(pid, signal.SIGKILL)  # and dies: its pid file names a process that is gone
+    wait_for("the helper gone", lambda: not Path(f"/proc/{pid}/cmdline").exists()
+             or not Path(f"/proc/{pid}/cmdline").read_bytes())
+    text, ran = session.hook(env=sleeps.env)
+    assert ran and subjects(text) == ["m"] and sleeps.calls() == 0
+
+
+@pytest.mark.parametrize("damage", ["fifo", "link", "garbage"])
+def test_damaged_files_never_hold_or_mislead_a_waiting_launcher(session, tmp_path, damage):
+    """The helper has begun a render (a generation, no answer yet) and the answer files are damaged: a FIFO or a
+    link is never read (the wait runs out, then the hook in full); a first line naming the generation with a
+    key that is not this environment's is refused by the claim (the hook in full, which folds the refusal)."""
+    session.start()
+    session.ready()
+    sleeps = Sleeps(tmp_path)
+    token = "0123456789abcdef" * 2
+    with stopped(session):
+        mid = session.send("m")
+        Path(session.base + ".gen").write_text(token + "\n")
+        target = tmp_path / "elsewhere"
+        target.write_text(token + "\n")
+        for sfx in (ahead.FULL, ahead.READY, ".idle"):
+            path = Path(session.base + sfx)
+            path.unlink(missing_ok=True)
+            if damage == "fifo":
+                os.mkfifo(path)
+            elif damage == "link":
+                path.symlink_to(target)
+            elif sfx == ahead.READY:
+                path.write_text(f"{token} 9|other|\n{{}}\n")
+        text, ran = session.hook(env=sleeps.env)
+        assert ran and subjects(text) == ["m"]
+        assert sleeps.calls() == (0 if damage == "garbage" else 5)
+    session.settled()
+    assert [r["message"] for r in session.receipts() if r["type"] == "presented"] == [mid]
