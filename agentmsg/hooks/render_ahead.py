@@ -198,9 +198,11 @@ def _render_ahead(hook: HookBase, root: str, pin: str) -> str:
     # The generation first, before the bindings and the state (as every hook reads it): a join, takeover
     # or send after this read deletes it, and what is written below is then for a generation that is gone.
     token = hook._idle_token()
-    mirrored = hook.mirrored if hook.mirrored is not None else doorbell.mirror_wanted(root, hook.env)
-    if mirrored or hook.store.replica_of is not None:
-        return "full"  # a mirrored root: each full hook makes sure its mirror runs
+    if hook.store.replica_of is not None:
+        if not hook.mirror_runs:
+            return "full"  # a replica root is rendered by its mirror alone: while it runs, the root is current
+    elif hook.mirrored if hook.mirrored is not None else doorbell.mirror_wanted(root, hook.env):
+        return "full"  # a store to mirror, and no replica yet: the full hook starts the mirror
     binds = hook._locked_call(hook.store.bound, pin)  # in the full hook's order: the text follows it
     if token is None or not binds or edits.pending(root, pin):  # collision notices: the hook shows them
         return "full"

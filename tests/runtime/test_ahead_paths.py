@@ -278,3 +278,58 @@ def test_damaged_files_never_hold_or_mislead_a_waiting_launcher(session, tmp_pat
         assert sleeps.calls() == (0 if damage == "garbage" else 5)
     session.settled()
     assert [r["message"] for r in session.receipts() if r["type"] == "presented"] == [mid]
+
+
+# ---- a replica root: its mirror renders ---------------------------------------------------------------
+
+
+def test_a_replica_root_is_rendered_ahead_by_its_mirror_and_the_receipts_reach_the_store_once(tmp_path):
+    from agentmsg.runtime import doorbell
+    from tests.runtime.test_mirror import LEAD, REVIEWER, Pair
+    from tests.support.helpers_hooks import REVIEWER_SESSION, python_shim, run_hook, starts
+
+    pair = Pair(tmp_path)
+    pair.collab = pair.cli("open", "--self", LEAD, "--alias", "lead", "--label", "mirror", "--task", "t")["collab"]
+    pair.cli("join", "--collab", pair.collab, "--self", REVIEWER, "--alias", "reviewer")
+    pair.sync_once()  # marks the root a replica
+    env = {"AGENTMSG_NO_AHEAD": "", "AGENTMSG_PYTHON": str(python_shim(tmp_path)), "AGENTMSG_SYNC_IDLE_EXIT": "120s"}
+    root = str(os.path.realpath(pair.local))
+    base = ahead.base(root, REVIEWER) or ""
+
+    def hook(event: str = "UserPromptSubmit") -> tuple[str, bool]:
+        before = starts(tmp_path)
+        res = run_hook("claude", event, tmp_path, pair.local, REVIEWER_SESSION, extra_env=env)
+        assert res.returncode == 0 and res.stderr == ""
+        return (res.text if res.stdout else ""), starts(tmp_path) > before
+
+    def settled() -> None:
+        wait_for("the mirror rendered", lambda: not os.path.lexists(base + ahead.TOOK)
+                 and ahead.current(root, REVIEWER), timeout=30)
+
+    hook("SessionStart")  # records the session's facts and starts the mirror (the root is marked a replica)
+    wait_for("the mirror", lambda: doorbell.mirroring(root), timeout=30)
+    try:
+        assert doorbell.RENDER in (doorbell.duties(root) or ())
+        mid = pair.send("reviewer", "through the mirror")
+        inbox = pair.local / "collabs" / pair.collab / "inbox" / "reviewer.jsonl"
+        wait_for("the message copied down", lambda: inbox.exists() and mid in inbox.read_text(), timeout=30)
+        settled()
+        text, ran = hook()
+        assert not ran and "through the mirror" in text and mid in text
+        settled()  # folded into the outbox, pushed, and the next prompt rendered
+        wait_for("the receipts on the store", lambda: any(
+            r["type"] == "attempt-complete" for r in receipts(pair.remote, pair.collab, "reviewer")), timeout=30)
+        presented = [r for r in receipts(pair.remote, pair.collab, "reviewer") if r["type"] == "presented"]
+        assert [r["message"] for r in presented] == [mid]
+        state = json.loads((pair.local / "collabs" / pair.collab / "state" / "reviewer.hook.json").read_text())
+        assert state["ahead"] == presented[0]["attempt"]
+        text, ran = hook()  # shown one prompt ago: nothing, and still no interpreter
+        assert not ran and text == ""
+        pair.wait_same()
+    finally:
+        pid = int((pair.local / "idle" / ahead.PID).read_text().split()[0])
+        os.kill(pid, signal.SIGTERM)
+        wait_for("the mirror gone", lambda: not doorbell.mirroring(root), timeout=30)
+    assert not os.path.exists(base + ahead.READY)  # what it rendered left with it: the next hook runs in full
+    log = pair.local / "hooks.log"
+    assert not [line for line in (log.read_text().splitlines() if log.exists() else []) if "rror" in line]
