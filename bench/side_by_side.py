@@ -13,7 +13,8 @@ process as its caller starts it, and every state it changes is put back, untimed
   prompt with 20 messages pending ``rendered ahead``; ``render in flight`` (the 20th message sent, by this
   process, just before the prompt starts: the helper is rendering while the launcher looks);
   ``several bindings`` (10 pending in each of two collaborations); ``wake consent`` (an active consent, no
-  wake-up pending); ``replica root`` (a mirrored root: ``replica.json``, a mirror holding the helper's lock);
+  wake-up pending); ``replica root`` (a replica of a file store elsewhere, its mirror ``agentmsg sync`` running,
+  started by the session's SessionStart hook: it copies the mail down and renders);
 * the CLI as an agent runs it: ``agentmsg send``, ``inbox`` and ``ack`` through the plugin's launcher
   (``bin/agentmsg``, its private environment ready) and through the console script (``.venv/bin/agentmsg``).
 
@@ -29,6 +30,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -44,7 +46,6 @@ sys.path.insert(0, str(BENCH))
 from hook_bench import TOOL_FIELDS, child_run, claude_env, resolve_interpreter, stdin_json  # noqa: E402
 from store_bench import DRIVER, REVIEWER, Snapshot, machine, new_collab, write_section  # noqa: E402
 
-from agentmsg import fsio  # noqa: E402
 from agentmsg.backends.file import ahead, layout  # noqa: E402
 from agentmsg.backends.file.store import FileStore  # noqa: E402
 from agentmsg.domain.values import Draft  # noqa: E402
@@ -85,11 +86,11 @@ class Case:
 class Root:
     """A state root with the reviewer's Claude Code session (its facts recorded by a SessionStart run)."""
 
-    def __init__(self, tmp: Path, name: str, data: Path, project: Path, *, collabs: int = 1) -> None:
+    def __init__(self, tmp: Path, name: str, data: Path, project: Path, *, collabs: int = 1,
+                 make: bool = True) -> None:
         self.path = tmp / name
-        _box, collab = new_collab(self.path)
+        self.collabs = [new_collab(self.path)[1]] if make else []
         self.box = Mailbox(FileStore(self.path, on_wake=doorbell.nudge))  # its sends ring the helper, as the CLI's do
-        self.collabs = [collab]
         for i in range(1, collabs):
             reg = self.box.open(DRIVER, "driver", f"bench {i}", "benchmark", {"adapter": "hook"})
             self.box.join(reg.collab, REVIEWER, "reviewer")
@@ -244,31 +245,36 @@ def prompt_cases(tmp: Path, data: Path, project: Path) -> tuple[list[Case], list
     wake.send(PENDING)
     cases.append(served(wake, "prompt, 20 pending, wake consent"))
 
-    # A replica root: a mirror runs (this process holds the helper's lock, as mirror_bench does).
-    rep = Root(tmp, "replica", data, project)
-    rep.start()
-    rep.send(PENDING)
-    (rep.path / layout.REPLICA).write_text('{"store": "postgresql://bench@db.example/agentmsg"}\n')
-    pid = rep.helper()
-    if pid is not None:
-        os.kill(pid, 15)
-        deadline = time.monotonic() + 10
-        while rep.helper() is not None and time.monotonic() < deadline:
-            time.sleep(0.01)
-    rep.lock = fsio.locked(Path(rep.real) / layout.IDLE / layout.HELPER_LOCK, 5)  # type: ignore[attr-defined]
-    rep.lock.__enter__()  # type: ignore[attr-defined]
-    (Path(rep.real) / layout.IDLE / layout.HELPER_PID).write_text(f"{os.getpid()}\nmirror retry\n")
+    # A replica root: a file store elsewhere is the server; its mirror (`agentmsg sync`, started by the session's
+    # SessionStart hook) copies the mail down and renders.  Each round, untimed: the last round's 20 acknowledged
+    # and 20 new ones sent on the server, then the wait for the mirror's delivery naming the newest.
+    remote = tmp / "server"
+    _rbox, rcollab = new_collab(remote)
+    server = Mailbox(FileStore(remote))
+    url = f"file://{remote}"
+    cli = str(Path(sys.prefix) / "bin" / "agentmsg")
+    rep = Root(tmp, "replica", data, project, make=False)
     rep.env.pop("AGENTMSG_NO_MIRROR")
-    for sfx in (ahead.READY, layout.GEN):  # as the mirror leaves a root it marks a replica: every hook in full
-        Path(rep.at + sfx).unlink(missing_ok=True)
-    rep.snapshot(scratch)
-    roots.append(rep)
-    outbox = rep.path / layout.OUTBOX
+    rep.env.update(AGENTMSG_STORE=url, AGENTMSG_CLI=cli, AGENTMSG_SYNC_IDLE_EXIT="3600s")
+    sync = subprocess.run([cli, "sync", "--once"], env=dict(rep.env), capture_output=True)
+    if sync.returncode:
+        raise SystemExit(f"agentmsg sync --once: {sync.stderr[-300:]!r}")
+    rep.start()  # the full SessionStart hook starts the mirror
+    sent: list[str] = []
 
-    def rep_after() -> None:
-        rep.restore()
-        outbox.unlink(missing_ok=True)
-    cases.append(Case("prompt, 20 pending, replica root", rep.hook, quoted(PENDING), after=rep_after))
+    def rep_before() -> None:
+        if sent:
+            server.ack(rcollab, REVIEWER, sent)
+        sent[:] = [server.send(rcollab, DRIVER, draft(i))[0].message.id for i in range(PENDING)]
+        deadline = time.monotonic() + 30
+        while not (rep.current() and sent[-1].encode() in (_read(rep.at + ahead.READY) or b"")):
+            if time.monotonic() > deadline:
+                raise SystemExit(f"replica: the mirror rendered nothing ({rep.files()})")
+            time.sleep(0.002)
+
+    roots.append(rep)
+    cases.append(Case("prompt, 20 pending, replica root", rep.hook, quoted(PENDING), before=rep_before,
+                      after=rep.settle))
     return cases, roots
 
 
@@ -356,10 +362,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "python": python, "load_after": " ".join(f"{x:.2f}" for x in os.getloadavg())}
     finally:
         for root in roots:
-            lock = getattr(root, "lock", None)
-            if lock is not None:
-                lock.__exit__(None, None, None)
-                (Path(root.real) / layout.IDLE / layout.HELPER_PID).unlink(missing_ok=True)
             pid = root.helper()
             if pid is not None and pid != os.getpid():
                 os.kill(pid, 15)
@@ -376,10 +378,12 @@ def markdown(res: dict[str, Any], info: dict[str, str], command: str) -> str:
               "on and the resident helper running for the root. 20 pending: 20 new messages, all quoted. Render in",
               "flight: the 20th is sent by the bench just before the prompt starts, so the helper renders while",
               "the launcher looks. Several bindings: 10 pending in each of two collaborations. Wake consent: an",
-              "active consent with no wake-up pending. Replica root: `replica.json` and a mirror holding the",
-              "helper's lock. The CLI rows run `agentmsg send`, `inbox` and `ack` through the plugin's launcher",
-              "(`bin/agentmsg`, its private environment ready) and through the console script",
-              "(`.venv/bin/agentmsg`). CPU is the process tree's user + system time.",
+              "active consent with no wake-up pending. Replica root: a replica of a file store elsewhere, its",
+              "mirror (`agentmsg sync`) running: each round the last 20 are acknowledged and 20 new ones sent on",
+              "the server, untimed, and the mirror copies them down and renders. The CLI rows run `agentmsg",
+              "send`, `inbox` and `ack` through the plugin's launcher (`bin/agentmsg`, its private environment",
+              "ready) and through the console script (`.venv/bin/agentmsg`), on a root of their own, with no",
+              "thin client yet (issue 32's item 1). CPU is the process tree's user + system time.",
               f"Median of {res['repeats']} rounds; floor {res['floor_ms']:.2f} ms (CPU {res['floor_cpu_ms']:.2f} ms);"
               f" load after: {res['load_after']}.", "",
               "| case | median | vs floor | CPU | CPU vs floor | target |", "|---|---:|---:|---:|---:|---|"]
