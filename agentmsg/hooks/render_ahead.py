@@ -110,15 +110,12 @@ def _fold(hook: HookBase, fold: Mapping[str, Any], end: str) -> None:
     bound = {(c, a) for c, a, _r in hook._locked_call(hook.store.bound, hook.pin)}
     event, hook.event = hook.event, "UserPromptSubmit"  # the receipts say which hook showed it; put back
     try:
-        completers = []
-        for part in parts:
+        for part in parts:  # each binding's attempt whole before the next: one folded already is skipped
             collab, alias = part["collab"], part["alias"]
             complete = _fold_in(hook, collab, alias, part["attempt"], part["ids"], part["seqs"], part.get("rpos"),
                                 end, (collab, alias) in bound)
             if complete is not None and end == "ok":
-                completers.append(complete)
-        for complete in completers:
-            complete()
+                complete()
     finally:
         hook.event = event
     if fold.get("turn") is True and hook.root is not None:  # the prompt a wake consent counts: a turn runs
