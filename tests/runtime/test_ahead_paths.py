@@ -333,3 +333,51 @@ def test_a_replica_root_is_rendered_ahead_by_its_mirror_and_the_receipts_reach_t
     assert not os.path.exists(base + ahead.READY)  # what it rendered left with it: the next hook runs in full
     log = pair.local / "hooks.log"
     assert not [line for line in (log.read_text().splitlines() if log.exists() else []) if "rror" in line]
+
+
+@pytest.mark.parametrize("big", [False, True])
+def test_codex_waits_for_a_render_in_flight_too(tmp_path, store, collab, big):
+    """Codex's session id comes from stdin, which the launcher reads first (all of it before printing)."""
+    from agentmsg.domain import validate as model
+    from tests.runtime.test_ahead import _host_run, stop_renderers
+    from tests.support.helpers_hooks import python_shim
+
+    sid = "4242c0de-1111-4222-8333-944455556666"
+    pin = f"codex:{sid}"
+    store.join(collab.id, model.pin(pin), "worker")
+    extra = {"AGENTMSG_PYTHON": str(python_shim(tmp_path))}
+    root = str(os.path.realpath(collab.root))
+
+    def stdin(event: str) -> bytes:
+        doc = {"session_id": sid, "hook_event_name": event, "cwd": str(tmp_path), "transcript_path": None,
+               "prompt": "p" * (50_000 if big else 10)}
+        return json.dumps(doc, separators=(",", ":")).encode()
+
+    _out, ran = _host_run("codex", "SessionStart", tmp_path, collab.root, sid, stdin("SessionStart"), extra)
+    assert ran
+    pidfile = Path(root) / "idle" / ahead.PID
+    wait_for("the helper", lambda: pidfile.exists())
+    pid = int(pidfile.read_text().split()[0])
+    sleeps = Sleeps(tmp_path)
+    sleeps.hold.touch()
+    got: dict[str, tuple[bytes, bool]] = {}
+    try:
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            store.send(collab.id, collab.carol, Draft(to="worker", kind="request", priority="normal", subject="w0",
+                                                      body="b"))
+            prompt = threading.Thread(target=lambda: got.update(out=_host_run(
+                "codex", "UserPromptSubmit", tmp_path, collab.root, sid, stdin("UserPromptSubmit"),
+                dict(extra, **sleeps.env))))
+            prompt.start()
+            wait_for("the launcher waiting", lambda: sleeps.calls() >= 1)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        base = ahead.base(root, pin) or ""
+        wait_for("rendered", lambda: ahead.current(root, pin) and not os.path.exists(base + ahead.TOOK))
+        sleeps.hold.unlink()
+        prompt.join(30)
+        out, ran = got["out"]
+        assert not ran and subjects(json.loads(out)["hookSpecificOutput"]["additionalContext"]) == ["w0"]
+    finally:
+        stop_renderers(root, collab.root)
