@@ -65,6 +65,7 @@ class Renderer:
         facts = ahead.facts(self.root, pin)
         if facts is not None and facts.get("version") != __version__:
             facts = None  # recorded by another version's hook: its own renderer renders it (settled here)
+            _no_wait(self.root, pin)
         claimed = ahead.claim(self.root, pin) is not None
         if facts is None and not claimed:
             return False
@@ -96,3 +97,16 @@ def _reported_by_the_hook(exc: Exception) -> bool:
     from agentmsg.hooks.base import HookError
 
     return isinstance(exc, (errors.AgentmsgError, HookError))
+
+
+def _no_wait(root: str, pin: str) -> None:
+    """A session this renderer never renders: a launcher waiting for it runs the hook in full at once."""
+    from agentmsg.backends.file import idle
+    from agentmsg.backends.file.derived import quietly
+
+    try:
+        token = idle.idle_token(root, pin)  # read first, as any hook does (made when a writer voided it)
+    except OSError:
+        return
+    if token is not None:
+        quietly(ahead.mark_full, root, pin, token)

@@ -381,3 +381,16 @@ def test_codex_waits_for_a_render_in_flight_too(tmp_path, store, collab, big):
         assert not ran and subjects(json.loads(out)["hookSpecificOutput"]["additionalContext"]) == ["w0"]
     finally:
         stop_renderers(root, collab.root)
+
+
+def test_a_session_another_version_recorded_is_never_waited_for(session, tmp_path):
+    """The helper renders only the sessions its own version's hooks recorded; for another's it says "in full"."""
+    session.start()
+    helper(session)
+    facts = Path(session.base + ahead.FACTS)
+    facts.write_text(json.dumps(dict(json.loads(facts.read_text()), version="0.0.0-older")))
+    session.send("m")
+    wait_for("the helper's answer", lambda: _full_now(session))
+    sleeps = Sleeps(tmp_path)
+    text, ran = session.hook(env=sleeps.env)
+    assert ran and subjects(text) == ["m"] and sleeps.calls() == 0
