@@ -214,6 +214,16 @@ def prompt_cases(tmp: Path, data: Path, project: Path) -> tuple[list[Case], list
     ready.send(PENDING)
     cases.append(served(ready, "prompt, 20 pending, rendered ahead"))
 
+    # For comparison: the full Python hook, which every one of these paths ran before (rendering ahead off).
+    full = Root(tmp, "full", data, project)
+    full.env["AGENTMSG_NO_AHEAD"] = "1"
+    full.start()
+    full.send(PENDING)
+    full.snapshot(scratch)
+    roots.append(full)
+    cases.append(Case("prompt, 20 pending, full hook (for comparison)", full.hook, quoted(PENDING),
+                      after=full.restore, kind="ref"))
+
     # Render in flight: 19 pending and rendered; the 20th is sent just before the prompt starts.
     flight = Root(tmp, "flight", data, project)
     flight.start()
@@ -371,19 +381,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def markdown(res: dict[str, Any], info: dict[str, str], command: str) -> str:
     lines = [f"## {SECTION}", "", f"Reproduce: `{command}`", ""]
     lines += [f"- {k}: {v}" for k, v in info.items()]
-    lines += ["", "One process, round robin: each round runs the floor (`python3 -S -c pass`, the real interpreter",
+    lines += ["",
+              "One process, round robin: each round runs the floor (`python3 -S -c pass`, the real interpreter",
               "started bare) and then every case once, each a whole process as its caller starts it; whatever a",
               "case changed is put back, untimed, before the next round. The hooks run as Claude Code runs them",
               "(`sh -c` with the command from `hooks/hooks.json`, its hook environment and stdin), rendering ahead",
-              "on and the resident helper running for the root. 20 pending: 20 new messages, all quoted. Render in",
-              "flight: the 20th is sent by the bench just before the prompt starts, so the helper renders while",
-              "the launcher looks. Several bindings: 10 pending in each of two collaborations. Wake consent: an",
-              "active consent with no wake-up pending. Replica root: a replica of a file store elsewhere, its",
-              "mirror (`agentmsg sync`) running: each round the last 20 are acknowledged and 20 new ones sent on",
-              "the server, untimed, and the mirror copies them down and renders. The CLI rows run `agentmsg",
-              "send`, `inbox` and `ack` through the plugin's launcher (`bin/agentmsg`, its private environment",
-              "ready) and through the console script (`.venv/bin/agentmsg`), on a root of their own, with no",
-              "thin client yet (issue 32's item 1). CPU is the process tree's user + system time.",
+              "on and the resident helper running for the root. 20 pending: 20 new messages, all quoted. Full hook:",
+              "rendering ahead off, what every one of these paths cost before (the prompt hook as a Python",
+              "process). Render in flight: the 20th is sent by the bench just before the prompt starts, so the",
+              "helper renders while the launcher looks. Several bindings: 10 pending in each of two collaborations.",
+              "Wake consent: an active consent with no wake-up pending. Replica root: a replica of a file store",
+              "elsewhere, its mirror (`agentmsg sync`) running: each round the last 20 are acknowledged and 20 new",
+              "ones sent on the server, untimed, and the mirror copies them down and renders. The CLI rows run",
+              "`agentmsg send`, `inbox` and `ack` through the plugin's launcher (`bin/agentmsg`, its private",
+              "environment ready) and through the console script (`.venv/bin/agentmsg`), on a root of their own,",
+              "with no thin client yet (issue 32's item 1). CPU is the process tree's user + system time.",
               f"Median of {res['repeats']} rounds; floor {res['floor_ms']:.2f} ms (CPU {res['floor_cpu_ms']:.2f} ms);"
               f" load after: {res['load_after']}.", "",
               "| case | median | vs floor | CPU | CPU vs floor | target |", "|---|---:|---:|---:|---:|---|"]
@@ -403,10 +415,11 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--write-md", action="store_true", help=f"replace the ## {SECTION} section of docs/BENCHMARKS.md")
     args = ap.parse_args()
+    info = machine()  # the load at the start
     res = run(args)
     if args.write_md:
         command = f".venv/bin/python bench/side_by_side.py --repeats {args.repeats} --write-md"
-        write_section(REPO / "docs" / "BENCHMARKS.md", SECTION, markdown(res, machine(), command))
+        write_section(REPO / "docs" / "BENCHMARKS.md", SECTION, markdown(res, info, command))
 
 
 if __name__ == "__main__":
