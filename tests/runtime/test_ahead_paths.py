@@ -394,3 +394,31 @@ def test_a_session_another_version_recorded_is_never_waited_for(session, tmp_pat
     sleeps = Sleeps(tmp_path)
     text, ran = session.hook(env=sleeps.env)
     assert ran and subjects(text) == ["m"] and sleeps.calls() == 0
+
+
+def test_a_damaged_fold_of_several_bindings_shows_them_again_and_forges_nothing(tmp_path, store, collab):
+    """A fold that does not parse is reported and given back: nothing is recorded for the claim, so the
+    messages come due again at the next prompt (shown twice, never hidden, never recorded as shown)."""
+    s = Session(tmp_path, store, collab)
+    try:
+        two = second_binding(store, collab)
+        s.start()
+        s.send("one")
+        send_to(store, two, collab.driver, "two")
+        s.ready()
+        s.stop_renderer()  # nobody folds behind the test's back
+        wait_for("no helper", lambda: s.renderer_pid() is None)
+        fold = json.loads(Path(s.base + ahead.FOLD).read_text())
+        Path(s.base + ahead.FOLD).write_text(json.dumps(dict(fold, parts=[{"collab": 5}])))
+        text, _ran = s.hook()  # served (the launcher starts a helper to fold it: that interpreter counts)
+        assert sorted(subjects(text)) == ["one", "two"]
+        # The full hook (whether or not the helper the launcher started got to the claim first: it cannot fold
+        # it either, and gives it back) shows both again.
+        text, ran = s.hook(env={"AGENTMSG_NO_AHEAD": "1"})
+        assert ran and sorted(subjects(text)) == ["one", "two"]
+        root = Path(collab.root)
+        for cid in (collab.id, two):
+            assert len([r for r in receipts(root, cid, "reviewer") if r["type"] == "presented"]) == 1
+        assert any("malformed delivery fold" in line for line in s.log())
+    finally:
+        s.stop_renderer()
