@@ -213,10 +213,13 @@ class Helper:
         if self.fifo is not None:
             pins, _leave = self.drain()  # a mirror never leaves for a ring
             if self.renderer is not None:
-                if not self.rendered:  # the first look: every session, as the loop's
-                    pins |= set(ahead.sessions(self.root))
-                    self.rendered = True
-                self.renderer.render(pins, set())
+                try:  # the render duty never stops the mirror: a failure is a line in hooks.log
+                    if not self.rendered:  # the first look: every session, as the loop's
+                        pins |= set(ahead.sessions(self.root))
+                        self.rendered = True
+                    self.renderer.render(pins, set())
+                except Exception as exc:
+                    self.log(exc)
         self._retries(time.monotonic())
         return self.retry_at is not None
 

@@ -441,6 +441,11 @@ def sync(root: str, url: str, *, once: bool = False, idle_exit: float = IDLE_EXI
         replica.mark_replica(local.root, url)  # before its store is made: the hooks' records go to the outbox
         rendering = FileStore(local.root, lock_timeout=2.0, on_wake=doorbell.nudge)
         resident.renderer = Renderer(local.root, rendering, Hook, mirrors=True)
+        from agentmsg.hosts import registry
+
+        logger = Hook(registry.NAMES[0], {})  # the render duty's failures: one line each in hooks.log
+        logger.root, logger.event = local.root, "mirror"
+        resident.log = logger.log
     done = resident.hold(lock, lambda: mirror.run(once=once, idle_exit=idle_exit), bell=not once)
     return {"root": local.root, "store": replica.redact(url), "running": "done", **done}
 
