@@ -422,3 +422,15 @@ def test_a_damaged_fold_of_several_bindings_shows_them_again_and_forges_nothing(
         assert any("malformed delivery fold" in line for line in s.log())
     finally:
         s.stop_renderer()
+
+
+def test_a_helper_that_does_not_render_is_never_waited_for(session, tmp_path):
+    """A helper whose duties leave out rendering (a mirror of another version, say) is not waited for."""
+    session.start()
+    session.ready()
+    sleeps = Sleeps(tmp_path)
+    with stopped(session) as pid:
+        (Path(session.root) / "idle" / ahead.PID).write_text(f"{pid}\nmirror retry\n")
+        session.send("m")
+        text, ran = session.hook(env=sleeps.env)
+        assert ran and subjects(text) == ["m"] and sleeps.calls() == 0
