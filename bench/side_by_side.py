@@ -406,6 +406,15 @@ def markdown(res: dict[str, Any], info: dict[str, str], command: str) -> str:
         verdict = f"≤ {target}x: {'met' if r['ratio'] <= target else 'missed'}" if target else ""
         lines.append(f"| {r['case']} | {r['ms']:.2f} ms | **{r['ratio']:.2f}x** | {r['cpu_ms']:.2f} ms | "
                      f"{r['cpu_ratio']:.2f}x | {verdict} |")
+    lines += ["",
+              "Before issue 32 the render-in-flight, several-bindings, wake-consent and replica-root prompts ran",
+              "the full hook (the comparison row). Now a session with several bindings, or an active wake consent",
+              "with no wake-up pending, is rendered ahead like one binding; a replica root is rendered by its",
+              "mirror; and a prompt that comes while the helper renders waits for it, at most five short sleeps",
+              "(docs/DELIVERY.md, 'A render in flight'). What still runs the full hook: a wake consent with a ring",
+              "unanswered or wakes in a row, a typed message's artifacts, collision notices or claims news, and a",
+              "render that takes longer than the wait (then the wait is paid on top). The CLI rows wait for the",
+              "thin client (item 1)."]
     return "\n".join(lines) + "\n"
 
 
