@@ -29,6 +29,7 @@ RUN_MARKS = ("# layout:start (scripts/gen_layout.py writes this block from agent
 #: The names hooks/run uses, as sh variables.
 SH_NAMES = {"L_IDLE": layout.IDLE, "L_GEN": layout.GEN, "L_IDLE_MARK": layout.IDLE_MARK, "L_MID": layout.MID,
             "L_STOP": layout.STOP, "L_READY": layout.READY, "L_TOOK": layout.TOOK, "L_FOLD": layout.FOLD,
+            "L_FULL": layout.FULL, "L_FACTS": layout.FACTS,
             "L_HELPER_PID": layout.HELPER_PID, "L_TURN": layout.TURN, "L_REST": layout.REST,
             "L_HOOKS_LOG": layout.HOOKS_LOG, "L_CLAIMS": layout.CLAIMS,
             "L_PINS": layout.PINS, "L_SOLO": layout.SOLO}

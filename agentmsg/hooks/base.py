@@ -128,6 +128,7 @@ class HookBase:
         self.cli = boundary.CLI = hostcmd.cli_command(self.spec, env)  # every command the text names runs as shown
         self.key = ahead.launcher_key(env)  # the environment the launcher checks a delivery rendered ahead against
         self.mirrored: bool | None = None  # a mirror is wanted for the root (the renderer: as the facts say)
+        self.mirror_runs = False  # the renderer runs inside the root's mirror (it renders a replica root too)
         self.source: object = None
         self.preface = ""  # text shown before this run's own (collision notices: hooks/edited.py)
 

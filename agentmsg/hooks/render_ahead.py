@@ -3,6 +3,7 @@ and folds a delivery the launcher printed from it."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -98,24 +99,39 @@ def settle_claim(hook: HookBase, *, final: bool) -> bool:
 
 
 def _fold(hook: HookBase, fold: Mapping[str, Any], end: str) -> None:
-    """What printing a rendered delivery changes, as :meth:`prompt` would have: one more prompt, a
-    presented receipt per message (``ok``: marked shown, and the attempt completed)."""
-    collab, alias, attempt = fold.get("collab"), fold.get("alias"), fold.get("attempt")
-    ids, seqs = fold.get("ids"), fold.get("seqs")
-    if not (isinstance(collab, str) and isinstance(alias, str) and isinstance(attempt, str)
-            and isinstance(ids, list) and isinstance(seqs, list)
-            and all(isinstance(i, str) for i in ids) and all(type(q) is int for q in seqs)):
+    """What printing a rendered delivery changes, as :meth:`prompt` would have: one more prompt per binding, a
+    presented receipt per message (``ok``: marked shown, and the attempt completed), and, for a session whose
+    wake consent is active, the turn that prompt started."""
+    parts = fold.get("parts")
+    if parts is None:
+        parts = [fold]  # one binding, as a renderer before several bindings wrote it
+    if not (isinstance(parts, list) and parts and all(_fold_part_ok(part) for part in parts)):
         raise HookError(f"malformed delivery fold for {hook.pin[:80]}")
-    held = any((c, a) == (collab, alias) for c, a, _r in hook._locked_call(hook.store.bound, hook.pin))
+    bound = {(c, a) for c, a, _r in hook._locked_call(hook.store.bound, hook.pin)}
     event, hook.event = hook.event, "UserPromptSubmit"  # the receipts say which hook showed it; put back
     try:
-        complete = _fold_in(hook, collab, alias, attempt, ids, seqs, fold.get("rpos"), end, held)
-        if complete is not None and end == "ok":
-            complete()
+        for part in parts:  # each binding's attempt whole before the next: one folded already is skipped
+            collab, alias = part["collab"], part["alias"]
+            complete = _fold_in(hook, collab, alias, part["attempt"], part["ids"], part["seqs"], part.get("rpos"),
+                                end, (collab, alias) in bound)
+            if complete is not None and end == "ok":
+                complete()
     finally:
         hook.event = event
+    if fold.get("turn") is True and hook.root is not None:  # the prompt a wake consent counts: a turn runs
+        hook._wake_step(wakehook.turn, hook.root, hook.pin, "busy")
     if hook.spec.midturn:
         quietly(idle.clear_midturn, hook.root, hook.pin)
+
+
+def _fold_part_ok(part: object) -> bool:
+    """One binding's share of a fold, as the renderer writes it."""
+    if not isinstance(part, dict):
+        return False
+    ids, seqs = part.get("ids"), part.get("seqs")
+    return (isinstance(part.get("collab"), str) and isinstance(part.get("alias"), str)
+            and isinstance(part.get("attempt"), str) and isinstance(ids, list) and isinstance(seqs, list)
+            and all(isinstance(i, str) for i in ids) and all(type(q) is int for q in seqs))
 
 
 def _fold_in(hook: HookBase, collab: str, alias: str, attempt: str, ids: list[str], seqs: list[int], rpos: object,
@@ -148,60 +164,87 @@ def _fold_in(hook: HookBase, collab: str, alias: str, attempt: str, ids: list[st
 
 def render_ahead(hook: HookBase) -> str:
     """Render what this session's next UserPromptSubmit would print, for the launcher to print without
-    Python: ``ready``; ``idle`` (nothing pending: the idle marker); ``full`` (the hook must run: more
-    than one binding, an active wake consent, unbound); ``busy`` (a claim exists)."""
+    Python: ``ready``; ``idle`` (nothing pending: the idle marker); ``full`` (the hook must run: unbound,
+    a wake consent whose count this prompt's text decides, a typed message's artifacts, news to tell; the
+    ``.full`` marker says so to a launcher waiting for this render); ``busy`` (a claim exists)."""
     root, pin = hook.root or "", hook.pin
     if not ahead.take(root, pin):
         return "busy"
     try:
-        return _render_ahead(hook, root, pin)
+        got = _render_ahead(hook, root, pin)
+        if got == "full":
+            _full(hook, root, pin)
+        return got
     except BaseException:
         ahead.drop(root, pin)  # whatever stopped it: the next prompt runs in full (and reports it)
+        quietly(_full, hook, root, pin)
         raise
     finally:
         ahead.give_back(root, pin)
+
+
+def _full(hook: HookBase, root: str, pin: str) -> None:
+    """Tell a launcher waiting for this render that the prompt runs in full (for the generation read first)."""
+    ahead.drop(root, pin)
+    token = idle.idle_token_now(root, pin)
+    if token is not None:
+        ahead.mark_full(root, pin, token)
 
 
 def _render_ahead(hook: HookBase, root: str, pin: str) -> str:
     # The generation first, before the bindings and the state (as every hook reads it): a join, takeover
     # or send after this read deletes it, and what is written below is then for a generation that is gone.
     token = hook._idle_token()
-    mirrored = hook.mirrored if hook.mirrored is not None else doorbell.mirror_wanted(root, hook.env)
-    if mirrored or hook.store.replica_of is not None:
-        ahead.drop(root, pin)  # a mirrored root: each full hook makes sure its mirror runs
+    if hook.store.replica_of is not None:
+        if not hook.mirror_runs:
+            return "full"  # a replica root is rendered by its mirror alone: while it runs, the root is current
+    elif hook.mirrored if hook.mirrored is not None else doorbell.mirror_wanted(root, hook.env):
+        return "full"  # a store to mirror, and no replica yet: the full hook starts the mirror
+    binds = hook._locked_call(hook.store.bound, pin)  # in the full hook's order: the text follows it
+    if token is None or not binds or edits.pending(root, pin):  # collision notices: the hook shows them
         return "full"
-    binds = hook._locked_call(hook.store.bound, pin)
-    if token is None or len(binds) != 1 or edits.pending(root, pin):  # collision notices: the hook shows them
-        ahead.drop(root, pin)
+    if claimnews.untold(root, pin, {c: a for c, a, _r in binds})[0]:  # claims news: the hook tells it
         return "full"
-    collab, alias, reg = binds[0]
-    if claimnews.untold(root, pin, {collab: alias})[0]:  # claims news: the hook tells it (and marks it told)
-        ahead.drop(root, pin)
-        return "full"
-    with hook.txn(collab) as tx:
-        if idle.idle_token_now(root, pin) != token or wakehook.active(tx, alias, pin, reg) is not None:
-            ahead.drop(root, pin)  # changed meanwhile (rendered again at the writer's ring), or a wake
-            return "full"  # consent: the prompt hook records wake prompts and turns, so it runs
-        st = hook.load_state(tx, alias, reset=False)
-        st = dict(st, shown=dict(st["shown"]))  # what this prompt would change, never saved here
-        st["prompt"] += 1
+    # Every binding's lock, until the pair is written (a hook-state save drops .ready: it must come after).
+    # Only the renderer ever holds two (one per root), so the order cannot deadlock.
+    with contextlib.ExitStack() as stack:
+        work = []
+        quiet_stop, consent = True, False
         hook.busy = False
-        page = prompt.due_page(hook, tx, alias, reg, st)
-        if any(artifacts.of(m.handoff) for m in page.messages):
-            ahead.drop(root, pin)  # a typed message's artifacts are told as of the prompt, in the session's
-            return "full"  # checkout: the prompt hook renders it
-        rendered = prompt.render_page(hook, [(collab, alias, st, page)])
-        if hook._envelope(tx, alias, reg) is None:  # and no wake consent (above): a Stop has nothing to do
+        for collab, alias, reg in binds:
+            tx = stack.enter_context(hook.txn(collab))
+            if idle.idle_token_now(root, pin) != token:
+                return "full"  # changed meanwhile (rendered again at the writer's ring)
+            wake = wakehook.active(tx, alias, pin, reg)
+            if wake is not None:
+                if wake.consecutive or wake.pending_since is not None:
+                    return "full"  # whether this prompt is a person's or a doorbell's decides what it records
+                consent = True  # nothing to record either way; the fold notes the turn
+            st = hook.load_state(tx, alias, reset=False)
+            st = dict(st, shown=dict(st["shown"]))  # what this prompt would change, never saved here
+            st["prompt"] += 1
+            page = prompt.due_page(hook, tx, alias, reg, st)
+            if any(artifacts.of(m.handoff) for m in page.messages):
+                return "full"  # a typed message's artifacts are told as of the prompt, in the session's checkout
+            if wake is not None or hook._envelope(tx, alias, reg) is not None:
+                quiet_stop = False
+            work.append((collab, alias, st, page))
+        rendered = prompt.render_page(hook, work)
+        if quiet_stop:  # no envelope and no wake consent: a Stop has nothing to do
             idle.mark_stop_quiet(root, pin, token)
-        if rendered is None and not hook.busy:
+        if rendered is None and not hook.busy and not consent:
             idle.mark_idle(root, pin, token)
             ahead.drop(root, pin)
             return "idle"
         included = set(rendered.included) if rendered is not None else set()
-        fold = {"v": 1, "attempt": records.uuid4(), "collab": collab, "alias": alias,
-                "ids": list(rendered.included) if rendered is not None else [],
-                "seqs": [m.seq for m in page.messages if m.id in included],
-                "rpos": st["rpos"]}  # how far into the receipts it read: a retry after it still counts
+        parts = [{"collab": collab, "alias": alias, "attempt": records.uuid4(),
+                  "ids": [m.id for m in page.messages if m.id in included],
+                  "seqs": [m.seq for m in page.messages if m.id in included],
+                  "rpos": st["rpos"]}  # how far into the receipts it read: a retry after it still counts
+                 for collab, alias, st, page in work]
+        fold: dict[str, Any] = {"v": 1, "parts": parts}
+        if consent:
+            fold["turn"] = True
         payload = hook.output(rendered.text) if rendered is not None else b""
         ahead.write(root, pin, token, hook.key, payload, fold)
     return "ready"

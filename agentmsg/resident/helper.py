@@ -3,8 +3,8 @@
 One helper per root, under ``idle/helper.lock``; ``idle/helper.pid`` names its pid (first line) and its duties
 (second line); ``idle/helper.fifo`` is its doorbell.  Its duties:
 
-* ``render``: each session's next prompt delivery, rendered ahead (:mod:`agentmsg.resident.renderer`), on a
-  root that is not a replica (a mirrored root runs every hook in full).
+* ``render``: each session's next prompt delivery, rendered ahead (:mod:`agentmsg.resident.renderer`); on a
+  replica root the mirror renders, between its rounds (its hooks' records go to the outbox, as the full hook's).
 * ``retry``: deferred wake-up rings (:mod:`agentmsg.runtime.retries`), rung again each second until they ring.
 * ``mirror``: on a replica root, keeping it in step with the remote store (:mod:`agentmsg.resident.mirror`).
 
@@ -100,6 +100,7 @@ class Helper:
         self.bell: tuple[int, int] | None = None
         self.retry_at: float | None = None
         self.left = False  # asked to leave (agentmsg sync took the root over)
+        self.rendered = False  # the mirror's render duty has looked at every session once
 
     # ---- holding the root ----------------------------------------------------------------------------
 
@@ -204,14 +205,28 @@ class Helper:
                     return
 
     def between(self) -> bool:
-        """The mirror's turn for the other duties, between its rounds: read the doorbell, ring what is due.
-        True while a deferred ring waits (the mirror stays)."""
+        """The mirror's turn for the other duties, between its rounds: read the doorbell, render the sessions it
+        names (and those with a claim, after the launcher's ``SIGURG``), ring what is due.  True while a deferred
+        ring waits (the mirror stays)."""
         import time
 
         if self.fifo is not None:
-            self.drain()
+            pins, _leave = self.drain()  # a mirror never leaves for a ring
+            if self.renderer is not None:
+                try:  # the render duty never stops the mirror: a failure is a line in hooks.log
+                    if not self.rendered:  # the first look: every session, as the loop's
+                        pins |= set(ahead.sessions(self.root))
+                        self.rendered = True
+                    self.renderer.render(pins, set())
+                except Exception as exc:
+                    self.log(exc)
         self._retries(time.monotonic())
         return self.retry_at is not None
+
+    def soon(self) -> bool:
+        """Whether a prompt may soon claim a delivery this mirror rendered (one waits): then the mirror looks
+        at its doorbell every half second, so a served claim is folded and the next prompt rendered soon."""
+        return self.renderer is not None and next(ahead.sessions(self.root), None) is not None
 
     def drain(self) -> tuple[set[str], bool]:
         """Every line on the doorbell, and the launcher's ``SIGURG``: the pins to look at, and whether asked to

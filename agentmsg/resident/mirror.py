@@ -83,6 +83,8 @@ class Mirror:
         self.rejected: dict[str, Record] = {}  # entries the store refused (a role not let in, say)
         #: The helper's other duties, between rounds; True while they have work waiting (the mirror stays).
         self.between: Callable[[], bool] = lambda: False
+        #: Whether the render duty expects a claim to fold soon (a delivery rendered ahead waits): shorter waits.
+        self.soon: Callable[[], bool] = lambda: False
         self.reported: dict[tuple[str, str], tuple[tuple[object, ...], float]] = {}  # (collab, alias) -> last report
         self.shared_at: float | None = None  # monotonic time of the last presence round
         self.claims_moved: set[str] = set()  # collaborations whose imported events claim, release or end claims
@@ -300,6 +302,8 @@ class Mirror:
             done = self._loop(once=once, idle_exit=idle_exit)
         except _Stopped:
             done = {"exit": "terminated"}
+            if not once:
+                _wake_all(self.local.root)  # what it rendered goes with it: the next hook runs in full, and starts one
         finally:
             signal.signal(signal.SIGTERM, previous)
         os.unlink(os.path.join(self.local.root, DIRTY))  # only a clean exit: a crash leaves it (see recover)
@@ -342,7 +346,8 @@ class Mirror:
                 if idle >= idle_exit:
                     _wake_all(self.local.root)
                     return {"copied": copied, "pushed": sent, "outbox": left, "exit": "idle"}
-                timeout = SLICE if left or waiting else min(SLICE * 10, idle_exit - idle)
+                soon = left or waiting or self.soon()  # outbox entries, a deferred ring, a delivery to fold
+                timeout = SLICE if soon else min(SLICE * 10, idle_exit - idle)
                 watched = self.remote.collabs()
                 woke = self.source.wait_any(watched, max(0.01, timeout))
                 # A collaboration waited on for the first time may have records from before its LISTEN:
@@ -375,7 +380,8 @@ class _Stopped(Exception):
 
 def _wake_all(root: str) -> None:
     """On exit, drop every marker and delivery rendered ahead (``.idle``, ``.stop``, ``.mid``, ``.ready``): the
-    next hook runs in full, and the hook restarts the mirror."""
+    next hook runs in full, and the hook restarts the mirror (a mirror killed outright leaves them: each
+    still matches the replica as it stands, which nothing changes until a mirror runs again)."""
     base = fsio.existing_dir(root, layout.IDLE)
     if base is None:
         return
@@ -415,7 +421,8 @@ def sync(root: str, url: str, *, once: bool = False, idle_exit: float = IDLE_EXI
     fsio.ensure_dir(root)
     local = FileStore(root, on_wake=doorbell.nudge)
     _refuse_foreign(local, url)
-    resident = helper.Helper(local.root, (doorbell.MIRROR, doorbell.RETRY), local)
+    duties = (doorbell.MIRROR, doorbell.RETRY) if once else (doorbell.MIRROR, doorbell.RENDER, doorbell.RETRY)
+    resident = helper.Helper(local.root, duties, local)
     try:
         lock = resident.take(leave=True)
     except OSError as exc:
@@ -426,8 +433,20 @@ def sync(root: str, url: str, *, once: bool = False, idle_exit: float = IDLE_EXI
     remote = storeurl.open_store(url, on_wake=doorbell.nudge)
     mirror = Mirror(local, remote, url, say=lambda line: print(line, file=sys.stderr))
     resident.ring_store = remote  # a deferred ring is decided where the CLI decides it: on the remote store
-    mirror.between = resident.between
-    done = resident.hold(lock, lambda: mirror.run(once=once, idle_exit=idle_exit), bell=False)
+    mirror.between, mirror.soon = resident.between, resident.soon
+    if not once:  # the render duty: each session's next prompt, rendered from the replica (docs/MIRROR.md)
+        from agentmsg.hooks.core import Hook
+        from agentmsg.resident.renderer import Renderer
+
+        replica.mark_replica(local.root, url)  # before its store is made: the hooks' records go to the outbox
+        rendering = FileStore(local.root, lock_timeout=2.0, on_wake=doorbell.nudge)
+        resident.renderer = Renderer(local.root, rendering, Hook, mirrors=True)
+        from agentmsg.hosts import registry
+
+        logger = Hook(registry.NAMES[0], {})  # the render duty's failures: one line each in hooks.log
+        logger.root, logger.event = local.root, "mirror"
+        resident.log = logger.log
+    done = resident.hold(lock, lambda: mirror.run(once=once, idle_exit=idle_exit), bell=not once)
     return {"root": local.root, "store": replica.redact(url), "running": "done", **done}
 
 

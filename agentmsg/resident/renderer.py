@@ -2,7 +2,7 @@
 prints it without Python.
 
 The helper (:mod:`agentmsg.resident.helper`: one per state root, its lock, doorbell and loop) runs it on every root
-that is not a replica.
+that is not a replica; on a replica root the mirror (:mod:`agentmsg.resident.mirror`) runs it between its rounds.
 
 For every session with facts (``idle/<runtime>/<session>.env``, recorded by its own full hook runs) it
 keeps one of these true, as the full prompt hook itself would find it:
@@ -10,7 +10,7 @@ keeps one of these true, as the full prompt hook itself would find it:
 * the idle marker names the current generation (nothing pending: the launcher exits at once), or
 * ``.ready`` holds exactly what the next UserPromptSubmit hook would print for that generation and hook
   state, with ``.fold`` saying what printing it changes (``Hook.render_ahead``: the hook's own code), or
-* neither (the next prompt runs the hook in full: several bindings, an active wake consent).
+* neither (the next prompt runs the hook in full: a wake-up pending, artifacts or news to tell; ``.full`` says so).
 
 When the launcher has printed a delivery (``.took``), the renderer folds it into presented receipts and
 the hook state (``Hook.settle_claim``), then renders the next one.  Writers ring its doorbell
@@ -42,8 +42,9 @@ RETRY = 0.05  # seconds before looking again at a claim the launcher is still pr
 class Renderer:
     """The helper's render duty (:mod:`agentmsg.resident.helper` holds the root, its doorbell and its loop)."""
 
-    def __init__(self, root: str, store: FileStore, hook_class: type[Hook]) -> None:
+    def __init__(self, root: str, store: FileStore, hook_class: type[Hook], *, mirrors: bool = False) -> None:
         self.root, self.store, self.hook_class = root, store, hook_class
+        self.mirrors = mirrors  # this process is the root's mirror: a replica root is rendered too
         self.later: dict[str, float] = {}  # pin -> when to look again (a claim still being printed)
 
     def render(self, todo: set[str], again: set[str]) -> bool:
@@ -64,10 +65,12 @@ class Renderer:
         facts = ahead.facts(self.root, pin)
         if facts is not None and facts.get("version") != __version__:
             facts = None  # recorded by another version's hook: its own renderer renders it (settled here)
+            _no_wait(self.root, pin)
         claimed = ahead.claim(self.root, pin) is not None
         if facts is None and not claimed:
             return False
         hook = self.hook_class.for_session(self.root, pin, facts or self._host_of(pin), self.store)
+        hook.mirror_runs = self.mirrors
         try:
             if hook.settle_claim(final=False):
                 self.later[pin] = time.monotonic() + RETRY
@@ -94,3 +97,16 @@ def _reported_by_the_hook(exc: Exception) -> bool:
     from agentmsg.hooks.base import HookError
 
     return isinstance(exc, (errors.AgentmsgError, HookError))
+
+
+def _no_wait(root: str, pin: str) -> None:
+    """A session this renderer never renders: a launcher waiting for it runs the hook in full at once."""
+    from agentmsg.backends.file import idle
+    from agentmsg.backends.file.derived import quietly
+
+    try:
+        token = idle.idle_token(root, pin)  # read first, as any hook does (made when a writer voided it)
+    except OSError:
+        return
+    if token is not None:
+        quietly(ahead.mark_full, root, pin, token)

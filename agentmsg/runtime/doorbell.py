@@ -7,7 +7,8 @@ Opening a FIFO for writing without blocking fails (``ENXIO``) when no process ho
 reading, which is exactly "no helper runs": then one is started from the session's own facts (the
 interpreter and the hook script its hook ran, so the helper renders with the hook's own code), detached,
 with an empty environment, output discarded.  Two writers racing both start one; the second finds the
-helper's lock taken, hands it the pins and exits.  Never on a replica root: its helper is its mirror.
+helper's lock taken, hands it the pins and exits.  On a replica root the helper is its mirror, which renders
+too: it is rung, never started here (the full hooks start it, ``ensure_mirror``).
 
 Lean: the writers and the hooks import it (``os``; nothing is spawned unless needed).
 """
@@ -33,15 +34,14 @@ WHY = {RENDER: "renders each session's next prompt delivery ahead",
 
 def nudge(root: str, pins: Iterable[str]) -> bool:
     """Tell the helper these pins may need a new delivery; start it if none runs.  True if started."""
-    if os.path.isfile(os.path.join(root, layout.REPLICA)):
-        return False  # nothing is rendered ahead on a mirrored root
+    replica = os.path.isfile(os.path.join(root, layout.REPLICA))
     named = []
     for pin in pins:
         at = ahead.base(root, pin) if isinstance(pin, str) else None
         if at is not None and os.path.exists(at + ahead.FACTS):
             named.append(pin)
-    if not named or ahead.ring(root, named) != "absent":
-        return False
+    if not named or ahead.ring(root, named) != "absent" or replica:
+        return False  # rung; or a replica root, whose helper is its mirror (rung, never started here)
     for pin in named:
         found = ahead.facts(root, pin)
         if found is not None and spawn(root, pin, found):

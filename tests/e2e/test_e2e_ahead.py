@@ -99,3 +99,42 @@ def test_twenty_pending_reach_the_model_with_no_interpreter_at_the_prompt(tmp_pa
         t = s.turn(stub, "third turn", [stubs.text("three")], root=root, env=env)
         assert "UserPromptSubmit" not in t.contexts(0)
         assert not [a for a in hook_starts(log)[before:] if a.endswith(" prompt")]
+
+
+def test_several_bindings_reach_the_model_with_no_interpreter_at_the_prompt(tmp_path):
+    """Issue 32: a session bound in two collaborations, ten messages pending in each, is served ahead too."""
+    host = product.Host("claude", "plugin-dir", tmp_path / "claude")
+    root = tmp_path / "state"
+    shim, log = counting_python(tmp_path)
+    env = {"AGENTMSG_PYTHON": str(shim)}
+    cids = [cli(root, "open", "--self", CAROL, "--alias", "carol", "--label", f"ahead {n}",
+                "--task", "two bindings rendered ahead")["collab"] for n in range(2)]
+    with host.stub() as stub:
+        s = host.begin(stub, root=root)
+        for cid in cids:
+            cli(root, "join", "--collab", cid, "--self", s.pin, "--alias", "worker")
+        t = s.turn(stub, "first turn", [stubs.text("one")], root=root, env=env)
+        assert t.run.result == "one"
+        sent = {cid: [cli(root, "send", "--collab", cid, "--self", CAROL, "--to", "worker", "--kind", "request",
+                          "--subject", f"pending {n}-{i:02d}", "--body", f"pending message {i}")["results"][0]["id"]
+                      for i in range(PENDING // 2)] for n, cid in enumerate(cids)}
+        wait_rendered(root, s.pin)
+        before = len(hook_starts(log))
+        t = s.turn(stub, "second turn", [stubs.text("two")], root=root, env=env)
+        assert t.run.result == "two"
+        assert not [a for a in hook_starts(log)[before:] if a.endswith(" prompt")]  # no Python at the prompt
+        text = t.contexts(0)["UserPromptSubmit"]  # (product.parse_block reads one collaboration's lines)
+        assert text.startswith(f"agentmsg: {PENDING} new peer messages for worker are unacknowledged; "
+                               f"{PENDING} quoted below.")
+        for cid in cids:
+            assert all(text.count(f"id {mid} · collaboration {cid}") == 1 for mid in sent[cid])
+        for cid in cids:  # each collaboration's receipts: its own ten, one attempt each, never an ack
+            deadline = time.monotonic() + 20
+            while True:
+                recs = product.Collab(cid, root, root).journal("receipts/worker.jsonl")
+                presented = [r for r in recs if r["type"] == "presented"]
+                if len(presented) == PENDING // 2 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+            assert [r["message"] for r in presented] == sent[cid] and len({r["attempt"] for r in presented}) == 1
+            assert not [r for r in recs if r["type"] == "ack"]

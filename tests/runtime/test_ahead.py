@@ -372,19 +372,6 @@ def test_a_different_cap_at_the_prompt_runs_in_full_with_that_cap(session):
     assert ran and len(text.encode("utf-16-le")) // 2 <= 3000
 
 
-def test_two_bindings_are_left_to_the_full_hook(session, store, collab):
-    reg = store.open(collab.driver, "driver", "second", "another", {"adapter": "hook"})
-    store.join(reg.collab, collab.reviewer, "reviewer")
-    session.start()
-    session.send("one")
-    store.send(reg.collab, collab.driver, Draft(to="reviewer", kind="request", priority="normal", subject="two",
-                                                body="b"))
-    time.sleep(0.5)  # the renderer looked and left it alone
-    assert not os.path.exists(session.base + ahead.READY)
-    text, ran = session.hook()
-    assert ran and sorted(subjects(text)) == ["one", "two"]
-
-
 def test_turning_it_off_removes_what_it_rendered(session):
     session.start()
     session.send("x")

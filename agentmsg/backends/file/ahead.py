@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
     from typing import Any
 
-FACTS, READY, FOLD, TOOK = layout.FACTS, layout.READY, layout.FOLD, layout.TOOK  # names: layout.py
+FACTS, READY, FOLD, TOOK, FULL = layout.FACTS, layout.READY, layout.FOLD, layout.TOOK, layout.FULL  # layout.py
 LOCK, PID, FIFO = layout.HELPER_LOCK, layout.HELPER_PID, layout.HELPER_FIFO
 #: A launcher claim with no end line after this long: the launcher died while printing.
 CLAIM_STALE = 2.0
@@ -96,7 +96,7 @@ def forget(root: str, pin: str) -> None:
     """No rendering ahead for this session (``AGENTMSG_NO_AHEAD``): its facts and delivery go."""
     at = base(root, pin)
     if at is not None:
-        for suffix in (FACTS, READY, FOLD):
+        for suffix in (FACTS, READY, FOLD, FULL):
             _unlink(at + suffix)
 
 
@@ -110,14 +110,24 @@ def write(root: str, pin: str, gen: str, key: str, payload: bytes, fold: dict[st
         return
     fsio.atomic_write(at + FOLD, records.dumps(dict(fold, gen=gen)).encode(), durable=False)
     fsio.atomic_write(at + READY, f"{gen} {key}\n".encode() + payload, durable=False)
+    _unlink(at + FULL)
 
 
 def drop(root: str, pin: str) -> None:
     """The delivery no longer matches the session's state: the next hook runs in full, or the renderer
-    renders again.  ``.fold`` stays: a claim in flight may still need it (it names its generation)."""
+    renders again.  ``.fold`` stays: a claim in flight may still need it (it names its generation).  A
+    ``.full`` goes too: it was decided from the state before."""
     at = base(root, pin)
     if at is not None:
         _unlink(at + READY)
+        _unlink(at + FULL)
+
+
+def mark_full(root: str, pin: str, gen: str) -> None:
+    """The next prompt of generation ``gen`` runs the hook in full: a launcher waiting for a render stops."""
+    at = base(root, pin)
+    if at is not None:
+        fsio.atomic_write(at + FULL, f"{gen}\n".encode(), durable=False)
 
 
 def current(root: str, pin: str) -> bool:

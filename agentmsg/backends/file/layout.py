@@ -23,6 +23,9 @@ GEN, IDLE_MARK, MID, STOP = ".gen", ".idle", ".mid", ".stop"
 #: The renderer of deliveries ahead (backends/file/ahead.py), beside them: a session's recorded facts, its
 #: delivery rendered ahead, a served delivery's fold, and the launcher's claim on it.
 FACTS, READY, FOLD, TOOK = ".env", ".ready", ".fold", ".took"
+#: The renderer's answer "this prompt runs the hook in full" for the generation it holds: a launcher waiting
+#: for a render in flight stops waiting.
+FULL = ".full"
 #: A session's presence (``runtime/presence.py``), by modification time only: a prompt or a tool call marks a
 #: turn (``.turn``), a Stop or a session start its end (``.rest``).  The launcher touches them without Python.
 TURN, REST = ".turn", ".rest"
@@ -100,6 +103,8 @@ FILES: tuple[tuple[str, str, str, str, str], ...] = (
      "the next prompt's delivery, rendered ahead"),
     (f"{IDLE}/<runtime>/<session>{FOLD}", "derived", "renderer", "renderer, hooks",
      "what a served delivery records when folded"),
+    (f"{IDLE}/<runtime>/<session>{FULL}", "derived", "renderer", "hooks/run",
+     "the next prompt runs the hook in full (no wait for a render)"),
     (f"{IDLE}/<runtime>/<session>{TOOK}", "transient", "hooks/run, renderer", "renderer, hooks",
      "the launcher's claim on a delivery until it is folded"),
     (f"{IDLE}/<runtime>/<session>{TURN}", "local", "hooks/run, hooks", "roster, send",
