@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,26 @@ class World:
         pid = subprocess.run(["tmux", "-S", str(self.socket), "display-message", "-p", "#{pid}"], check=True,
                              capture_output=True, text=True, timeout=10).stdout.strip()
         self.env.update(TMUX=f"{self.socket},{pid},0", TMUX_PANE="%0")
+        # every window opened here logs what its pane shows, so a host that exits leaves its last screen behind
+        # (spawn closes a ready session's window as usual when its program ends: the pane itself is gone then)
+        (self.tmp / "panes").mkdir(exist_ok=True)
+        subprocess.run(["tmux", "-S", str(self.socket), "set-hook", "-g", "after-new-window",
+                        f"pipe-pane -o 'cat >> {self.tmp}/panes/#{{pane_id}}.log'"], check=True, timeout=10)
+
+    def post_mortem(self, pane: str) -> str:
+        """Why a spawned session may have stopped: whether its pane still runs, the last lines it showed, and
+        the state root's hook log."""
+        state = subprocess.run(["tmux", "-S", str(self.socket), "display-message", "-p", "-t", pane,
+                                "#{pane_dead} #{pane_dead_status} #{pane_pid}"],
+                               capture_output=True, text=True, check=False).stdout.strip() or "gone"
+        log = self.tmp / "panes" / f"{pane}.log"
+        raw = log.read_text(errors="replace") if log.exists() else ""
+        text = re.sub(r"\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b.",
+                      "", raw)
+        shown = [ln.strip() for ln in re.split(r"[\r\n]+", text) if ln.strip()][-15:]
+        hooks = self.root / "hooks.log"
+        tail = hooks.read_text(errors="replace").splitlines()[-10:] if hooks.exists() else []
+        return "\n".join([f"pane {pane}: {state}", "--- its last lines ---", *shown, "--- hooks.log ---", *tail])
 
     def close(self) -> None:
         sockets = [self.socket, self.root / "spawn" / "tmux.sock"]
