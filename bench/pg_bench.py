@@ -9,10 +9,12 @@ the WAL flush, so both sides of each ratio are durable.  The floor is a bare
 loop of ``INSERT`` + ``COMMIT`` of one row the size of a sealed message, on
 its own connection per writer.  A send is the real thing: the service's
 ``Mailbox.send`` over ``PgStore`` (lock the collaboration's row, read the
-registry and the inbox tail, seal, insert, notify, commit), as ``agentmsg
-send`` runs it minus process start-up.  16 writers run as 16 threads, each
-with its own connection, either into one collaboration (they queue on its
-row lock: the worst case) or into one collaboration each.  Floor and sends
+registry and the inbox tail, seal, insert, notify, commit; or, when the row
+is locked, stage the request and wait while the holder applies every staged
+request in one transaction: docs/POSTGRES.md), as ``agentmsg send`` runs it
+minus process start-up.  16 writers run as 16 processes, each with its own
+connection, either into one collaboration (the worst case: every send needs
+the same lock) or into one collaboration each.  Floor and sends
 are interleaved round by round; the median of the rounds is reported.
 ``--write-md`` replaces the ``## PostgreSQL store`` section of docs/BENCHMARKS.md.
 """
@@ -141,6 +143,9 @@ def main() -> None:
                 results[name][1].append(rate(writers, args.seconds, sends(url, collabs)))
                 print(f"{name}: bare {results[name][0][-1]:.0f}/s, sends {results[name][1][-1]:.0f}/s",
                       file=sys.stderr)
+        with psycopg.connect(url) as conn:  # the records of each transaction (a batch shares one)
+            per = conn.execute("SELECT count(*)::float8 / greatest(count(DISTINCT xmin::text), 1) FROM "
+                               "agentmsg_records WHERE collab = %s AND stream LIKE 'inbox/%%'", (one,)).fetchone()
         server = psycopg.connect(url).execute("SHOW server_version").fetchone()
         settings = {k: psycopg.connect(url).execute(f"SHOW {k}").fetchone() for k in ("fsync", "synchronous_commit")}
     finally:
@@ -153,6 +158,8 @@ def main() -> None:
     info["postgresql"] = f"{server[0] if server else '?'} (" + ", ".join(
         f"{k}={v[0] if v else '?'}" for k, v in settings.items()) + ", unix socket, same machine)"
     info["load average after"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    info["sends per transaction into the one collaboration (all rounds, 1 and 16 writers)"] = (
+        f"{per[0]:.1f}" if per else "?")
     section = "\n".join([
         "## PostgreSQL store",
         "",
@@ -172,12 +179,13 @@ def main() -> None:
         "",
         "Reading it: for one writer the commit's WAL flush dominates both sides; a send adds the round",
         "trips before its insert (the row lock with the events count, the inbox tail; the registry is",
-        "replayed only when the events changed) and the sealing. Sixteen writers into one collaboration",
-        "queue on its row lock, which is held through the commit's WAL flush, so they go no faster than",
-        "about one writer: that is the price of gap-free per-inbox sequences and one hash chain per",
-        "stream. The bare loop's 16 writers share WAL flushes (group commit) and do nothing else; sixteen",
-        "collaborations do too, but each send's round trips and client CPU (sealing, JSON, the registry)",
-        "then compete for the same two cores as the server.",
+        "replayed only when the events changed), the sealing and the server's record checks. Sixteen",
+        "writers into one collaboration need its row lock, which PostgreSQL holds through the commit's",
+        "WAL flush; a send that finds it held stages its request and the holder applies every staged",
+        "request in one transaction, one flush for the batch (docs/POSTGRES.md, \"Many writers, one",
+        "collaboration\"). What is left is CPU: each send's round trips (staging, waiting, the batch),",
+        "its client work (sealing, JSON) and the server's triggers, on the same two cores as the server;",
+        "the bare loop does one insert and a commit. The figures move with the machine's load (above).",
         "",
     ])
     print(section)

@@ -6,8 +6,11 @@ table (``events``, ``notes``, ``delivery``, ``inbox/<alias>``,
 exactly as the file store seals it (``records.seal_next``, ``cseq``,
 ``ackn``), so a replica copies rows verbatim and ``verify`` checks the same
 chains.  A write transaction locks its collaboration's row
-(``SELECT ... FOR UPDATE``): one writer per collaboration, gap-free
-sequences.  Reads run in a snapshot without the lock.  ``wait`` and
+(``SELECT ... FOR NO KEY UPDATE``): one writer per collaboration, gap-free
+sequences.  A send that finds the row locked stages its request, and the
+next holder applies every staged request of its role in one transaction
+(``combine``; docs/POSTGRES.md, "Many writers, one collaboration").  Reads
+run in a snapshot without the lock.  ``wait`` and
 ``wait_any`` sleep on LISTEN/NOTIFY (a trigger notifies on insert).
 """
 
@@ -439,15 +442,14 @@ class PgStore(TxnReads):
         with PgTxn(self, collab, request=request) as tx:
             if tx.locked:
                 return tx.sequence(None, request, apply, refused)
-            staged = tx.staged
+            staged, conn = tx.staged, tx.conn
         try:
-            with PgTxn(self, collab, awaiting=staged) as tx:
+            with PgTxn(self, collab, awaiting=staged, on=conn) as tx:
                 if tx.answer is not None:
                     return tx.answer
                 return tx.sequence(staged, None, apply, refused)
         except BaseException:
-            conn = self.conn()
-            if not conn.broken:  # the wait was interrupted: this session no longer waits for its request
+            if not (conn.broken or conn.closed):  # the wait was interrupted: this session waits no more
                 with suppress(psycopg.Error):
                     conn.execute(_UNSTAGED, (staged,))
             raise
@@ -457,11 +459,12 @@ class PgTxn:
     """One collaboration: its row locked (a writer) or a snapshot (a reader), in one database transaction."""
 
     def __init__(self, store: PgStore, collab: str, *, fresh: bool = False, lock: bool = True,
-                 request: str | None = None, awaiting: int | None = None) -> None:
+                 request: str | None = None, awaiting: int | None = None,
+                 on: psycopg.Connection[Any] | None = None) -> None:
         """``request``: take the lock if it is free, else stage the request (``staged``, committed with this
         transaction); ``awaiting``: wait for the staged request's ``answer``, or for the lock (``combine``)."""
         self.store, self.collab, self.fresh, self.lock = store, collab, fresh, lock
-        self.request, self.awaiting = request, awaiting
+        self.request, self.awaiting, self.on = request, awaiting, on
         self.locked = False
         self.staged = 0
         self.answer: str | None = None
@@ -478,15 +481,32 @@ class PgTxn:
         self._order_to = 0
 
     def __enter__(self) -> PgTxn:
-        def begin(conn: psycopg.Connection[Any]) -> tuple[psycopg.Connection[Any], AbstractContextManager[Any]]:
-            tx = conn.transaction()
-            tx.__enter__()
-            return conn, tx
+        first = self._first()
 
-        self.conn, self._tx = self.store.retrying("begin a transaction", begin)
+        def begin(conn: psycopg.Connection[Any]) -> tuple[psycopg.Connection[Any], AbstractContextManager[Any],
+                                                           Any]:
+            # BEGIN and the first statements in one round trip (a pipeline): nothing is committed before
+            # they answer, so a server that dropped the connection costs a retry, never a half-done step
+            with conn.pipeline():
+                tx = conn.transaction()
+                tx.__enter__()
+                cur = None
+                for sql, params in first:
+                    cur = conn.execute(sql, params)
+            return conn, tx, cur
+
+        if self.on is None:
+            self.conn, self._tx, cur = self.store.retrying("begin a transaction", begin)
+        elif self.on.closed or self.on.broken or self.on is not self.store.conn():
+            # the session that staged the request is gone, and its request with it (docs/POSTGRES.md)
+            raise StoreUnreachable("the connection to the server was lost while the send waited for its turn; "
+                                   "a retry with the same id stores it once")
+        else:
+            with db_errors("wait for the collaboration"):
+                self.conn, self._tx, cur = begin(self.on)
         try:
             with db_errors("lock the collaboration"):
-                row = self._lock()
+                row = self._lock(cur)
             if row is None:
                 raise NotFound(f"no collaboration {self.collab} in {safe_location(self.store.url)}")
         except BaseException as exc:
@@ -497,20 +517,30 @@ class PgTxn:
             self._cseq, self._events_seq, self._pending = int(row[0]), int(row[1]), bool(row[2])
         return self
 
-    def _lock(self) -> tuple[Any, ...] | None:
+    def _first(self) -> list[tuple[str, tuple[Any, ...]]]:
+        """The statements sent with BEGIN, when what follows them does not depend on their answers."""
+        if not self.lock:
+            return [("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", ()), (_LOOK, (self.collab,))]
+        if self.request is not None:
+            return [(_LOCK_OR_STAGE, (self.collab, self.request))]
+        if self.awaiting is not None:
+            return [(_AWAIT, (self.collab, self.awaiting))]
+        return []
+
+    def _lock(self, cur: Any) -> tuple[Any, ...] | None:
         """(cseq, events, pending) of the collaboration, its lock taken for a writer; (None, ...) when
-        ``combine`` staged its request or got its answer instead; None: no such collaboration."""
+        ``combine`` staged its request or got its answer instead; None: no such collaboration.  ``cur``:
+        the answer of the ``_first`` statements."""
         conn = self.conn
         if not self.lock:
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            return conn.execute(_LOOK, (self.collab,)).fetchone()
+            return cur.fetchone()  # type: ignore[no-any-return]
         if self.request is not None:
-            row = conn.execute(_LOCK_OR_STAGE, (self.collab, self.request)).fetchone()
+            row = cur.fetchone()
             if row is not None and row[3] is not None:
                 self.staged = int(row[3])
-            return row
+            return row  # type: ignore[no-any-return]
         if self.awaiting is not None:
-            got = conn.execute(_AWAIT, (self.collab, self.awaiting)).fetchone()
+            got = cur.fetchone()
             if got is None:
                 raise StoreFailed("wait for the collaboration: the server answered nothing")
             self.answer = None if got[0] is None else str(got[0])
