@@ -140,10 +140,9 @@ _INSERT = ("INSERT INTO agentmsg_records (collab, stream, seq, body, rtype, mid,
            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)")
 _INSERT_ORDERED = "WITH o AS (UPDATE agentmsg_collabs SET cseq = greatest(cseq, %s) WHERE id = %s) " + _INSERT
 
-#: The collaboration's row (locked by a writer), its order counter and how many events it has: the
-#: registry, replayed from the events, is kept per store and reused while that count is unchanged.
-#: The collaboration's order counter, how many events it has, and whether requests of this role are staged
-#: there (``combine``); none for a collaboration this role is not in (migration 010).
+#: The collaboration's order counter, how many events it has (the registry, replayed from the events, is
+#: kept per store and reused while that count is unchanged), and whether requests of this role are staged
+#: there (``combine``); no row for a collaboration this role is not in (migration 010).
 _LOOK = "SELECT * FROM agentmsg_look(%s)"
 
 #: Whoever locks a collaboration's row also holds its *turn*, an advisory transaction lock, taken after the
@@ -730,11 +729,12 @@ class PgTxn:
     def _state(self) -> tuple[Any, ...]:
         """What this transaction caches about its writes, to be put back when they are undone."""
         return (dict(self._tails), self._registry, self._cseq, self._events_seq, self._durable, self._wrote,
-                {k: list(v) for k, v in self._pending_broadcasts.items()}, self.store._registries.get(self.collab))
+                {k: list(v) for k, v in self._pending_broadcasts.items()}, self._order_to,
+                self.store._registries.get(self.collab))
 
     def _restore(self, state: tuple[Any, ...]) -> None:
         (self._tails, self._registry, self._cseq, self._events_seq, self._durable, self._wrote,
-         self._pending_broadcasts, cached) = state
+         self._pending_broadcasts, self._order_to, cached) = state
         if cached is None:
             self.store._registries.pop(self.collab, None)
         else:

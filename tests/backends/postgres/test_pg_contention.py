@@ -112,6 +112,16 @@ def _inbox(url: str, cid: str, alias: str) -> list[tuple[int, str, str]]:
 _CID: list[str] = [""]
 
 
+def _order_gap_free(url: str, cid: str) -> None:
+    """The collaboration's order (``cseq`` of its events, messages and notes) is 1..n, and its counter is n."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        got = sorted(int(r[0]) for r in conn.execute(
+            "SELECT (body::jsonb ->> 'cseq')::bigint FROM agentmsg_records WHERE collab = %s AND body::jsonb ? 'cseq'",
+            (cid,)).fetchall())
+        counter = conn.execute("SELECT cseq FROM agentmsg_collabs WHERE id = %s", (cid,)).fetchone()
+    assert got == list(range(1, len(got) + 1)) and counter == (len(got),), (got, counter)
+
+
 def _send(to: str, body: str, mid: str | None = None, who: Any = DRIVER) -> Callable[[PgStore], list[Sent]]:
     return lambda store: Mailbox(store).send(_CID[0], who, Draft(to=to, subject="s", body=body, id=mid))
 
@@ -140,6 +150,7 @@ def test_writers_behind_the_lock_are_stored_together_in_one_commit_gap_free(pg_u
     assert [m.body for m in store.history(cid, "reviewer")] == [s[0].message.body
                                                                for s in sorted(sent, key=lambda s: s[0].message.seq)]
     assert _staged(pg_url) == 0
+    _order_gap_free(pg_url, cid)
 
 
 def test_a_request_that_fails_in_a_batch_fails_alone_with_its_own_error(pg_url: str, cid: str) -> None:
@@ -169,6 +180,7 @@ def test_a_request_that_fails_in_a_batch_fails_alone_with_its_own_error(pg_url: 
     assert [seq for seq, _m, _x in _inbox(pg_url, cid, "reviewer")] == [1, 2]
     assert [seq for seq, _m, _x in _inbox(pg_url, cid, "carol")] == [1]
     assert PgStore(pg_url).verify(cid)[1] == []
+    _order_gap_free(pg_url, cid)
     # the same error, line and code as a writer that applied its request itself
     with pytest.raises(UnknownAgent) as alone:
         Mailbox(PgStore(pg_url)).send(cid, DRIVER, Draft(to="nobody", subject="s", body="b"))
@@ -201,6 +213,7 @@ def test_a_request_that_fails_after_writing_undoes_its_writes_only(pg_url: str, 
     assert sorted(n["text"] for n in store.notes(cid)) == ["n0", "n1", "n3", "n4"]
     assert [n["seq"] for n in store.notes(cid)] == [1, 2, 3, 4]
     assert store.verify(cid)[1] == []
+    _order_gap_free(pg_url, cid)
 
 
 def test_a_staged_request_whose_writer_is_gone_is_never_applied(pg_url: str, cid: str) -> None:
@@ -348,3 +361,4 @@ def test_killing_writers_and_their_connections_at_random_points_loses_nothing_an
     assert len(final) == len(set(final)) == len(tried)
     assert _staged(url) == 0  # the killed writers' requests were removed, never applied
     assert store.verify(cid)[1] == []
+    _order_gap_free(url, cid)
