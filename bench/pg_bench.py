@@ -39,7 +39,8 @@ sys.path.insert(0, str(BENCH))
 import psycopg  # noqa: E402
 from store_bench import machine, write_section  # noqa: E402
 
-from agentmsg.backends.postgres.store import PgStore  # noqa: E402
+from agentmsg import records  # noqa: E402
+from agentmsg.backends.postgres.store import PgStore, _columns  # noqa: E402
 from agentmsg.domain.values import Draft, Pin  # noqa: E402
 from agentmsg.service.messaging import Mailbox  # noqa: E402
 
@@ -120,6 +121,40 @@ def queued(url: str, collabs: list[str]) -> Callable[[int], Callable[[], None]]:
     return setup
 
 
+def check_cost(url: str, cid: str, n: int = 400) -> dict[str, float]:
+    """Server CPU (ms) per inserted message with the record checks (the triggers) on and off, in one
+    transaction of ``n`` inserts each: read from the backend's /proc entry (the server on this machine),
+    so the machine's load does not count.  Triggers off needs a superuser (the throwaway cluster)."""
+    out: dict[str, float] = {}
+    with psycopg.connect(url, autocommit=True) as conn:
+        pid = conn.execute("SELECT pg_backend_pid()").fetchone()
+        row = conn.execute("SELECT body FROM agentmsg_records WHERE collab = %s AND stream = 'inbox/reviewer' "
+                           "ORDER BY seq DESC LIMIT 1", (cid,)).fetchone()
+        assert pid is not None and row is not None
+        tail = records.loads(row[0])
+
+        def cpu() -> float:
+            fields = Path(f"/proc/{pid[0]}/stat").read_text().split(")")[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+        for role in ("origin", "replica", "origin", "replica"):
+            conn.execute(f"SET session_replication_role = {role}")
+            rows = []
+            for _ in range(n):
+                rec = records.seal_next(dict({k: v for k, v in tail.items() if k not in ("seq", "prev", "sum", "ts")},
+                                             id=records.uuid4(), cseq=tail["cseq"] + 1), tail)
+                rows.append((cid, "inbox/reviewer", rec["seq"], records.dumps(rec), *_columns("inbox/reviewer", rec)))
+                tail = rec
+            before = cpu()
+            with conn.transaction():
+                for r in rows:
+                    conn.execute("INSERT INTO agentmsg_records (collab, stream, seq, body, rtype, mid, ref, kind, "
+                                 "priority, bcast, sender) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", r)
+            key = "checks on" if role == "origin" else "checks off"
+            out[key] = min(out.get(key, 1e9), (cpu() - before) / n * 1e3)
+    return out
+
+
 def new_collab(url: str) -> str:
     box = Mailbox(PgStore(url))
     cid = box.open(LEAD, "lead", "bench", "pg bench").collab
@@ -162,6 +197,7 @@ def main() -> None:
         with psycopg.connect(url) as conn:  # the records of each transaction (a batch shares one)
             per = conn.execute("SELECT count(*)::float8 / greatest(count(DISTINCT xmin::text), 1) FROM "
                                "agentmsg_records WHERE collab = %s AND stream LIKE 'inbox/%%'", (busy,)).fetchone()
+        cost = check_cost(url, one) if cluster is not None else None
         server = psycopg.connect(url).execute("SHOW server_version").fetchone()
         settings = {k: psycopg.connect(url).execute(f"SHOW {k}").fetchone() for k in ("fsync", "synchronous_commit")}
     finally:
@@ -176,6 +212,9 @@ def main() -> None:
     info["load average after"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     info["sends per transaction, 16 writers into one collaboration (all rounds)"] = (
         f"{per[0]:.1f}" if per else "?")
+    if cost:
+        info["server CPU per inserted message, record checks on / off (triggers; CPU time, not load)"] = (
+            f"{cost['checks on']:.2f} ms / {cost['checks off']:.2f} ms")
     section = "\n".join([
         "## PostgreSQL store",
         "",
