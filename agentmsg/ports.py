@@ -9,8 +9,8 @@ service.  ``tests/backends/test_contract.py`` runs one suite against every backe
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
-from typing import Any, Protocol
+from collections.abc import Callable, Collection, Iterator
+from typing import Any, Protocol, runtime_checkable
 
 from agentmsg.domain.search import Found, Query
 from agentmsg.domain.values import Message, Page, Registry
@@ -100,3 +100,18 @@ class Replica(Protocol):
         activity, or None), replacing the last report; the store keeps when it came (docs/LIFECYCLE.md)."""
     def presence(self, collab: str) -> dict[str, Record]:
         """alias -> its last report, as reported, plus ``age``: seconds since then by the store's clock."""
+
+
+@runtime_checkable
+class Combining(Protocol):
+    """A store whose concurrent writers of one collaboration share a commit (PostgreSQL; docs/POSTGRES.md).
+
+    ``combine`` runs ``apply(tx, request)`` under the collaboration's lock and returns what it returned,
+    durable: the store decides nothing about the request, which is the service's text.  While another
+    writer holds the lock, the request is staged and whichever writer holds the lock next applies every
+    staged request in one transaction, each in a savepoint; an exception of ``apply`` undoes that
+    request's writes only and its outcome is ``refused(exc)``.
+    """
+
+    def combine(self, collab: str, request: str, apply: Callable[[Txn, str], str],
+                refused: Callable[[Exception], str]) -> str: ...

@@ -17,8 +17,9 @@ from agentmsg.domain import kinds, rules
 from agentmsg.domain.search import Found, Query
 from agentmsg.domain.values import Draft, Message, MessageState, Page, Pin, Registry, Sent
 from agentmsg.errors import IdentityError, NotFound, WatchTimeout
-from agentmsg.ports import Record, Store, Txn
+from agentmsg.ports import Combining, Record, Store, Txn
 from agentmsg.service import attempts as written
+from agentmsg.service import staging
 
 
 class Mailbox:
@@ -94,62 +95,77 @@ class Mailbox:
     # ---- sending ----------------------------------------------------------------------
 
     def send(self, collab: str, who: Pin, draft: Draft, *, flags: tuple[str, ...] = ()) -> list[Sent]:
-        """Store ``draft`` (one copy per recipient for ``all``); every copy is checked before any is stored."""
-        with self.store.transaction(collab) as tx:
-            reg = rules.require_open(tx.registry())
-            sender = rules.require_alias(reg, who)
-            try:
-                parent, reply_to = self._reply(tx, sender, draft.reply_to)
-            except NotFound as exc:
-                if draft.handoff is None or draft.handoff["type"] not in ("result", "gate_response"):
-                    raise
-                from agentmsg.errors import Conflict  # issue 31: nothing open to answer is exit 5
+        """Store ``draft`` (one copy per recipient for ``all``); every copy is checked before any is stored.
 
-                raise Conflict(f"{exc}: a {draft.handoff['type']} has nothing open to answer; "
-                               "nothing was stored") from None
-            to = draft.to or (rules.other_party(parent, sender) if parent else "")
-            base_id = draft.id or records.uuid4()
-            wanted = rules.recipients(reg, sender, to)
-            thread = rules.thread_for(parent, draft.thread, base_id)
-            if draft.handoff is not None:  # a typed message (issue 31): checked against what it answers
-                draft = self._typed(tx, draft, parent, base_id, sender, who, to, thread)
-            if draft.id:
-                was_broadcast, stored = tx.broadcast(base_id)
-                wanted = rules.replayed_recipients(stored, was_broadcast, to, wanted, base_id)
-            planned = []
-            for alias in wanted:
-                fields: Record = {
-                    "type": kinds.MESSAGE, "id": base_id if to != "all" else rules.copy_id(base_id, alias),
-                    "collab": collab, "sender": sender, "sender_pin": str(who), "sender_runtime": who.runtime,
-                    "to": alias, "kind": draft.kind, "priority": draft.priority, "subject": draft.subject,
-                    "body": draft.body, "reply_to": reply_to, "broadcast": base_id if to == "all" else None,
-                }
-                if draft.handoff is not None:
-                    fields["handoff"] = draft.handoff
-                if thread != fields["id"]:  # a message that starts a thread is its own (rules.thread_of)
-                    fields["thread"] = thread
-                fields["digest"] = rules.digest(fields)
-                # A fresh id (no --id) names no stored message: only a caller's id needs the lookup.
-                existing = tx.message(fields["id"]) if draft.id else None
-                if existing is not None:
-                    rules.same_message(existing, fields["digest"])
-                planned.append((fields, existing))
-            fresh = to == "all" and all(existing is None for _f, existing in planned)
-            if parent is not None and any(existing is None for _f, existing in planned):
-                # Before the reply itself: a crash in between leaves a mark naming a message
-                # that does not exist (``state`` skips it), never a reply that lost its mark.
-                mark = {"type": kinds.REPLIED, "message": parent.id, "by": planned[0][0]["id"]}
-                tx.append_receipts(parent.to, [mark])
-            out = []
-            for i, (fields, existing) in enumerate(planned):
-                if existing is not None:
-                    out.append(Sent(existing, already=True))
-                    continue
-                if flags:
-                    fields["flags"] = list(flags)
-                copies = {f["to"]: f["id"] for f, _e in planned} if fresh and i == 0 else None
-                out.append(Sent(tx.append_message(fields, broadcast_of=copies), already=False))
-            return out
+        On a store whose writers share commits (``ports.Combining``: PostgreSQL), the same steps run as a
+        request, which the writer holding the collaboration's lock may apply for this one (docs/POSTGRES.md).
+        """
+        if isinstance(self.store, Combining):
+            request = staging.send_request(who, draft, flags)
+            return staging.sent(self.store.combine(collab, request, self._apply_send, staging.refused))
+        with self.store.transaction(collab) as tx:
+            return self._send(tx, who, draft, flags)
+
+    def _apply_send(self, tx: Txn, request: str) -> str:
+        who, draft, flags = staging.send_of(request)
+        return staging.outcome(self._send(tx, who, draft, flags))
+
+    def _send(self, tx: Txn, who: Pin, draft: Draft, flags: tuple[str, ...]) -> list[Sent]:
+        collab = tx.collab
+        reg = rules.require_open(tx.registry())
+        sender = rules.require_alias(reg, who)
+        try:
+            parent, reply_to = self._reply(tx, sender, draft.reply_to)
+        except NotFound as exc:
+            if draft.handoff is None or draft.handoff["type"] not in ("result", "gate_response"):
+                raise
+            from agentmsg.errors import Conflict  # issue 31: nothing open to answer is exit 5
+
+            raise Conflict(f"{exc}: a {draft.handoff['type']} has nothing open to answer; "
+                           "nothing was stored") from None
+        to = draft.to or (rules.other_party(parent, sender) if parent else "")
+        base_id = draft.id or records.uuid4()
+        wanted = rules.recipients(reg, sender, to)
+        thread = rules.thread_for(parent, draft.thread, base_id)
+        if draft.handoff is not None:  # a typed message (issue 31): checked against what it answers
+            draft = self._typed(tx, draft, parent, base_id, sender, who, to, thread)
+        if draft.id:
+            was_broadcast, stored = tx.broadcast(base_id)
+            wanted = rules.replayed_recipients(stored, was_broadcast, to, wanted, base_id)
+        planned = []
+        for alias in wanted:
+            fields: Record = {
+                "type": kinds.MESSAGE, "id": base_id if to != "all" else rules.copy_id(base_id, alias),
+                "collab": collab, "sender": sender, "sender_pin": str(who), "sender_runtime": who.runtime,
+                "to": alias, "kind": draft.kind, "priority": draft.priority, "subject": draft.subject,
+                "body": draft.body, "reply_to": reply_to, "broadcast": base_id if to == "all" else None,
+            }
+            if draft.handoff is not None:
+                fields["handoff"] = draft.handoff
+            if thread != fields["id"]:  # a message that starts a thread is its own (rules.thread_of)
+                fields["thread"] = thread
+            fields["digest"] = rules.digest(fields)
+            # A fresh id (no --id) names no stored message: only a caller's id needs the lookup.
+            existing = tx.message(fields["id"]) if draft.id else None
+            if existing is not None:
+                rules.same_message(existing, fields["digest"])
+            planned.append((fields, existing))
+        fresh = to == "all" and all(existing is None for _f, existing in planned)
+        if parent is not None and any(existing is None for _f, existing in planned):
+            # Before the reply itself: a crash in between leaves a mark naming a message
+            # that does not exist (``state`` skips it), never a reply that lost its mark.
+            mark = {"type": kinds.REPLIED, "message": parent.id, "by": planned[0][0]["id"]}
+            tx.append_receipts(parent.to, [mark])
+        out = []
+        for i, (fields, existing) in enumerate(planned):
+            if existing is not None:
+                out.append(Sent(existing, already=True))
+                continue
+            if flags:
+                fields["flags"] = list(flags)
+            copies = {f["to"]: f["id"] for f, _e in planned} if fresh and i == 0 else None
+            out.append(Sent(tx.append_message(fields, broadcast_of=copies), already=False))
+        return out
 
     @staticmethod
     def _typed(tx: Txn, draft: Draft, parent: Message | None, base_id: str, sender: str, who: Pin,

@@ -6,8 +6,11 @@ table (``events``, ``notes``, ``delivery``, ``inbox/<alias>``,
 exactly as the file store seals it (``records.seal_next``, ``cseq``,
 ``ackn``), so a replica copies rows verbatim and ``verify`` checks the same
 chains.  A write transaction locks its collaboration's row
-(``SELECT ... FOR UPDATE``): one writer per collaboration, gap-free
-sequences.  Reads run in a snapshot without the lock.  ``wait`` and
+(``SELECT ... FOR NO KEY UPDATE``): one writer per collaboration, gap-free
+sequences.  A send that finds the row locked stages its request, and the
+next holder applies every staged request of its role in one transaction
+(``combine``; docs/POSTGRES.md, "Many writers, one collaboration").  Reads
+run in a snapshot without the lock.  ``wait`` and
 ``wait_any`` sleep on LISTEN/NOTIFY (a trigger notifies on insert).
 """
 
@@ -16,7 +19,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any, TypeVar
 
 import psycopg
@@ -137,11 +140,40 @@ _INSERT = ("INSERT INTO agentmsg_records (collab, stream, seq, body, rtype, mid,
            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)")
 _INSERT_ORDERED = "WITH o AS (UPDATE agentmsg_collabs SET cseq = greatest(cseq, %s) WHERE id = %s) " + _INSERT
 
-#: The collaboration's row (locked by a writer), its order counter and how many events it has: the
-#: registry, replayed from the events, is kept per store and reused while that count is unchanged.
-_LOOK = ("SELECT c.cseq, coalesce((SELECT max(seq) FROM agentmsg_records r WHERE r.collab = c.id "
-         "AND r.stream = 'events'), 0) FROM agentmsg_collabs c WHERE c.id = %s")
-_LOCK = _LOOK + " FOR UPDATE OF c"
+#: The collaboration's order counter, how many events it has (the registry, replayed from the events, is
+#: kept per store and reused while that count is unchanged), and whether requests of this role are staged
+#: there (``combine``); no row for a collaboration this role is not in (migration 010).
+_LOOK = "SELECT * FROM agentmsg_look(%s)"
+
+#: Whoever locks a collaboration's row also holds its *turn*, an advisory transaction lock, taken after the
+#: row (never before: no lock-order cycle); a writer whose request is staged waits for the turn in shared
+#: mode, so it wakes when the holder's transaction ends without queueing on the row (docs/POSTGRES.md).
+_TURN = "SELECT pg_advisory_xact_lock(1634168179, hashtext(%s))"  # ('agms', the collaboration)
+#: The row locked without waiting (no row: locked by another, or no such collaboration), then the turn.
+#: MATERIALIZED: the row is locked before the outer projection takes the turn; the statement never
+#: waits, so its snapshot is the one after the lock.
+_LOCK_NOW = ("WITH l AS MATERIALIZED (SELECT c.id FROM agentmsg_collabs c WHERE c.id = %s "
+             "FOR NO KEY UPDATE OF c SKIP LOCKED) "
+             "SELECT look.*, pg_advisory_xact_lock(1634168179, hashtext(l.id::text)) IS NULL "
+             "FROM l, agentmsg_look(l.id) look")
+#: Waiting for the row: this statement's snapshot predates the wait, so the collaboration is read again after.
+_LOCK_WAIT = "SELECT 1 FROM agentmsg_collabs c WHERE c.id = %s FOR NO KEY UPDATE OF c"
+#: ``combine``: the lock now, or the request staged (migration 010); then waiting for either answer.
+_LOCK_OR_STAGE = "SELECT * FROM agentmsg_lock_or_stage(%s, %s)"
+_AWAIT = "SELECT * FROM agentmsg_await(%s, %s)"
+#: Holding the lock: this writer's own staged request taken out (with its outcome, if a holder before it
+#: answered it), every other pending request of this role, oldest first, and the requests of sessions
+#: that are gone (a writer that died, a server restarted since) removed unanswered: they are never applied.
+_PENDING = ("WITH gone AS (DELETE FROM agentmsg_staged s WHERE s.collab = %s AND s.role = session_user "
+            "AND (s.id = %s OR pg_try_advisory_xact_lock(1634168180, agentmsg_staged_key(s.id))) "
+            "RETURNING s.id, s.request, s.outcome) "
+            "SELECT id, request, outcome FROM gone WHERE id = %s UNION ALL "
+            "SELECT s.id, s.request, s.outcome FROM agentmsg_staged s WHERE s.collab = %s "
+            "AND s.role = session_user AND s.outcome IS NULL AND s.id NOT IN (SELECT id FROM gone) ORDER BY 1")
+#: This writer's own staged request answered by itself: the session lock it held while waiting let go.
+_UNSTAGED = "SELECT pg_advisory_unlock(1634168180, agentmsg_staged_key(%s))"
+_ANSWER = ("UPDATE agentmsg_staged s SET outcome = v.outcome FROM unnest(%s::bigint[], %s::text[]) v(id, outcome) "
+           "WHERE s.id = v.id")
 
 _UNACKED = ("SELECT m.seq, m.kind, m.priority, m.mid FROM agentmsg_records m WHERE m.collab = %s AND m.stream = %s "
             "AND NOT EXISTS (SELECT 1 FROM agentmsg_records a WHERE a.collab = m.collab AND a.stream = %s "
@@ -396,43 +428,129 @@ class PgStore(TxnReads):
                 raise UsageError(f"collaboration {collab} already has records in {safe_location(self.url)}")
             return tx.copy(streams)
 
+    # ---- many writers, one collaboration (ports.Combining) --------------------------------
+
+    def combine(self, collab: str, request: str, apply: Callable[[Any, str], str],
+                refused: Callable[[Exception], str]) -> str:
+        """``apply(tx, request)`` under the collaboration's lock; its outcome, durable (docs/POSTGRES.md).
+
+        The lock free: this writer takes it, applies the requests staged by its role's other writers and
+        its own, and commits them together.  The lock held: the request is staged, and the writer waits
+        for the holder's turn to end (the holder may have applied it) or takes the lock itself.
+        """
+        with PgTxn(self, collab, request=request) as tx:
+            if tx.locked:
+                return tx.sequence(None, request, apply, refused)
+            staged, conn = tx.staged, tx.conn
+        try:
+            with PgTxn(self, collab, awaiting=staged, on=conn) as tx:
+                if tx.answer is not None:
+                    return tx.answer
+                return tx.sequence(staged, None, apply, refused)
+        except BaseException:
+            if not (conn.broken or conn.closed):  # the wait was interrupted: this session waits no more
+                with suppress(psycopg.Error):
+                    conn.execute(_UNSTAGED, (staged,))
+            raise
+
 
 class PgTxn:
     """One collaboration: its row locked (a writer) or a snapshot (a reader), in one database transaction."""
 
-    def __init__(self, store: PgStore, collab: str, *, fresh: bool = False, lock: bool = True) -> None:
+    def __init__(self, store: PgStore, collab: str, *, fresh: bool = False, lock: bool = True,
+                 request: str | None = None, awaiting: int | None = None,
+                 on: psycopg.Connection[Any] | None = None) -> None:
+        """``request``: take the lock if it is free, else stage the request (``staged``, committed with this
+        transaction); ``awaiting``: wait for the staged request's ``answer``, or for the lock (``combine``)."""
         self.store, self.collab, self.fresh, self.lock = store, collab, fresh, lock
+        self.request, self.awaiting, self.on = request, awaiting, on
+        self.locked = False
+        self.staged = 0
+        self.answer: str | None = None
+        self._pending = False  # requests of this role are staged here (``combine``)
         self._tails: dict[str, Record | None] = {}
         self._registry: Registry | None = None
         self._cseq = 0
         self._events_seq = 0
         self._durable = True  # what this transaction's commit waits for
         self._wrote = False
+        self._writes = 0
         self._pending_broadcasts: dict[str, list[str]] = {}
+        self._order_later = False  # a batch (``sequence``) moves the order counter once, at its end
+        self._order_to = 0
 
     def __enter__(self) -> PgTxn:
-        def begin(conn: psycopg.Connection[Any]) -> tuple[psycopg.Connection[Any], AbstractContextManager[Any]]:
-            tx = conn.transaction()
-            tx.__enter__()
-            return conn, tx
+        first = self._first()
 
-        self.conn, self._tx = self.store.retrying("begin a transaction", begin)
+        def begin(conn: psycopg.Connection[Any]) -> tuple[psycopg.Connection[Any], AbstractContextManager[Any],
+                                                           Any]:
+            # BEGIN and the first statements in one round trip (a pipeline): nothing is committed before
+            # they answer, so a server that dropped the connection costs a retry, never a half-done step
+            with conn.pipeline():
+                tx = conn.transaction()
+                tx.__enter__()
+                cur = None
+                for sql, params in first:
+                    cur = conn.execute(sql, params)
+            return conn, tx, cur
+
+        if self.on is None:
+            self.conn, self._tx, cur = self.store.retrying("begin a transaction", begin)
+        elif self.on.closed or self.on.broken or self.on is not self.store.conn():
+            # the session that staged the request is gone, and its request with it (docs/POSTGRES.md)
+            raise StoreUnreachable("the connection to the server was lost while the send waited for its turn; "
+                                   "a retry with the same id stores it once")
+        else:
+            with db_errors("wait for the collaboration"):
+                self.conn, self._tx, cur = begin(self.on)
         try:
             with db_errors("lock the collaboration"):
-                if not self.lock:
-                    self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                elif self.fresh:
-                    self.conn.execute("INSERT INTO agentmsg_collabs (id) VALUES (%s) ON CONFLICT DO NOTHING",
-                                      (self.collab,))
-                row = self.conn.execute(_LOCK if self.lock else _LOOK, (self.collab,)).fetchone()
+                row = self._lock(cur)
             if row is None:
                 raise NotFound(f"no collaboration {self.collab} in {safe_location(self.store.url)}")
-            self._cseq = int(row[0])
-            self._events_seq = int(row[1])
         except BaseException as exc:
             self._abort(exc)
             raise
+        if row[0] is not None:
+            self.locked = self.lock
+            self._cseq, self._events_seq, self._pending = int(row[0]), int(row[1]), bool(row[2])
         return self
+
+    def _first(self) -> list[tuple[str, tuple[Any, ...]]]:
+        """The statements sent with BEGIN, when what follows them does not depend on their answers."""
+        if not self.lock:
+            return [("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", ()), (_LOOK, (self.collab,))]
+        if self.request is not None:
+            return [(_LOCK_OR_STAGE, (self.collab, self.request))]
+        if self.awaiting is not None:
+            return [(_AWAIT, (self.collab, self.awaiting))]
+        return []
+
+    def _lock(self, cur: Any) -> tuple[Any, ...] | None:
+        """(cseq, events, pending) of the collaboration, its lock taken for a writer; (None, ...) when
+        ``combine`` staged its request or got its answer instead; None: no such collaboration.  ``cur``:
+        the answer of the ``_first`` statements."""
+        conn = self.conn
+        if not self.lock:
+            return cur.fetchone()  # type: ignore[no-any-return]
+        if self.request is not None:
+            row = cur.fetchone()
+            if row is not None and row[3] is not None:
+                self.staged = int(row[3])
+            return row  # type: ignore[no-any-return]
+        if self.awaiting is not None:
+            got = cur.fetchone()
+            if got is None:
+                raise StoreFailed("wait for the collaboration: the server answered nothing")
+            self.answer = None if got[0] is None else str(got[0])
+            return tuple(got[1:])
+        if self.fresh:
+            conn.execute("INSERT INTO agentmsg_collabs (id) VALUES (%s) ON CONFLICT DO NOTHING", (self.collab,))
+        row = conn.execute(_LOCK_NOW, (self.collab,)).fetchone()
+        if row is None and conn.execute(_LOCK_WAIT, (self.collab,)).fetchone() is not None:
+            conn.execute(_TURN, (self.collab,))
+            row = conn.execute(_LOOK, (self.collab,)).fetchone()
+        return row
 
     def _abort(self, exc: BaseException) -> None:
         try:
@@ -495,8 +613,12 @@ class PgTxn:
         """One statement, one round trip: the record, and the collaboration's order counter when it carries ``cseq``."""
         row = (self.collab, stream, rec["seq"], records.dumps(rec), *_columns(stream, rec))
         cseq = rec.get("cseq")
+        self._writes += 1
         with db_errors("store a record"):
-            if type(cseq) is int:
+            if type(cseq) is int and self._order_later:
+                self.conn.execute(_INSERT, row)
+                self._order_to = max(self._order_to, cseq)
+            elif type(cseq) is int:
                 self.conn.execute(_INSERT_ORDERED, (cseq, self.collab, *row))
             else:
                 self.conn.execute(_INSERT, row)
@@ -527,6 +649,96 @@ class PgTxn:
                 self._cseq = max(self._cseq, int(rec.get("cseq", 0)))
                 n += 1
         return n
+
+    # ---- sequencing staged requests (PgStore.combine) ------------------------------------------
+
+    def sequence(self, staged: int | None, request: str | None, apply: Callable[[Any, str], str],
+                 refused: Callable[[Exception], str]) -> str:
+        """Holding the lock: apply every pending request of this role, oldest first, and this writer's own
+        (``request``, not staged, or the one numbered ``staged``); write each other writer's outcome into its
+        row; return this writer's.  All of it commits with this transaction, durably, or none of it.
+
+        A request whose ``apply`` raises before it wrote anything costs nothing to undo; one that fails
+        after writing (the server refused a record) undoes the whole batch to its start, which is then
+        applied again with a savepoint around each request.
+        """
+        pending: list[tuple[int, str, Any]] = []
+        if self._pending or staged is not None:
+            rows = self._rows(_PENDING, (self.collab, staged, staged, self.collab))
+            pending = [(int(i), str(r), o) for i, r, o in rows]
+        todo = [(i, r) for i, r, o in pending if o is None]
+        if request is not None:
+            todo.append((0, request))  # (0: no staged row)
+        self._order_later = True
+        outcomes = self._apply_all(todo, apply, refused, alone=request is not None and len(todo) == 1)
+        self._order_later = False
+        answers = [(i, out) for i, out in outcomes.items() if i not in (0, staged)]
+        with db_errors("store the outcomes"), self.conn.pipeline():
+            if self._order_to:
+                self.conn.execute("UPDATE agentmsg_collabs SET cseq = greatest(cseq, %s) WHERE id = %s",
+                                  (self._order_to, self.collab))
+            if answers:
+                self.conn.execute(_ANSWER, ([i for i, _o in answers], [o for _i, o in answers]))
+            if staged is not None:
+                self.conn.execute(_UNSTAGED, (staged,))
+        if staged is None:
+            return outcomes[0]
+        own = [o for i, _r, o in pending if i == staged]
+        if not own:
+            raise StoreFailed("a staged request was removed unanswered; nothing of it was stored")
+        return outcomes[staged] if own[0] is None else str(own[0])  # (answered by an earlier holder)
+
+    def _apply_all(self, todo: list[tuple[int, str]], apply: Callable[[Any, str], str],
+                   refused: Callable[[Exception], str], *, alone: bool) -> dict[int, str]:
+        """Each request's outcome.  ``alone`` (this writer's own request, nothing staged): what it raises is
+        raised, and the transaction rolls back as any other.  Else the batch is sent in one pipeline (its
+        inserts do not wait for each other's answers), after a savepoint; if any request fails, the batch
+        goes back to the savepoint and is applied again with a savepoint around each request, whose failure
+        undoes that request only and is its outcome."""
+        if alone:
+            return {sid: apply(self, req) for sid, req in todo}
+        with db_errors("store a record"):
+            self.conn.execute("SAVEPOINT agentmsg_batch")
+        start = self._state()
+        out: dict[int, str] = {}
+        try:
+            with db_errors("store a record"), self.conn.pipeline():
+                for sid, req in todo:
+                    out[sid] = apply(self, req)
+            return out
+        except Exception:
+            status = self.conn.info.transaction_status
+            if status not in (psycopg.pq.TransactionStatus.INTRANS, psycopg.pq.TransactionStatus.INERROR):
+                raise  # the connection failed: the whole transaction is lost, nothing of it stored
+        with db_errors("store a record"):
+            self.conn.execute("ROLLBACK TO SAVEPOINT agentmsg_batch")
+        self._restore(start)
+        out = {}
+        for sid, req in todo:
+            kept = self._state()
+            try:
+                with db_errors("store a record"), self.conn.transaction():  # (a savepoint)
+                    out[sid] = apply(self, req)
+            except Exception as exc:
+                if self.conn.info.transaction_status != psycopg.pq.TransactionStatus.INTRANS:
+                    raise  # the connection failed: the whole transaction is lost, nothing of it stored
+                self._restore(kept)  # its savepoint undid its writes
+                out[sid] = refused(exc)
+        return out
+
+    def _state(self) -> tuple[Any, ...]:
+        """What this transaction caches about its writes, to be put back when they are undone."""
+        return (dict(self._tails), self._registry, self._cseq, self._events_seq, self._durable, self._wrote,
+                {k: list(v) for k, v in self._pending_broadcasts.items()}, self._order_to,
+                self.store._registries.get(self.collab))
+
+    def _restore(self, state: tuple[Any, ...]) -> None:
+        (self._tails, self._registry, self._cseq, self._events_seq, self._durable, self._wrote,
+         self._pending_broadcasts, self._order_to, cached) = state
+        if cached is None:
+            self.store._registries.pop(self.collab, None)
+        else:
+            self.store._registries[self.collab] = cached
 
     def alias(self, alias: str) -> str:
         if not rules.is_alias(alias):
