@@ -88,7 +88,8 @@ def log(host: str, exc: BaseException) -> None:
         if os.path.isdir(root):
             line = "hooks/agentmsg_hook.py {}: cannot load agentmsg (python {}): {}: {}\n".format(
                 host[:10], sys.version.split()[0], type(exc).__name__, str(exc).replace("\n", " ")[:300])
-            with open(os.path.join(root, "hooks.log"), "a") as fh:
-                fh.write(line)
+            from agentmsg import fsio  # never through a link, a FIFO or a hard link
+
+            fsio.append(os.path.join(root, "hooks.log"), line.encode("utf-8", "backslashreplace"), durable=False)
     except BaseException:  # nowhere left to report to
         pass

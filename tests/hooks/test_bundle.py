@@ -199,3 +199,26 @@ def test_the_hook_script_loads_the_bundle_module_from_its_own_pyc_only_while_it_
     source = plugin / "agentmsg" / "hooks" / "bundle.py"
     source.write_text(source.read_text() + "\n# edited\n")
     assert "agentmsg.hooks.bundle" in imported()  # the .pyc no longer matches: imported the ordinary way
+
+
+def test_a_hook_whose_code_cannot_load_exits_0_silently_and_says_so_in_the_log(plugin, tmp_path):
+    """hooks/agentmsg_hook.py -> hooks/start.py: a module that fails to import (a broken checkout) costs the host
+    nothing (exit 0, no output) and leaves one line in hooks.log; a start.py that cannot load at all, nothing."""
+    state = tmp_path / "state"
+    state.mkdir()
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "AGENTMSG_HOME": str(state)}
+    script = plugin / "hooks" / "agentmsg_hook.py"
+    (plugin / "agentmsg" / "hooks" / "entry.py").write_text("raise ImportError('a broken checkout')\n")
+
+    def hook() -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run([sys.executable, "-I", "-S", str(script), "claude"], input=b"{}", capture_output=True,
+                              env=env, timeout=60)
+
+    for _ in range(2):  # start.py imported the ordinary way, then from its own .pyc
+        done = hook()
+        assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    lines = (state / "hooks.log").read_text().splitlines()
+    assert len(lines) == 2 and all("cannot load agentmsg" in x and "a broken checkout" in x for x in lines)
+    (plugin / "agentmsg" / "hooks" / "start.py").write_text("def main(:\n")
+    done = hook()
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
