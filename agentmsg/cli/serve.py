@@ -60,18 +60,32 @@ def main(argv: Sequence[str]) -> int:
     return helper.main([root], duties=duties, extra=lambda h: Server(h, mine), leave=leave, tag=mine)
 
 
+#: Imported once by the helper so that no command pays for them (each child starts with them).
+PRELOAD = ("agentmsg.domain", "agentmsg.text", "agentmsg.backends", "agentmsg.backends.file", "agentmsg.service",
+           "agentmsg.runtime", "agentmsg.hosts", "agentmsg.cli")
+#: Not imported ahead: this module's own entry, programs of their own, the optional drivers.
+NOT_PRELOADED = ("agentmsg.cli.__main__", "agentmsg.cli.serve")
+
+
 def _preload() -> None:
-    """What a command imports, imported once here: each child starts with it."""
+    """What commands import, imported once here, and the command line built once: each child starts with it."""
     import array  # noqa: F401
+    import importlib
     import io  # noqa: F401
     import locale  # noqa: F401
+    import pkgutil
 
-    import typer  # noqa: F401
+    for package in PRELOAD:
+        found = importlib.import_module(package)
+        for info in pkgutil.iter_modules(found.__path__, package + "."):
+            if info.name not in NOT_PRELOADED and not info.ispkg:
+                try:
+                    importlib.import_module(info.name)
+                except Exception:  # an optional dependency that is not installed: the command says so itself
+                    pass
+    from agentmsg.cli import app
 
-    from agentmsg.cli import app, main, output  # noqa: F401
-    from agentmsg.service import commands, context, delivery_commands, wake_commands  # noqa: F401
-
-    app.one_command(["inbox"])  # typer's and click's own lazy imports
+    app.app_command()  # typer's and click's own lazy imports
 
 
 def fingerprint() -> tuple[tuple[str, int, int], ...]:

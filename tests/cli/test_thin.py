@@ -164,7 +164,8 @@ def test_a_peer_of_another_user_is_refused_on_both_sides(monkeypatch: pytest.Mon
 def test_the_client_imports_nothing_heavy(tmp_path: Path) -> None:
     """What the client loads before it knows whether a helper runs: the standard library's core only."""
     probe = ("import sys\nsys.path.insert(0, sys.argv[1])\nfrom agentmsg.cli import thin\n"
-             "assert thin.forward(['send', '--body', 'x'], env={'AGENTMSG_HOME': sys.argv[2], 'HOME': sys.argv[2]}) is None\n"
+             "env = {'AGENTMSG_HOME': sys.argv[2], 'HOME': sys.argv[2]}\n"
+             "assert thin.forward(['send', '--body', 'x'], env=env) is None\n"
              "print(' '.join(sorted(sys.modules)))\n")
     out = subprocess.run([sys.executable, "-I", "-S", "-c", probe, str(REPO_ROOT), str(tmp_path)],
                          capture_output=True, text=True, check=True).stdout.split()
@@ -308,9 +309,17 @@ def test_every_command_gives_the_same_output_exit_code_and_records_with_and_with
     plain, served, home = roots
     data = home / "data"  # doctor asks the plugin launcher too: one with no environment to build
     extra = {"XDG_DATA_HOME": str(data), "PIP_NO_INDEX": "1", "AGENTMSG_BUILD_WAIT": "0"}
-    for name, args, stdin in SCRIPT:
-        code_a, out_a, err_a = cli(args, env_for(plain, home, helper=False, **extra), stdin=stdin)
-        code_b, out_b, err_b = cli(args, env_for(served, home, helper=True, **extra), client=True, stdin=stdin)
+    import threading
+
+    results: list[tuple[int, str, str]] = []  # the roots are independent: one runs beside the other
+    inside = threading.Thread(target=lambda: results.extend(
+        cli(args, env_for(plain, home, helper=False, **extra), stdin=stdin) for _name, args, stdin in SCRIPT))
+    inside.start()
+    served_results = [cli(args, env_for(served, home, helper=True, **extra), client=True, stdin=stdin)
+                      for _name, args, stdin in SCRIPT]
+    inside.join()
+    for (name, args, _stdin), (code_a, out_a, err_a), (code_b, out_b, err_b) in zip(SCRIPT, results, served_results,
+                                                                                      strict=True):
         assert code_b != NOT_FORWARDED, (name, args, err_b)
         a = (code_a, normal(out_a, plain), normal(err_a, plain))
         b = (code_b, normal(out_b, served), normal(err_b, served))
