@@ -4,8 +4,9 @@
 ahead and rings deferred wake-ups as well) started by the CLI with its own interpreter, the one with the package's
 dependencies (typer, rich, ...), which it imports once.  It listens on ``ROOT/idle/helper.sock`` (0600, in the
 0700 root) while it holds the root.  Each connection from this user (peer credentials) gets a child of its own
-(:func:`agentmsg.runtime.spawn.fork_child`), which puts the client's descriptors on 0, 1 and 2, takes its working
-folder, environment, stream encodings and pid (for the ancestry checks), runs the same typer application
+(:func:`agentmsg.runtime.spawn.fork_child`; forked ahead, a spare waiting for the next connection on a socket
+pair, so that a command does not wait for the fork), which puts the client's descriptors on 0, 1 and 2, takes
+its working folder, environment, stream encodings and pid (for the ancestry checks), runs the same typer application
 (:func:`agentmsg.cli.main.main`) and reports the exit code.  The forked child starts from the helper's imported
 state, so a command skips interpreter start and imports.
 
@@ -85,7 +86,7 @@ def _preload() -> None:
                     pass
     from agentmsg.cli import app
 
-    app.app_command()  # typer's and click's own lazy imports
+    app.build_all()  # each command's click object, and typer's and click's own lazy imports
 
 
 def fingerprint() -> tuple[tuple[str, int, int], ...]:
@@ -119,6 +120,7 @@ class Server:
         self.sock: socket.socket | None = None
         self.bound: tuple[int, int] | None = None  # (device, inode) of the socket file this helper made
         self.children: set[int] = set()
+        self.spare: tuple[int, socket.socket] | None = None  # a child forked ahead, waiting for the next command
         self.code = fingerprint()
 
     def open(self) -> None:
@@ -155,6 +157,7 @@ class Server:
         sock.listen(64)
         sock.setblocking(False)
         self.sock = sock
+        self.fork_spare()
 
     def fds(self) -> list[int]:
         return [self.sock.fileno()] if self.sock is not None else []
@@ -170,7 +173,8 @@ class Server:
             except Exception as exc:
                 self.helper.log(exc)
             finally:
-                conn.close()
+                conn.close()  # before the next fork: no child but the one that serves it holds it
+            self.fork_spare()  # the child for the next command, while this one runs
 
     def start(self, conn: socket.socket) -> None:
         """A child for this connection, if it comes from this user and this helper's code is still on disk."""
@@ -184,7 +188,58 @@ class Server:
             conn.sendall(thin.VERSION + b"\n")
             ahead.ring(self.helper.root, [doorbell.LEAVE])
             return
-        self.children.add(spawn.fork_child(lambda: self.child(conn, pid)))
+        if not self.hand_over(conn, pid):
+            self.children.add(spawn.fork_child(lambda: self.child(conn, pid)))
+
+    def fork_spare(self) -> None:
+        """Fork the child for the next command now, off its path: it waits on a socket pair for the connection."""
+        import socket
+
+        from agentmsg.runtime import spawn
+
+        if self.spare is not None or self.sock is None:
+            return
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            pid = spawn.fork_child(lambda: self.wait(theirs, mine))
+        except OSError:
+            mine.close()
+            return
+        finally:
+            theirs.close()
+        self.spare = (pid, mine)
+
+    def hand_over(self, conn: socket.socket, client: int) -> bool:
+        """Give the connection to the spare child; False when there is none or it is gone."""
+        import socket
+
+        if self.spare is None:
+            return False
+        pid, pipe = self.spare
+        self.spare = None
+        try:
+            socket.send_fds(pipe, [str(client).encode()], [conn.fileno()])
+            handed = True
+        except OSError:
+            handed = False
+        pipe.close()
+        self.children.add(pid)  # reaped once it ends, whether it runs the command or found the pipe closed
+        return handed
+
+    def wait(self, pipe: socket.socket, other: socket.socket) -> None:
+        """In the spare child: wait for a connection (the helper closes the pipe instead when it stops)."""
+        import socket
+
+        other.close()
+        self.detach()
+        try:
+            data, fds, _flags, _addr = socket.recv_fds(pipe, 64, 1)
+        except OSError:
+            return
+        pipe.close()
+        if len(fds) != 1 or not data.isdigit():
+            return
+        self.serve(socket.socket(fileno=fds[0]), int(data))
 
     def busy(self) -> bool:
         for pid in list(self.children):
@@ -197,6 +252,11 @@ class Server:
         return bool(self.children)
 
     def close(self) -> None:
+        if self.spare is not None:  # it reads the end of its pipe and exits
+            pid, pipe = self.spare
+            pipe.close()
+            self.children.add(pid)
+            self.spare = None
         if self.sock is None:
             return
         try:
@@ -211,7 +271,12 @@ class Server:
     # ---- the child ------------------------------------------------------------------------------------
 
     def child(self, conn: socket.socket, client: int) -> None:
-        """In the forked child: become the client's command, run it, report its exit code."""
+        """In a child forked for this connection."""
+        self.detach()
+        self.serve(conn, client)
+
+    def detach(self) -> None:
+        """In a forked child, once: let go of what makes the parent the root's helper; a command's signals."""
         for fd in self.helper.own_fds():
             try:
                 os.close(fd)
@@ -219,7 +284,12 @@ class Server:
                 pass
         if self.sock is not None:
             self.sock.close()
+        if self.spare is not None:
+            self.spare[1].close()
         _signals()
+
+    def serve(self, conn: socket.socket, client: int) -> None:
+        """Become the client's command, run it, report its exit code."""
         try:
             fds, fields = receive(conn)
         except (OSError, ValueError):

@@ -14,8 +14,9 @@ What agentmsg may run in the background on this machine, each under one lock fil
   ``initialize`` from a stdlib relay (:mod:`agentmsg.mcp.front`) that starts the SDK server as its child, on
   pipes, and ends with it (not in the background: no lock).
 * **a command the helper runs for the thin client** (:func:`fork_child`): the helper that serves the command
-  line (:mod:`agentmsg.cli.serve`) forks one child per request, in its own process group and session, which
-  runs the command on the client's descriptors and exits (no lock: it is the helper's child, not a resident).
+  line (:mod:`agentmsg.cli.serve`) forks one child per request (ahead of it: a spare waits for the next one), in
+  the helper's process group and session, which runs the command on the client's descriptors and exits (no
+  lock: it is the helper's child, not a resident).
 * **Claude Code's wake-up waiter** (:mod:`agentmsg.hooks.waiter`): Claude Code itself starts it (an
   ``asyncRewake`` hook), not this module; it takes its lock (``ROOT/wake/<session>.lock``) with
   :func:`lock` and senders probe it with :func:`running`, like the others.

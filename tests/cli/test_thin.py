@@ -272,15 +272,17 @@ def normal(text: str, root: Path) -> str:
     text = HELPER_LINE.sub("", text.replace(str(root), "<ROOT>"))
     for pattern, word in ((UUID, "<ID>"), (TIME, "<TIME>"), (HEX, "<HEX>"), (TICKET, "<TICKET>"), (AGO, "<AGO>")):
         text = pattern.sub(word, text)
-    return text
+    return re.sub(r" {2,}", " ", text)  # columns padded to an age's width
 
 
 def records(root: Path) -> dict[str, str]:
     """Every record file of the root (truth and the rest that is not about the processes), normalized."""
     out = {}
-    for path in sorted((root / "collabs").rglob("*")):
-        if path.is_file() and path.suffix in (".jsonl", ".json", ".md") and not path.name.startswith("."):
-            out[normal(str(path.relative_to(root)), root)] = normal(path.read_text(), root)
+    for folder in sorted((root / "collabs").iterdir()):
+        label = json.loads((folder / "collab.jsonl").read_text().splitlines()[0])["label"]  # ids differ: by label
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and path.suffix in (".jsonl", ".json", ".md") and not path.name.startswith("."):
+                out[f"{label}/{normal(str(path.relative_to(folder)), root)}"] = normal(path.read_text(), root)
     return out
 
 
@@ -307,16 +309,17 @@ def roots(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path
 def test_every_command_gives_the_same_output_exit_code_and_records_with_and_without_the_helper(
         roots: tuple[Path, Path, Path]) -> None:
     plain, served, home = roots
-    data = home / "data"  # doctor asks the plugin launcher too: one with no environment to build
-    extra = {"XDG_DATA_HOME": str(data), "PIP_NO_INDEX": "1", "AGENTMSG_BUILD_WAIT": "0"}
+    # doctor asks the plugin launcher too: each root its own launcher folder (<ROOT>-data once normalized)
+    extra = {"PIP_NO_INDEX": "1", "AGENTMSG_BUILD_WAIT": "0"}
     import threading
 
     results: list[tuple[int, str, str]] = []  # the roots are independent: one runs beside the other
     inside = threading.Thread(target=lambda: results.extend(
-        cli(args, env_for(plain, home, helper=False, **extra), stdin=stdin) for _name, args, stdin in SCRIPT))
+        cli(args, env_for(plain, home, helper=False, XDG_DATA_HOME=f"{plain}-data", **extra), stdin=stdin)
+        for _name, args, stdin in SCRIPT))
     inside.start()
-    served_results = [cli(args, env_for(served, home, helper=True, **extra), client=True, stdin=stdin)
-                      for _name, args, stdin in SCRIPT]
+    served_results = [cli(args, env_for(served, home, helper=True, XDG_DATA_HOME=f"{served}-data", **extra),
+                          client=True, stdin=stdin) for _name, args, stdin in SCRIPT]
     inside.join()
     for (name, args, _stdin), (code_a, out_a, err_a), (code_b, out_b, err_b) in zip(SCRIPT, results, served_results,
                                                                                       strict=True):
@@ -453,17 +456,21 @@ def test_a_helper_whose_code_changed_on_disk_refuses_and_leaves(tmp_path: Path) 
 def _held_send(env: dict[str, str], args: list[str]) -> subprocess.Popen[bytes]:
     """A forwarded send (the console script's path) whose body the helper's child reads from a pipe we hold."""
     return subprocess.Popen([sys.executable, "-m", "agentmsg.cli", *args], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                            cwd=Path(env["AGENTMSG_HOME"]).parent)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=env["AGENTMSG_HOME"])
 
 
-def _child_of(helper: int) -> int | None:
+def _serving_in(helper: int, cwd: Path) -> int | None:
+    """The helper's child that runs a command in ``cwd`` (the spare it keeps forked ahead runs none)."""
     from agentmsg.runtime.procs import proc_stat
 
     for name in os.listdir("/proc"):
         if name.isdigit():
             found = proc_stat(int(name))
-            if found is not None and found[1] == helper:
+            try:
+                here = os.readlink(f"/proc/{name}/cwd")
+            except OSError:
+                continue
+            if found is not None and found[1] == helper and here == str(cwd):
                 return int(name)
     return None
 
@@ -493,7 +500,7 @@ def test_killed_mid_send_a_send_with_its_id_runs_again_in_process_once(one: tupl
     try:
         send = _held_send(env, ["send", "--collab", "t", "--self", ALICE, "--to", "b", "--id", MSG,
                                 "--body-file", "/dev/stdin"])
-        until(lambda: _child_of(proc.pid) is not None)
+        until(lambda: _serving_in(proc.pid, root) is not None)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
         _out, err = send.communicate(b"the body", timeout=60)
@@ -509,7 +516,7 @@ def test_killed_mid_send_a_send_without_an_id_says_so_in_one_line(one: tuple[Pat
     proc = start_helper(root, env)
     try:
         send = _held_send(env, ["send", "--collab", "t", "--self", ALICE, "--to", "b", "--body-stdin"])
-        until(lambda: _child_of(proc.pid) is not None)
+        until(lambda: _serving_in(proc.pid, root) is not None)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
         out, err = send.communicate(b"the body", timeout=60)
