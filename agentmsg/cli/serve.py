@@ -87,6 +87,24 @@ def _preload() -> None:
     from agentmsg.cli import app
 
     app.build_all()  # each command's click object, and typer's and click's own lazy imports
+    _warm()
+
+
+def _warm() -> None:
+    """Run two commands that touch no state root, output discarded: the tables and caches every command's
+    output builds on first use (the escape table, click's help and option lookups) are then built here."""
+    import contextlib
+    import io
+
+    from agentmsg.cli.main import main
+
+    sink = io.StringIO()
+    with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        for args in (["template", "list"], ["send", "--help"], ["inbox", "--no-such-option"]):
+            try:
+                main(args)
+            except BaseException:  # only ever a head start
+                pass
 
 
 def fingerprint() -> tuple[tuple[str, int, int], ...]:
@@ -189,6 +207,9 @@ class Server:
             ahead.ring(self.helper.root, [doorbell.LEAVE])
             return
         if not self.hand_over(conn, pid):
+            import gc
+
+            gc.freeze()
             self.children.add(spawn.fork_child(lambda: self.child(conn, pid)))
 
     def fork_spare(self) -> None:
@@ -199,6 +220,9 @@ class Server:
 
         if self.spare is not None or self.sock is None:
             return
+        import gc
+
+        gc.freeze()  # the collector never walks the helper's objects in a child: no copy of every page it holds
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             pid = spawn.fork_child(lambda: self.wait(theirs, mine))
