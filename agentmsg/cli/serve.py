@@ -192,7 +192,6 @@ class Server:
                 self.helper.log(exc)
             finally:
                 conn.close()  # before the next fork: no child but the one that serves it holds it
-            self.fork_spare()  # the child for the next command, while this one runs
 
     def start(self, conn: socket.socket) -> None:
         """A child for this connection, if it comes from this user and this helper's code is still on disk."""
@@ -273,6 +272,8 @@ class Server:
                 done = pid
             if done:
                 self.children.discard(pid)
+        if not self.children:
+            self.fork_spare()  # the child for the next command, once this one's has ended: off its path
         return bool(self.children)
 
     def close(self) -> None:

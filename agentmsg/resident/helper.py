@@ -223,7 +223,7 @@ class Helper:
                 waits.append(self.retry_at - now)
             extra = self.extra.fds() if self.extra is not None else []
             if self.extra is not None and self.extra.busy():
-                waits.append(0.5)  # look again soon: its children end
+                waits.append(0.01)  # look again soon: its children end (and it forks ahead for the next)
             watched = [fd for fd in (self.fifo, self.bell[0] if self.bell else None) if fd is not None]
             ready, _w, _x = select.select(watched + extra, [], [], max(0.0, min(waits)))
             now = time.monotonic()
