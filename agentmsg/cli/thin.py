@@ -346,7 +346,9 @@ def ensure(args: Sequence[str], env: Mapping[str, str] | None = None) -> bool:
         if environ.get(name):
             child_env[name] = environ[name]
     flags = ["-S"] if sys.flags.no_site else []  # its packages come from PYTHONPATH then, as this one's do
-    return spawn_detached([sys.executable, *flags, "-m", "agentmsg.cli.serve", root], env=child_env) is not None
+    # cwd "/": ``-m`` puts the working folder first on sys.path, where another agentmsg (a checkout) may be
+    return spawn_detached([sys.executable, *flags, "-m", "agentmsg.cli.serve", root], cwd="/",
+                          env=child_env) is not None
 
 
 def finish(code: int) -> None:
