@@ -1,12 +1,10 @@
 """Where state lives: one root, resolved explicitly, never from the cwd.
 
-Lean (the hooks resolve the root with :func:`resolve_root_str`); only
-:func:`resolve_root`, for the CLI, imports ``pathlib``.
+Lean (the hooks resolve the root with :func:`resolve_root_str`, and the thin client, ``cli/thin.py``, before
+anything else is imported); only :func:`resolve_root`, for the CLI, imports ``pathlib``.
 """
 
 from __future__ import annotations
-
-from agentmsg.records import sha256_hex
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -66,4 +64,6 @@ def _usage(message: str) -> Exception:
 
 def pin_key(pin: str) -> str:
     """File name for a pin: a hash, so raw session text never names a file."""
+    from agentmsg.records import sha256_hex
+
     return sha256_hex(pin.encode())[:32]

@@ -45,6 +45,9 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     for name in list(os.environ):
         if name.startswith("AGENTMSG_"):
             monkeypatch.delenv(name, raising=False)
+    # A command run in-process starts the root's resident helper for the next one (agentmsg/cli/serve.py):
+    # not for every test root; tests/cli/test_thin.py turns it on.
+    monkeypatch.setenv("AGENTMSG_NO_HELPER", "1")
     return home
 
 

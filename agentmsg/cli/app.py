@@ -745,6 +745,24 @@ def one_command(args: Sequence[str]) -> tuple[Any, str, list[str]] | None:
             return None
         callback = commands[rest[0]]
         path, rest = f"{name} {rest[0]}", rest[1:]
-    one = typer.Typer(**_SETTINGS)
-    one.command(path.rsplit(" ", 1)[-1])(callback)
-    return typer.main.get_command(one), f"agentmsg {path}", rest
+    built = BUILT.get(path)
+    if built is None:
+        one = typer.Typer(**_SETTINGS)
+        one.command(path.rsplit(" ", 1)[-1])(callback)
+        built = typer.main.get_command(one)
+    return built, f"agentmsg {path}", rest
+
+
+#: Commands built ahead (``build_all``): the resident helper that runs commands (``cli/serve.py``) builds each
+#: once, and every command it runs in a forked child skips typer's reading of the callback's signature.
+BUILT: dict[str, Any] = {}
+
+
+def build_all() -> None:
+    """Build every command once (:data:`BUILT`), and the whole tree, for a long-lived process."""
+    for path in [*COMMANDS, *(f"{g} {c}" for g, commands in GROUPS.items() for c in commands)]:
+        words = path.split()
+        found = one_command([*words, "--help"])
+        if found is not None:
+            BUILT[path] = found[0]
+    app_command()

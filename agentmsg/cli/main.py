@@ -12,17 +12,13 @@ for debugging, as llm's ``LLM_RAISE_ERRORS`` does.
 from __future__ import annotations
 
 import os
-import stat
 import sys
-from collections.abc import Sequence
 
-import typer
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
-from agentmsg import TOOL, fsio
-from agentmsg.cli import output
-from agentmsg.errors import AgentmsgError, UnsafePath, UsageError
-from agentmsg.service.oserrors import one_line as _one_line
-from agentmsg.service.oserrors import os_error
+    from agentmsg.errors import AgentmsgError
 
 
 def _portalocker_nb(fh: object) -> None:
@@ -35,7 +31,15 @@ def _portalocker_nb(fh: object) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``agentmsg ARGV`` in this process; the exit code."""
+    import typer
+
+    from agentmsg import fsio
+    from agentmsg.cli import output
     from agentmsg.cli.app import app_command, one_command
+    from agentmsg.errors import AgentmsgError, UsageError
+    from agentmsg.service.oserrors import one_line as _one_line
+    from agentmsg.service.oserrors import os_error
 
     args = list(sys.argv[1:] if argv is None else argv)
     args = _take_store(args)
@@ -122,6 +126,10 @@ def _crash(exc: BaseException, command: str = "", args: Sequence[str] = ()) -> A
     refused) and records the command and option names only: argument values
     hold message bodies, subjects and notes.
     """
+    from agentmsg import TOOL
+    from agentmsg.errors import AgentmsgError
+    from agentmsg.service.oserrors import one_line as _one_line
+
     path = os.path.join(os.path.expanduser("~"), ".cache", "agentmsg", "crash.log")
     options = sorted({a.split("=", 1)[0] for a in args if a.startswith("--")})
     try:
@@ -136,6 +144,11 @@ def _crash(exc: BaseException, command: str = "", args: Sequence[str] = ()) -> A
 
 
 def _private_append(path: str, text: str) -> None:
+    import stat
+
+    from agentmsg import fsio
+    from agentmsg.errors import UnsafePath
+
     folder = os.path.dirname(path)
     os.makedirs(folder, mode=0o700, exist_ok=True)
     st = os.lstat(folder)
@@ -152,7 +165,26 @@ def _private_append(path: str, text: str) -> None:
 
 
 def run() -> None:
-    raise SystemExit(main())
+    """The ``agentmsg`` command (console script, ``python -m agentmsg.cli``): the root's helper runs it when it
+    serves the command line (:mod:`agentmsg.cli.thin`), else this process does, and then starts that helper in
+    the background for the next command (:func:`agentmsg.cli.thin.ensure`)."""
+    from agentmsg.cli import thin
+
+    args = sys.argv[1:]
+    if os.environ.pop(thin.TRIED, None) is None:  # the plugin launcher's client tried already
+        code = thin.forward(args)
+        if code is not None:
+            thin.finish(code)
+    code = main()
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+    try:
+        thin.ensure(args)
+    except Exception:  # only ever for the next command: never this one's outcome
+        pass
+    raise SystemExit(code)
 
 
 def _traceback(exc: BaseException) -> list[str]:

@@ -7,6 +7,8 @@ One helper per root, under ``idle/helper.lock``; ``idle/helper.pid`` names its p
   replica root the mirror renders, between its rounds (its hooks' records go to the outbox, as the full hook's).
 * ``retry``: deferred wake-up rings (:mod:`agentmsg.runtime.retries`), rung again each second until they ring.
 * ``mirror``: on a replica root, keeping it in step with the remote store (:mod:`agentmsg.resident.mirror`).
+* ``cli``: running ``agentmsg`` commands for the thin client over ``idle/helper.sock`` (:mod:`agentmsg.cli.serve`,
+  which plugs into :attr:`Helper.extra`); only a helper started by the CLI, with the CLI's interpreter, has it.
 
 Doorbell lines: a pin (render it), ``+`` (a deferred ring is waiting), ``-`` (leave: ``agentmsg sync`` takes the
 root over; a helper that mirrors ignores it).  The shell launcher, which cannot write to a FIFO without
@@ -23,7 +25,10 @@ How it starts (:mod:`agentmsg.runtime.doorbell` rings it or starts it), always t
   HOST helper ROOT PIN``, the hook's own interpreter and code, standard library only;
 * for a deferred ring with no facts to start from: ``PYTHON -m agentmsg.resident.helper ROOT``;
 * on a replica root: ``agentmsg sync --root ROOT`` (it needs the store's URL and driver), by
-  :func:`agentmsg.runtime.doorbell.ensure_mirror`.
+  :func:`agentmsg.runtime.doorbell.ensure_mirror`;
+* by a command the CLI ran in-process, for the next one: ``PYTHON -m agentmsg.cli.serve ROOT`` (the CLI's own
+  interpreter, with the package's dependencies), which takes the root over from a helper without the ``cli``
+  duty (``-``, leave) and then renders, retries and serves the command line.
 """
 
 from __future__ import annotations
@@ -36,20 +41,32 @@ from agentmsg.runtime.doorbell import LEAVE, MIRROR, RENDER, RETRY, RING_RETRY, 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-    from typing import TypeVar
+    from typing import Protocol, TypeVar
+
+    from agentmsg.resident.renderer import Renderer
 
     T = TypeVar("T")
 
-    from agentmsg.resident.renderer import Renderer
+    class Extra(Protocol):
+        """Another duty served on descriptors of its own (the command line's socket, :mod:`agentmsg.cli.serve`)."""
+
+        def open(self) -> None: ...  # the root is held: start serving
+        def fds(self) -> list[int]: ...
+        def ready(self, fd: int) -> None: ...  # ``fd`` is readable
+        def busy(self) -> bool: ...  # work still running (the helper does not go idle)
+        def close(self) -> None: ...  # the root is let go: stop serving
 
 IDLE_EXIT = 120.0  # seconds without a doorbell or any work: exit (the next writer starts one again)
 SWEEP = 30.0  # seconds between looks at every session
 TAKEOVER = 2.0  # seconds a new helper waits for the lock of one that is exiting
 
 
-def main(argv: Sequence[str]) -> int:
+def main(argv: Sequence[str], *, duties: Sequence[str] = (RENDER, RETRY),
+         extra: Callable[[Helper], Extra] | None = None, leave: bool = False, tag: str = "") -> int:
     """``hooks/agentmsg_hook.py HOST helper ROOT [PIN...]`` and ``python -m agentmsg.resident.helper ROOT``: run
-    the helper for ROOT (looking first at the pins after it) with the render and retry duties; always 0."""
+    the helper for ROOT (looking first at the pins after it) with the render and retry duties; always 0.
+    ``agentmsg.cli.serve`` adds its duty, what serves it (``extra``), whether to ask a running helper to leave
+    first, and the ``tag`` its pid file names (third line)."""
     hook = None
     try:
         if not argv or not argv[0].startswith("/"):
@@ -73,7 +90,10 @@ def main(argv: Sequence[str]) -> int:
         hook = Hook(registry.NAMES[0], {})  # for logging only
         hook.root, hook.event = root, "helper"
         store = FileStore(root, lock_timeout=2.0, on_wake=doorbell.nudge)
-        helper = Helper(root, (RENDER, RETRY), store, log=hook.log)
+        helper = Helper(root, duties, store, log=hook.log)
+        helper.leave_first, helper.tag = leave, tag
+        if extra is not None:
+            helper.extra = extra(helper)
         try:  # the tests' shorter idle exit; nothing else from the environment is used
             helper.idle_exit = min(IDLE_EXIT, max(0.1, float(idle_env or "")))
         except ValueError:
@@ -101,6 +121,10 @@ class Helper:
         self.retry_at: float | None = None
         self.left = False  # asked to leave (agentmsg sync took the root over)
         self.rendered = False  # the mirror's render duty has looked at every session once
+        self.leave_first = False  # ask a running helper to leave before taking the root (the CLI's helper)
+        self.tag = ""  # the pid file's third line: what serves the CLI (cli.serve's version tag)
+        self.extra: Extra | None = None
+        self.lock_fd: int | None = None
 
     # ---- holding the root ----------------------------------------------------------------------------
 
@@ -122,13 +146,18 @@ class Helper:
         """Run ``body`` as the root's helper: doorbell open, pid and duties named, everything undone after."""
         from agentmsg import fsio
 
+        self.lock_fd = lock
         try:
             self.fifo = _doorbell(self.root)
             self.bell = _bell() if bell else None  # before the pid file names this process to the launcher
-            data = f"{os.getpid()}\n{' '.join(self.duties)}\n".encode()
+            data = f"{os.getpid()}\n{' '.join(self.duties)}\n{self.tag}\n".encode()
             fsio.atomic_write(ahead.root_file(self.root, ahead.PID), data, durable=False)
+            if self.extra is not None:
+                self.extra.open()
             return body()
         finally:
+            if self.extra is not None:
+                self.extra.close()
             self._unlink_pid()
             if self.fifo is not None:
                 os.close(self.fifo)  # from here a writer's open fails, and it starts a new helper
@@ -139,6 +168,12 @@ class Helper:
                 for fd in self.bell:
                     os.close(fd)
             os.close(lock)
+            self.lock_fd = None
+
+    def own_fds(self) -> list[int]:
+        """The descriptors that make this process the root's helper (lock, doorbell, bell): a child it forks
+        closes them, so that it never holds the root once the helper is gone."""
+        return [fd for fd in (self.lock_fd, self.fifo, *(self.bell or ())) if fd is not None]
 
     def serve(self, first: list[str]) -> None:
         """The helper of a root that is not a replica: render and retry until idle.  A ring left just as it
@@ -148,8 +183,10 @@ class Helper:
         from agentmsg.runtime import retries
 
         pins = first
+        leave = self.leave_first
         while True:
-            lock = self.take()
+            lock = self.take(leave=leave)
+            leave = False
             if lock is None:  # another helper runs: hand it these pins, and any waiting ring
                 ahead.ring(self.root, [*pins, RING_RETRY])
                 return
@@ -185,9 +222,17 @@ class Helper:
                 waits += [at - now for at in renderer.later.values()]
             if self.retry_at is not None:
                 waits.append(self.retry_at - now)
+            extra = self.extra.fds() if self.extra is not None else []
+            if self.extra is not None and self.extra.busy():
+                waits.append(0.01)  # look again soon: its children end (and it forks ahead for the next)
             watched = [fd for fd in (self.fifo, self.bell[0] if self.bell else None) if fd is not None]
-            ready, _w, _x = select.select(watched, [], [], max(0.0, min(waits)))
+            ready, _w, _x = select.select(watched + extra, [], [], max(0.0, min(waits)))
             now = time.monotonic()
+            for fd in ready:
+                if fd in extra and self.extra is not None:
+                    self.extra.ready(fd)
+                    last_work = now
+            ready = [fd for fd in ready if fd not in extra]
             if ready:
                 pins, leave = self.drain()
                 if leave and MIRROR not in self.duties:
@@ -198,7 +243,8 @@ class Helper:
             elif renderer is not None and not renderer.later and now - last_sweep >= SWEEP:
                 todo = again = set(ahead.sessions(self.root))
                 last_sweep = now
-            busy = bool(renderer is not None and renderer.later) or self.retry_at is not None
+            busy = bool(renderer is not None and renderer.later) or self.retry_at is not None \
+                or (self.extra is not None and self.extra.busy())
             if not ready and not busy and now - last_work > self.idle_exit:
                 todo, _leave = self.drain()  # one last look: a ring may have come in just now
                 if not todo and self.retry_at is None:

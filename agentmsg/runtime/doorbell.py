@@ -25,11 +25,12 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-RENDER, RETRY, MIRROR = "render", "retry", "mirror"  # the helper's duties
+RENDER, RETRY, MIRROR, CLI = "render", "retry", "mirror", "cli"  # the helper's duties
 RING_RETRY, LEAVE = "+", "-"  # doorbell lines besides pins: a deferred ring waits; leave (agentmsg sync takes over)
 WHY = {RENDER: "renders each session's next prompt delivery ahead",
        RETRY: "rings deferred wake-ups again (each at most 5 min)",
-       MIRROR: "keeps this replica root current and pushes the hooks' outbox"}
+       MIRROR: "keeps this replica root current and pushes the hooks' outbox",
+       CLI: "runs agentmsg commands for the thin client"}
 
 
 def nudge(root: str, pins: Iterable[str]) -> bool:
@@ -171,7 +172,7 @@ def status(root: str) -> dict[str, object]:
     if now is None:
         return {"process": "helper", "running": False, "duties": [], "waiting": waiting,
                 "line": f"helper: not running{rings}"}
-    why = "; ".join(WHY[d] for d in (RENDER, MIRROR, RETRY) if d in now) + "; exits when idle"
+    why = "; ".join(WHY[d] for d in (RENDER, MIRROR, RETRY, CLI) if d in now) + "; exits when idle"
     lock, pid = ahead.root_file(root, ahead.LOCK), ahead.root_file(root, ahead.PID)
     return {"process": "helper", "running": True, "duties": sorted(now), "waiting": waiting,
             "line": process.describe("helper", lock, pid, why) + rings}

@@ -20,6 +20,7 @@ from agentmsg import fsio, records
 from agentmsg.backends.file import layout
 from agentmsg.hosts import registry
 from agentmsg.runtime.procs import descends_from as descends_from
+from agentmsg.runtime.procs import parent_pid, self_pid
 from agentmsg.runtime.procs import proc_stat as proc_stat
 
 TYPE_CHECKING = False
@@ -37,7 +38,7 @@ FIELDS = ("host", "session", "pid", "pid_start", "exe", "tmux_socket", "pane")
 
 def host_process(start: int | None = None) -> tuple[int, str] | None:
     """The nearest ancestor that is not a shell or wrapper: the host running this hook or command."""
-    pid = os.getppid() if start is None else start
+    pid = parent_pid() if start is None else start
     for _ in range(12):
         stat = proc_stat(pid)
         if stat is None or pid <= 1:
@@ -64,7 +65,7 @@ def stop(facts: Mapping[str, Any], *, grace: float = 5.0) -> str:
     import signal
 
     pid, started = facts.get("pid"), facts.get("pid_start")
-    if type(pid) is not int or not isinstance(started, str) or pid <= 1 or pid == os.getpid():
+    if type(pid) is not int or not isinstance(started, str) or pid <= 1 or pid in (os.getpid(), self_pid()):
         raise LookupError("no host process was recorded for this session")
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 2.0)):
         stat = proc_stat(pid)
@@ -106,7 +107,7 @@ def gather(host: str, session: str, env: Mapping[str, str], *, strict: bool = Fa
         try:
             if claim is None:
                 raise panes.Refused("TMUX or TMUX_PANE is malformed")
-            panes.verify(*claim, [os.getpid()])
+            panes.verify(*claim, [self_pid()])
             facts["tmux_socket"], facts["pane"] = claim
         except panes.Refused:
             if strict:
@@ -191,7 +192,7 @@ def nearest_recorded(recorded: Mapping[tuple[int, str], list[str]], start: int |
     """
     if not recorded:
         return None
-    pid = os.getpid() if start is None else start
+    pid = self_pid() if start is None else start
     for _ in range(64):
         stat = proc_stat(pid)
         if stat is None or pid <= 1:

@@ -24,7 +24,7 @@ import os
 import stat
 
 from agentmsg.hosts.base import is_abs_path, scrubbed
-from agentmsg.runtime.procs import descends_from, proc_stat
+from agentmsg.runtime.procs import descends_from, proc_stat, self_pid
 
 #: Seconds a tmux server may take to answer: the SessionStart hook waits this long at most.
 ASK_TIMEOUT = 3.0
@@ -101,7 +101,7 @@ def _running(anchor: Mapping[str, Any]) -> bool:
 
 def holders(recorded: Mapping[str, Any]) -> list[int]:
     """The processes a recorded pane must hold: this one, and the hooks' host process while it still runs."""
-    out = [os.getpid()]
+    out = [self_pid()]
     pid = recorded.get("pid")
     if type(pid) is int and _running(recorded):
         out.append(pid)

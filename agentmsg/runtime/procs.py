@@ -6,7 +6,27 @@ a pid together with its start time.  Lean: the hooks import it.
 
 from __future__ import annotations
 
+import os
+
 from agentmsg import fsio
+
+#: The process a command runs for, when that is not this one: the thin client's pid, set by the resident
+#: helper's child that runs a command for it (``cli/serve.py``, from the socket's peer credentials).  The checks
+#: that walk a command's ancestry (identity, the tmux pane, the host process) start from it.
+caller: int | None = None
+
+
+def self_pid() -> int:
+    """The pid whose ancestry decides: the command's own process, or the thin client it runs for."""
+    return os.getpid() if caller is None else caller
+
+
+def parent_pid() -> int:
+    """The parent of :func:`self_pid` (0 when it has gone)."""
+    if caller is None:
+        return os.getppid()
+    stat = proc_stat(caller)
+    return stat[1] if stat is not None else 0
 
 
 def proc_stat(pid: int) -> tuple[str, int, str] | None:

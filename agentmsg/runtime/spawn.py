@@ -13,6 +13,10 @@ What agentmsg may run in the background on this machine, each under one lock fil
 * **the real MCP server behind the MCP front** (:func:`start_piped`): ``bin/agentmsg mcp`` answers
   ``initialize`` from a stdlib relay (:mod:`agentmsg.mcp.front`) that starts the SDK server as its child, on
   pipes, and ends with it (not in the background: no lock).
+* **a command the helper runs for the thin client** (:func:`fork_child`): the helper that serves the command
+  line (:mod:`agentmsg.cli.serve`) forks one child per request (ahead of it: a spare waits for the next one), in
+  the helper's process group and session, which runs the command on the client's descriptors and exits (no
+  lock: it is the helper's child, not a resident).
 * **Claude Code's wake-up waiter** (:mod:`agentmsg.hooks.waiter`): Claude Code itself starts it (an
   ``asyncRewake`` hook), not this module; it takes its lock (``ROOT/wake/<session>.lock``) with
   :func:`lock` and senders probe it with :func:`running`, like the others.
@@ -143,6 +147,21 @@ def start_piped(argv: Sequence[str], *, env: Mapping[str, str] | None = None) ->
 
     return subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True,
                             env=dict(os.environ if env is None else env))
+
+
+def fork_child(body: Callable[[], object]) -> int:
+    """Fork a child that runs ``body`` and then exits (``os._exit``: never back into the caller's loop); the
+    child's pid in the parent.  The resident helper runs each thin client's command this way
+    (:mod:`agentmsg.cli.serve`), from its already imported state.  Raises ``OSError`` when it cannot fork."""
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 0
+    try:
+        body()
+    except BaseException:  # the body reports its own outcome; whatever escapes it ends the child
+        code = 1
+    os._exit(code)
 
 
 def detach() -> None:

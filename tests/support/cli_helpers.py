@@ -59,6 +59,8 @@ def clean_env(root: Path | str | None = None, env: Mapping[str, str | None] | No
         out["AGENTMSG_HOME"] = str(root)
     # no background `agentmsg sync` outliving a test; tests/runtime/test_mirror.py opts in
     out["AGENTMSG_NO_MIRROR"] = "1"
+    # no resident helper started for the next command of every test root; tests/cli/test_thin.py opts in
+    out["AGENTMSG_NO_HELPER"] = "1"
     for key, value in (env or {}).items():
         if value is None:
             out.pop(key, None)

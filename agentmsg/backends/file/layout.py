@@ -35,8 +35,9 @@ SOLO = ".solo"
 #: Every marker a writer or the mirror's exit voids so that the next hook runs in full.
 VOIDED_MARKS = (IDLE_MARK, MID, STOP, READY)
 #: The resident helper's own files (``resident/helper.py``), one per root under ``idle/``: its lock, its pid and
-#: duties, its doorbell.
+#: duties, its doorbell; and, while it serves the command line (``cli/serve.py``), the thin client's socket.
 HELPER_LOCK, HELPER_PID, HELPER_FIFO = "helper.lock", "helper.pid", "helper.fifo"
+HELPER_SOCK = "helper.sock"
 #: The pin index's lock, under ``pins/`` (never a pin's file: those are hashes).
 PINS_LOCK = ".lock"
 #: The hooks' per-binding state under ``state/``: ``<alias>.hook.json``.
@@ -116,6 +117,7 @@ FILES: tuple[tuple[str, str, str, str, str], ...] = (
     (f"{IDLE}/{HELPER_LOCK}", "lock", "helper", "runtime, hooks", "one resident helper per root"),
     (f"{IDLE}/{HELPER_PID}", "local", "helper", "hooks/run, status", "the helper's pid and duties"),
     (f"{IDLE}/{HELPER_FIFO}", "transient", "hooks/run, runtime", "helper", "the helper's doorbell"),
+    (f"{IDLE}/{HELPER_SOCK}", "transient", "helper", "cli", "the thin client's socket (a helper serving the CLI)"),
     (f"{WAKE}/<pin key>.{SESSION_FACTS}", "local", "hooks", "service, runtime",
      "a session's facts for wake-ups (host pid, tmux pane, ...)"),
     (f"{WAKE}/<pin key>.{WAITER_LOCK}", "lock", "waiter", "hosts, runtime", "the session's wake-up waiter"),

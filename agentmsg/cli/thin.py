@@ -1,0 +1,380 @@
+"""The thin client: an ``agentmsg`` command run by the state root's resident helper (docs/ARCHITECTURE.md).
+
+A command costs about 150 ms as a process of its own, nearly all of it interpreter start and imports (typer,
+rich, the package).  When the root's helper serves the command line (its ``cli`` duty,
+:mod:`agentmsg.cli.serve`), this client connects to ``ROOT/idle/helper.sock`` and hands it the command:
+
+* its descriptors 0, 1 and 2 (``SCM_RIGHTS``): the helper's child for this request puts them on its own 0, 1
+  and 2, so a terminal, a pipe, stdin read to the end, the terminal's size and whether stdout is a tty are
+  exactly the client's;
+* argv, the working folder, the whole environment, the streams' encodings and ``sys.argv[0]`` and
+  ``sys.executable`` as an in-process run would have them;
+* its pid, which the helper takes from the socket's peer credentials (same user only), for the checks that
+  walk the command's ancestry (:mod:`agentmsg.runtime.procs`).
+
+The helper answers ``P<pid>`` (its child runs the command: signals the client gets, ``SIGINT``, ``SIGTERM``,
+``SIGHUP``, go to it), then ``X<code>`` (the exit code); ``V`` (another version: they never talk) or ``R``
+(refused before it began) and the client runs the command in-process.  A helper that ends after ``P`` and
+before ``X`` leaves nothing half-done (each write is atomic in the store): a ``send`` with its own ``--id``
+is run again in-process (idempotent), anything else says so in one line and exits 1.
+
+The client and the helper talk only when their tags agree (:func:`tag`): the package's version and folder
+and the interpreter (its folder and version).  A helper whose code on disk changed since it started refuses
+(``V``) and leaves; the in-process run then starts a new one.
+
+Forwarding is off with ``AGENTMSG_NO_HELPER=1``, and never happens for the commands in :data:`IN_PROCESS`
+(long-running, interactive, or starting and stopping processes).  Without a helper the command runs
+in-process and :func:`ensure` starts one in the background for the next command.
+
+Standard library only, and little of it (``os``, ``sys``, ``_socket``, ``_signal``; :func:`ensure`, after an
+in-process run, imports what it needs then): it runs before anything else, from the console script
+(``agentmsg.cli.main:run``) and, under ``python -I -S``, from the plugin's launcher (``bin/agentmsg``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any
+
+#: Commands that always run in-process: long-running (``watch``, ``mcp``, ``top``, ``sync``), interactive, or
+#: starting and stopping processes (``spawn``, ``kill``, ``resume``, ``fork``, the groups below, ``wake on``).
+IN_PROCESS = frozenset({"watch", "mcp", "top", "sync", "spawn", "kill", "resume", "fork"})
+IN_PROCESS_GROUPS = frozenset({"install", "uninstall", "run", "guard"})
+IN_PROCESS_SUBCOMMANDS = frozenset({("wake", "on")})
+#: ``ROOT/idle/helper.sock`` (``backends/file/layout.py`` owns the names; a test holds these to it).
+IDLE, SOCK = "idle", "helper.sock"
+PROTOCOL = "agentmsg-thin/1"
+#: Set by the plugin's launcher path when the client already tried: the in-process run does not try again.
+TRIED = "AGENTMSG_THIN_TRIED"
+SUN_PATH_MAX = 100  # sun_path holds 108 bytes
+#: The replies (one line each): the child's pid, the exit code, another version, refused before it began.
+STARTED, EXITED, VERSION, REFUSED = b"P", b"X", b"V", b"R"
+
+
+def tag() -> str:
+    """What a client and a helper share to talk: the package's version and folder, the interpreter's folder and
+    version (the helper runs the interpreter an in-process run of this client would)."""
+    from agentmsg import PACKAGE_DIR, __version__
+
+    return "|".join((__version__, os.path.realpath(PACKAGE_DIR), os.path.dirname(sys.executable),
+                     sys.version.replace("\n", " ")))
+
+
+def forwardable(args: Sequence[str]) -> bool:
+    """Whether the helper may run this command (not one of :data:`IN_PROCESS`)."""
+    words = list(_without_store(args))
+    if not words or words[0].startswith("-"):
+        return True  # help, --version: the full tree's answers
+    if words[0] in IN_PROCESS or words[0] in IN_PROCESS_GROUPS:
+        return False
+    return (words[0], words[1] if len(words) > 1 else "") not in IN_PROCESS_SUBCOMMANDS
+
+
+def _without_store(args: Sequence[str]) -> Sequence[str]:
+    """``args`` without the global ``--store URL`` in front (``cli.main`` takes it anywhere; enough here)."""
+    out = list(args)
+    while out and (out[0] == "--store" or out[0].startswith("--store=")):
+        out = out[2:] if out[0] == "--store" else out[1:]
+    return out
+
+
+def root_of(args: Sequence[str], env: Mapping[str, str]) -> str | None:
+    """The state root the command names (its last ``--root``, else the environment's), or None when there is
+    none (the in-process run says why)."""
+    flag = None
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        if arg == "--root" and i + 1 < len(args):
+            flag = args[i + 1]
+        elif arg.startswith("--root="):
+            flag = arg[len("--root="):]
+    from agentmsg.paths import resolve_root_str
+
+    try:
+        return resolve_root_str(flag, env)[0]
+    except Exception:
+        return None
+
+
+def idempotent(args: Sequence[str]) -> bool:
+    """A command that may run again after a helper died mid-way: a ``send`` with its own ``--id`` whose body is
+    not read from stdin (that was read already)."""
+    words = list(_without_store(args))
+    return bool(words) and words[0] == "send" and "--body-stdin" not in words \
+        and any(a == "--id" or a.startswith("--id=") for a in words)
+
+
+# ---- talking to the helper -----------------------------------------------------------------------------
+
+
+def connect(root: str) -> object:
+    """A connected socket to ``ROOT/idle/helper.sock`` whose peer is this user; ``OSError`` otherwise."""
+    import _socket
+
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        folder = os.path.join(root, IDLE)
+        path = os.path.join(folder, SOCK)
+        if len(os.fsencode(path)) <= SUN_PATH_MAX:
+            sock.connect(path)
+        else:  # too long for sun_path: through the folder's descriptor
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                sock.connect(f"/proc/self/fd/{fd}/{SOCK}")
+            finally:
+                os.close(fd)
+        if peer(sock)[1] != os.getuid():
+            raise PermissionError("the helper's socket belongs to another user")
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def peer(sock: object) -> tuple[int, int, int]:
+    """``(pid, uid, gid)`` of a unix socket's other end (``SO_PEERCRED``)."""
+    import _socket
+
+    raw = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)  # type: ignore[attr-defined]
+    order = sys.byteorder
+    return (int.from_bytes(raw[0:4], order, signed=True), int.from_bytes(raw[4:8], order, signed=True),
+            int.from_bytes(raw[8:12], order, signed=True))
+
+
+def _streams(env: Mapping[str, str]) -> list[str]:
+    """Each stream's encoding and errors as the in-process run would set them up."""
+    out = []
+    for stream in (sys.stdin, sys.stdout, sys.stderr):
+        out += [getattr(stream, "encoding", None) or "utf-8", getattr(stream, "errors", None) or "strict"]
+    if sys.flags.ignore_environment:  # -I: the in-process run (no -I) would honour these
+        if env.get("PYTHONUTF8") == "1":
+            out[0:4] = ["utf-8", "surrogateescape", "utf-8", "surrogateescape"]
+            out[4] = "utf-8"
+        if env.get("PYTHONIOENCODING"):
+            enc, _, errors = env["PYTHONIOENCODING"].partition(":")
+            for i in (0, 2, 4):
+                out[i] = enc or out[i]
+            for i in (1, 3):
+                out[i] = errors or out[i]
+    return out
+
+
+def request(args: Sequence[str], *, argv0: str, executable: str, env: Mapping[str, str]) -> bytes:
+    """The request: a 4-byte length, then NUL-separated fields (none of them can hold a NUL)."""
+    fields = [PROTOCOL, tag(), os.getcwd(), argv0, executable, *_streams(env), str(len(args)), *args,
+              *(f"{k}={v}" for k, v in env.items())]
+    data = b"\0".join(os.fsencode(f) for f in fields)
+    return len(data).to_bytes(4, "big") + data
+
+
+class Forwarder:
+    """One forwarded command: send it, relay signals to the child running it, read how it ended."""
+
+    def __init__(self, sock: object) -> None:
+        self.sock = sock
+        self.child = 0
+        self.pending: list[int] = []
+        self.ending = 0  # a terminating signal forwarded (SIGTERM, SIGHUP): the client ends by it too
+
+    def send(self, data: bytes) -> None:
+        import _socket
+
+        fds = b"".join(fd.to_bytes(4, sys.byteorder) for fd in (0, 1, 2))
+        sent = self.sock.sendmsg([data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])  # type: ignore[attr-defined]
+        if sent < len(data):
+            self.sock.sendall(data[sent:])  # type: ignore[attr-defined]
+
+    def relay(self, signum: int, _frame: object) -> None:
+        if signum != _signals().SIGINT:
+            self.ending = signum
+        if self.child:
+            try:
+                os.kill(self.child, signum)
+            except OSError:
+                pass
+        else:
+            self.pending.append(signum)
+
+    def outcome(self) -> tuple[bytes, int]:
+        """``(X, code)``, ``(V, 0)`` or ``(R, 0)``; ``(P, pid)`` when the connection ended after the child began
+        and before it said how it ended; ``(b"", 0)`` when it ended before."""
+        buf = b""
+        while True:
+            chunk = self.sock.recv(256)  # type: ignore[attr-defined]
+            if not chunk:
+                return (STARTED, self.child) if self.child else (b"", 0)
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                kind, value = line[:1], line[1:]
+                if kind == STARTED and value.isdigit():
+                    self.child = int(value)
+                    for signum in self.pending:
+                        self.relay(signum, None)
+                    self.pending = []
+                elif kind == EXITED and value.lstrip(b"-").isdigit():
+                    return EXITED, int(value)
+                elif kind in (VERSION, REFUSED):
+                    return kind, 0
+
+
+def forward(args: Sequence[str], *, argv0: str | None = None, env: Mapping[str, str] | None = None) -> int | None:
+    """Run ``agentmsg ARGS`` in the root's helper: its exit code, or None to run it in-process (no helper, another
+    version, forwarding off, a command that stays in-process, a helper that died before it began or during an
+    idempotent command)."""
+    environ = os.environ if env is None else env
+    if environ.get("AGENTMSG_NO_HELPER") or not forwardable(args):
+        return None
+    root = root_of(args, environ)
+    if root is None:
+        return None
+    try:
+        sock = connect(root)
+    except OSError:
+        return None
+    try:
+        return _forward(sock, args, argv0 if argv0 is not None else sys.argv[0], environ)
+    finally:
+        sock.close()  # type: ignore[attr-defined]
+
+
+def _signals() -> Any:
+    """``signal``'s C half (``import signal`` loads ``enum``: milliseconds); it has no stub."""
+    return __import__("_signal")
+
+
+def _forward(sock: object, args: Sequence[str], argv0: str, env: Mapping[str, str]) -> int | None:
+    _signal = _signals()
+    job = Forwarder(sock)
+    signals = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)
+    before = {}
+    try:
+        for signum in signals:
+            before[signum] = _signal.signal(signum, job.relay)
+    except (ValueError, OSError):  # not the main thread
+        pass
+    try:
+        try:
+            job.send(request(args, argv0=argv0, executable=sys.executable, env=env))
+            kind, code = job.outcome()
+        except OSError:
+            kind, code = (STARTED, job.child) if job.child else (b"", 0)
+    finally:
+        for signum, handler in before.items():
+            _signal.signal(signum, handler)
+    if job.ending:
+        _signal.signal(job.ending, _signal.SIG_DFL)
+        os.kill(os.getpid(), job.ending)  # ended by the signal, as the in-process run would be
+    if kind == EXITED:
+        return code
+    if kind != STARTED or idempotent(args):
+        return None
+    sys.stderr.write(f"error: the agentmsg helper running this command (pid {code}) ended before it finished; "
+                     "it may or may not have taken effect: check (agentmsg inbox --history, status), then run it "
+                     "again (AGENTMSG_NO_HELPER=1 runs it in-process)\n")
+    return 1
+
+
+# ---- starting the helper that serves the command line (after a command ran in-process) -----------------
+
+
+def running_tag(root: str) -> tuple[set[str], str] | None:
+    """The running helper's duties and tag (its pid file's second and third lines), or None."""
+    from agentmsg import fsio
+    from agentmsg.backends.file import ahead
+    from agentmsg.runtime import doorbell
+
+    held = doorbell.duties(root)
+    if held is None:
+        return None
+    raw = fsio.read_bytes(ahead.root_file(root, ahead.PID)) or b""
+    lines = raw.decode("utf-8", "replace").splitlines()
+    return held, lines[2] if len(lines) > 2 else ""
+
+
+def _version(tag: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(p) for p in tag.split("|", 1)[0].split("."))
+    except ValueError:
+        return ()
+
+
+def should_start(root: str, mine: str) -> tuple[bool, bool]:
+    """``(start, leave)``: whether to start this helper for ``root``, and whether it asks a running one to leave."""
+    from agentmsg.runtime import doorbell
+
+    now = running_tag(root)
+    if now is None:
+        return True, False
+    held, theirs = now
+    if doorbell.MIRROR in held or (doorbell.CLI in held and theirs == mine):
+        return False, False
+    if doorbell.CLI in held and _version(theirs) > _version(mine):
+        return False, False  # a newer one serves: never replaced by an older one
+    return True, True
+
+
+def ensure(args: Sequence[str], env: Mapping[str, str] | None = None) -> bool:
+    """After a command ran in-process: start the CLI's helper for its root unless one that serves this version
+    runs (or forwarding is off, the command stays in-process, the root is mirrored or does not exist).  Cheap:
+    two reads and a probe, and a detached start when needed.  True if started."""
+    environ = os.environ if env is None else env
+    if environ.get("AGENTMSG_NO_HELPER") or not forwardable(args):
+        return False
+    root = root_of(args, environ)
+    if root is None or not os.path.isdir(root):
+        return False
+    from agentmsg.runtime import doorbell
+
+    if doorbell.mirror_wanted(root, environ):
+        return False
+    start, _leave = should_start(root, tag())
+    if not start:
+        return False
+    from agentmsg import PACKAGE_DIR
+    from agentmsg.runtime.spawn import spawn_detached
+
+    path = os.pathsep.join(filter(None, [os.path.dirname(PACKAGE_DIR), environ.get("PYTHONPATH")]))
+    child_env = {"PATH": os.defpath, "PYTHONPATH": path}
+    for name in ("AGENTMSG_AHEAD_IDLE", "LANG", "LC_ALL", "LC_CTYPE"):
+        if environ.get(name):
+            child_env[name] = environ[name]
+    flags = ["-S"] if sys.flags.no_site else []  # its packages come from PYTHONPATH then, as this one's do
+    # cwd "/": ``-m`` puts the working folder first on sys.path, where another agentmsg (a checkout) may be
+    return spawn_detached([sys.executable, *flags, "-m", "agentmsg.cli.serve", root], cwd="/",
+                          env=child_env) is not None
+
+
+def finish(code: int) -> None:
+    """End the client with ``code`` (nothing of its own to clean up: skip the interpreter's teardown)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except OSError:
+            pass
+    os._exit(code & 0xFF if code >= 0 else 1)
+
+
+def launch(args: Sequence[str]) -> None:
+    """The plugin launcher's client (``python -I -S agentmsg/cli/thin.py ARGS``): forward, else run the command
+    in-process with the same interpreter, this time with its site-packages and ``PYTHONPATH``."""
+    from agentmsg import PACKAGE_DIR
+
+    argv0 = os.path.join(PACKAGE_DIR, "cli", "__main__.py")  # sys.argv[0] of ``python -m agentmsg.cli``
+    code = forward(args, argv0=argv0)
+    if code is not None:
+        finish(code)
+    os.environ[TRIED] = "1"
+    os.execv(sys.executable, [sys.executable, "-m", "agentmsg.cli", *args])
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    launch(sys.argv[1:])
