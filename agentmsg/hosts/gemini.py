@@ -28,9 +28,15 @@ class Gemini(Host):
     session_vars = (SESSION_VAR, "GEMINI_CLI", "GEMINI_PROJECT_DIR", "GEMINI_CWD")
     resumes = True
 
+    def spawn_argv(self, program: str, args: Sequence[str], prompt: str) -> list[str]:
+        """``gemini ARGS -i PROMPT``: ``--prompt-interactive``, not a positional prompt, which Gemini runs
+        headless (answers once and exits) wherever ``CI=true`` is set, a terminal or not (0.61.0's
+        ``isHeadlessMode``; docs/LIFECYCLE.md)."""
+        return [program, *args, "-i", prompt]
+
     def resume_argv(self, program: str, session: str, args: Sequence[str], prompt: str) -> list[str]:
-        """``gemini --resume ID PROMPT``: the same session id, interactive (a positional prompt stays so)."""
-        return [program, "--resume", session, *args, prompt]
+        """``gemini --resume ID ARGS -i PROMPT``: the same session id, interactive (as :meth:`spawn_argv`)."""
+        return [program, "--resume", session, *args, "-i", prompt]
 
     def runs_claude_format(self, env: Mapping[str, str]) -> bool:
         # Claude Code sets its own variable in every hook; Gemini never does.

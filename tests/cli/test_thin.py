@@ -69,7 +69,13 @@ def serving(root: Path) -> int | None:
     if not (root / layout.IDLE / layout.HELPER_SOCK).exists():
         return None
     raw = (root / layout.IDLE / layout.HELPER_PID).read_text().splitlines()
-    return int(raw[0]) if raw and raw[0].isdigit() else None
+    if not (raw and raw[0].isdigit()):
+        return None
+    try:  # a pid file outlives a killed helper: never signal a process group that is not this root's helper
+        cmdline = Path(f"/proc/{raw[0]}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    return int(raw[0]) if b"agentmsg.cli.serve" in cmdline and os.fsencode(str(root)) in cmdline else None
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:

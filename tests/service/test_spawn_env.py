@@ -44,13 +44,14 @@ def test_each_host_starts_interactive_with_the_users_arguments_and_no_dangerous_
 def test_gemini_copilot_and_opencode_start_interactive_with_a_first_prompt_and_resume_where_they_can() -> None:
     gemini, copilot, opencode = registry.get("gemini"), registry.get("copilot"), registry.get("opencode")
     assert gemini is not None and copilot is not None and opencode is not None
-    # Gemini: a positional prompt stays interactive; Copilot: -i; OpenCode: --prompt (a bare argument is a folder)
-    assert gemini.spawn_argv("/b/gemini", ["-m", "m"], "hi") == ["/b/gemini", "-m", "m", "hi"]
+    # Gemini and Copilot: -i (Gemini runs a positional prompt headless where CI=true); OpenCode: --prompt (a bare
+    # argument is a folder)
+    assert gemini.spawn_argv("/b/gemini", ["-m", "m"], "hi") == ["/b/gemini", "-m", "m", "-i", "hi"]
     assert copilot.spawn_argv("/b/copilot", ["--plugin-dir", "/p"], "hi") == [
         "/b/copilot", "--plugin-dir", "/p", "-i", "hi"]
     assert opencode.spawn_argv("/b/opencode", [], "hi") == ["/b/opencode", "--prompt", "hi"]
     assert gemini.resume_argv("/b/gemini", "s-1", ["-m", "m"], "hi") == ["/b/gemini", "--resume", "s-1", "-m", "m",
-                                                                         "hi"]
+                                                                         "-i", "hi"]
     assert copilot.resume_argv("/b/copilot", "s-1", [], "hi") == ["/b/copilot", "--resume", "s-1", "-i", "hi"]
     assert [(h.name, h.resumes, h.forks) for h in (gemini, copilot, opencode)] == [
         ("gemini", True, False), ("copilot", True, False), ("opencode", False, False)]
