@@ -66,6 +66,9 @@ class Host:
     #: Every variable the host sets in its sessions (hooks, shell tool): a session agentmsg spawns never inherits
     #: the spawner's (a Claude Code spawned from Codex must not carry ``CODEX_THREAD_ID``).
     session_vars: tuple[str, ...] = ()
+    #: Variables that turn the host non-interactive: a session agentmsg spawns is an interactive one, so it never
+    #: inherits them (Gemini CLI answers once and exits wherever ``CI=true``).
+    headless_vars: tuple[str, ...] = ()
     #: Whether the host can resume a session by its id in a new process (``agentmsg resume``).
     resumes = False
     #: Whether the host can start a new session from a session's conversation, under a new id (``agentmsg fork``).

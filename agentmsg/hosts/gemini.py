@@ -26,6 +26,8 @@ class Gemini(Host):
     bin_on_path = False
     program = "gemini"
     session_vars = (SESSION_VAR, "GEMINI_CLI", "GEMINI_PROJECT_DIR", "GEMINI_CWD")
+    # 0.61.0's isHeadlessMode (and Ink, its UI, reads CI too): a spawned session must not be a CI job.
+    headless_vars = ("CI", "GITHUB_ACTIONS")
     resumes = True
 
     def spawn_argv(self, program: str, args: Sequence[str], prompt: str) -> list[str]:

@@ -43,9 +43,10 @@ POLL = 0.1
 
 
 def child_env(env: dict[str, str] | Any, root: str, ticket: str, collab: str) -> dict[str, str]:
-    """The spawner's environment minus agentmsg's own variables and every host's session variables, plus the
-    state root and the ticket: a session spawned from another host never carries that host's session id."""
-    drop = {v for h in registry.all_hosts() for v in h.session_vars}
+    """The spawner's environment minus agentmsg's own variables, every host's session variables and those that
+    would make a host non-interactive (``Host.headless_vars``), plus the state root and the ticket: a session
+    spawned from another host never carries that host's session id, nor a CI job's ``CI=true``."""
+    drop = {v for h in registry.all_hosts() for v in (*h.session_vars, *h.headless_vars)}
     drop |= {h.shell_var for h in registry.all_hosts() if h.shell_var} | {"TMUX", "TMUX_PANE"}
     out = {k: v for k, v in env.items() if not k.startswith("AGENTMSG_") and k not in drop}
     out.update({"AGENTMSG_HOME": root, TICKET_VAR: ticket, TICKET_COLLAB_VAR: collab})

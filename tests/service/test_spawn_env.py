@@ -14,7 +14,7 @@ def test_the_child_inherits_the_spawners_environment_minus_agentmsg_and_every_ho
                "CODEX_SESSION_ID": "t-1", "CLAUDE_CODE_SESSION_ID": "c-1", "CLAUDECODE": "1",
                "GEMINI_SESSION_ID": "g", "COPILOT_AGENT_SESSION_ID": "p", "OPENCODE_SESSION_ID": "o",
                "PLUGIN_ROOT": "/p", "AGENTMSG_COLLAB": "x", "AGENTMSG_CLI": "/bin/agentmsg", "TMUX": "/s,1,0",
-               "TMUX_PANE": "%3"}
+               "TMUX_PANE": "%3", "CI": "true", "GITHUB_ACTIONS": "true"}  # a CI job's: Gemini would run one-shot
     env = lifecycle.child_env(spawner, "/root", "amt-t", "c-id")
     assert env == {"PATH": "/usr/bin", "HOME": "/h", "ANTHROPIC_API_KEY": "k", "AGENTMSG_HOME": "/root",
                    "AGENTMSG_TICKET": "amt-t", "AGENTMSG_TICKET_COLLAB": "c-id"}
