@@ -123,10 +123,3 @@ def _joinrealpath(path: str, rest: str, seen: dict[str, str | None]) -> tuple[st
         seen[newpath] = path
     return path, True
 
-
-def getenv(name: str) -> str | None:
-    """``os.environ.get(name)``, decoded as ``os.environ`` decodes it."""
-    import sys
-
-    value = posix.environ.get(name.encode())
-    return None if value is None else value.decode(sys.getfilesystemencoding(), "surrogateescape")

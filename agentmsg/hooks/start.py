@@ -74,22 +74,12 @@ def _env(name: str) -> str:
 
 
 def log(host: str, exc: BaseException) -> None:
-    """One line in the state root's hooks.log (when the root exists) for a hook that could not run."""
+    """One line in the state root's hooks.log for a hook that could not run, as the tool hooks log theirs."""
     try:
-        import os
+        from agentmsg.hooks.pretool import log_failing_open
+        from agentmsg.paths import resolve_root_str
 
-        env = os.environ
-        if env.get("AGENTMSG_HOME"):
-            root = env["AGENTMSG_HOME"]
-        elif env.get("XDG_STATE_HOME"):
-            root = os.path.join(env["XDG_STATE_HOME"], "agentmsg")
-        else:
-            root = os.path.join(env.get("HOME", "/nonexistent"), ".local", "state", "agentmsg")
-        if os.path.isdir(root):
-            line = "hooks/agentmsg_hook.py {}: cannot load agentmsg (python {}): {}: {}\n".format(
-                host[:10], sys.version.split()[0], type(exc).__name__, str(exc).replace("\n", " ")[:300])
-            from agentmsg import fsio  # never through a link, a FIFO or a hard link
-
-            fsio.append(os.path.join(root, "hooks.log"), line.encode("utf-8", "backslashreplace"), durable=False)
+        what = f"hooks/agentmsg_hook.py {host[:10]}: cannot load agentmsg (python {sys.version.split()[0]})"
+        log_failing_open(resolve_root_str(None)[0], what, exc)
     except BaseException:  # nowhere left to report to
         pass

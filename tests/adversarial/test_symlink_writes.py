@@ -403,7 +403,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("agentmsg/cli/main.py", "_private_append"): "os.makedirs: the crash log's folder, lstat-checked; the log "
                                                  "is opened by fsio._open (no link, FIFO or hard link)",
     ("agentmsg/hooks/base.py", "HookBase.log"): "hooks.log in the state root",
-    ("agentmsg/hooks/start.py", "log"): "fsio.append: hooks.log in the state root (a hook that could not run)",
     ("agentmsg/hooks/base.py", "HookBase.save_state"): "hook state in the state root",
     ("agentmsg/hooks/pretool.py", "log_failing_open"): "fsio.append: hooks.log in the state root (the pre-tool "
                                                         "and the edit hooks)",
