@@ -3,7 +3,6 @@ and folds a delivery the launcher printed from it."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 
@@ -25,6 +24,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any, TypeVar
 
+    from agentmsg.backends.file.store import FileTxn
     from agentmsg.hooks.base import HookBase
 
     H = TypeVar("H", bound=HookBase)
@@ -207,44 +207,59 @@ def _render_ahead(hook: HookBase, root: str, pin: str) -> str:
         return "full"
     # Every binding's lock, until the pair is written (a hook-state save drops .ready: it must come after).
     # Only the renderer ever holds two (one per root), so the order cannot deadlock.
-    with contextlib.ExitStack() as stack:
-        work = []
-        quiet_stop, consent = True, False
-        hook.busy = False
-        for collab, alias, reg in binds:
-            tx = stack.enter_context(hook.txn(collab))
-            if idle.idle_token_now(root, pin) != token:
-                return "full"  # changed meanwhile (rendered again at the writer's ring)
-            wake = wakehook.active(tx, alias, pin, reg)
-            if wake is not None:
-                if wake.consecutive or wake.pending_since is not None:
-                    return "full"  # whether this prompt is a person's or a doorbell's decides what it records
-                consent = True  # nothing to record either way; the fold notes the turn
-            st = hook.load_state(tx, alias, reset=False)
-            st = dict(st, shown=dict(st["shown"]))  # what this prompt would change, never saved here
-            st["prompt"] += 1
-            page = prompt.due_page(hook, tx, alias, reg, st)
-            if any(artifacts.of(m.handoff) for m in page.messages):
-                return "full"  # a typed message's artifacts are told as of the prompt, in the session's checkout
-            if wake is not None or hook._envelope(tx, alias, reg) is not None:
-                quiet_stop = False
-            work.append((collab, alias, st, page))
-        rendered = prompt.render_page(hook, work)
-        if quiet_stop:  # no envelope and no wake consent: a Stop has nothing to do
-            idle.mark_stop_quiet(root, pin, token)
-        if rendered is None and not hook.busy and not consent:
-            idle.mark_idle(root, pin, token)
-            ahead.drop(root, pin)
-            return "idle"
-        included = set(rendered.included) if rendered is not None else set()
-        parts = [{"collab": collab, "alias": alias, "attempt": records.uuid4(),
-                  "ids": [m.id for m in page.messages if m.id in included],
-                  "seqs": [m.seq for m in page.messages if m.id in included],
-                  "rpos": st["rpos"]}  # how far into the receipts it read: a retry after it still counts
-                 for collab, alias, st, page in work]
-        fold: dict[str, Any] = {"v": 1, "parts": parts}
-        if consent:
-            fold["turn"] = True
-        payload = hook.output(rendered.text) if rendered is not None else b""
-        ahead.write(root, pin, token, hook.key, payload, fold)
+    return _locked(hook, [c for c, _a, _r in binds], lambda txs: _write_ahead(hook, root, pin, token, binds, txs))
+
+
+def _locked(hook: HookBase, collabs: list[str], body: Callable[[list[FileTxn]], str],
+            txs: list[FileTxn] | None = None) -> str:
+    """``body`` with every collaboration's transaction open (its lock held): entered in order, left in reverse,
+    as ``contextlib.ExitStack`` would, without importing it on a full hook's path."""
+    txs = txs or []
+    if len(txs) == len(collabs):
+        return body(txs)
+    with hook.txn(collabs[len(txs)]) as tx:
+        return _locked(hook, collabs, body, [*txs, tx])
+
+
+def _write_ahead(hook: HookBase, root: str, pin: str, token: str, binds: list[tuple[str, str, Any]],
+                 txs: list[FileTxn]) -> str:
+    """Under every binding's lock: the delivery and its fold written for ``token``, or why the hook runs."""
+    work = []
+    quiet_stop, consent = True, False
+    hook.busy = False
+    for (collab, alias, reg), tx in zip(binds, txs, strict=True):
+        if idle.idle_token_now(root, pin) != token:
+            return "full"  # changed meanwhile (rendered again at the writer's ring)
+        wake = wakehook.active(tx, alias, pin, reg)
+        if wake is not None:
+            if wake.consecutive or wake.pending_since is not None:
+                return "full"  # whether this prompt is a person's or a doorbell's decides what it records
+            consent = True  # nothing to record either way; the fold notes the turn
+        st = hook.load_state(tx, alias, reset=False)
+        st = dict(st, shown=dict(st["shown"]))  # what this prompt would change, never saved here
+        st["prompt"] += 1
+        page = prompt.due_page(hook, tx, alias, reg, st)
+        if any(artifacts.of(m.handoff) for m in page.messages):
+            return "full"  # a typed message's artifacts are told as of the prompt, in the session's checkout
+        if wake is not None or hook._envelope(tx, alias, reg) is not None:
+            quiet_stop = False
+        work.append((collab, alias, st, page))
+    rendered = prompt.render_page(hook, work)
+    if quiet_stop:  # no envelope and no wake consent: a Stop has nothing to do
+        idle.mark_stop_quiet(root, pin, token)
+    if rendered is None and not hook.busy and not consent:
+        idle.mark_idle(root, pin, token)
+        ahead.drop(root, pin)
+        return "idle"
+    included = set(rendered.included) if rendered is not None else set()
+    parts = [{"collab": collab, "alias": alias, "attempt": records.uuid4(),
+              "ids": [m.id for m in page.messages if m.id in included],
+              "seqs": [m.seq for m in page.messages if m.id in included],
+              "rpos": st["rpos"]}  # how far into the receipts it read: a retry after it still counts
+             for collab, alias, st, page in work]
+    fold: dict[str, Any] = {"v": 1, "parts": parts}
+    if consent:
+        fold["turn"] = True
+    payload = hook.output(rendered.text) if rendered is not None else b""
+    ahead.write(root, pin, token, hook.key, payload, fold)
     return "ready"

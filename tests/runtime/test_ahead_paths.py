@@ -250,6 +250,21 @@ def test_no_helper_no_wait(session, tmp_path):
     assert ran and subjects(text) == ["m"] and sleeps.calls() == 0
 
 
+def test_a_fifo_at_the_helpers_pid_file_never_holds_the_launcher(session, tmp_path):
+    """The launcher reads the helper's pid file on a prompt that finds no answer (is a helper rendering?): a FIFO
+    planted there is never opened (it would block the prompt for good); no wait, the hook in full."""
+    session.start()
+    session.ready()
+    sleeps = Sleeps(tmp_path)
+    with stopped(session):
+        session.send("m")  # voids the generation: no answer for this prompt
+        pid_file = Path(session.root) / "idle" / "helper.pid"
+        pid_file.unlink()
+        os.mkfifo(pid_file)
+        text, ran = session.hook(env=sleeps.env)  # run_hook's timeout fails a launcher that blocks
+        assert ran and subjects(text) == ["m"] and sleeps.calls() == 0
+
+
 @pytest.mark.parametrize("damage", ["fifo", "link", "garbage"])
 def test_damaged_files_never_hold_or_mislead_a_waiting_launcher(session, tmp_path, damage):
     """The helper has begun a render (a generation, no answer yet) and the answer files are damaged: a FIFO or a
