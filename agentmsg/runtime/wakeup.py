@@ -81,7 +81,7 @@ class Mechanism:
                     tmux_ring(self.socket or "", self.pane or "", line)
                     return "rang", "tmux"
                 except (notify.NotifyError, OSError) as exc:
-                    stop = ("deferred", f"tmux failed: {exc}")
+                    stop = ("failed", str(exc))
         native, failed = self.host.ring(self.root, self.pin, self.facts, line, ring, busy=busy)
         if native is not None:
             return native
@@ -90,6 +90,8 @@ class Mechanism:
             return f"not rung ({failed}; {why})", None
         if kind == "not verified":  # not the session's own pane (any more): never typed into, never retried
             return f"not rung (tmux pane {self.pane} not verified: {why})", None
+        if kind == "failed":  # tmux itself failed (not its guard), and the host's own ring too
+            return f"deferred (tmux failed: {why})", "tmux"
         if kind:
             return f"deferred (tmux guard: {why})", "tmux"
         tmux_ring(self.socket or "", self.pane or "", line)

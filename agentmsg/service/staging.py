@@ -50,7 +50,6 @@ def sent(text: str) -> list[Sent]:
     if "sent" in got:
         out = []
         for fields, already in got["sent"]:
-            fields["flags"] = tuple(fields["flags"])
             out.append(Sent(Message(**fields), already=bool(already)))
         return out
     if "error" in got:

@@ -296,19 +296,25 @@ for line in sys.stdin:
 """
 
 
+def _prompt_pane(sock: Path, out: Path) -> dict[str, Any]:
+    """A tmux server whose pane %0 runs the stand-in prompt (PROMPT, typing into ``out``); the pane's facts as a
+    session records them (pid, its start time, the pane, the socket).  The caller kills the server."""
+    subprocess.run(["tmux", "-S", str(sock), "-f", "/dev/null", "new-session", "-d", "-x", "100", "-y", "10",
+                    sys.executable, "-c", PROMPT], check=True, env={"OUT": str(out), "PATH": "/usr/bin:/bin"})
+    pane_pid = int(subprocess.run(["tmux", "-S", str(sock), "display", "-p", "-t", "%0", "#{pane_pid}"],
+                                  capture_output=True, text=True, check=True).stdout)
+    start = Path(f"/proc/{pane_pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    return {"pid": pane_pid, "pid_start": start, "pane": "%0", "tmux_socket": str(sock)}
+
+
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_tmux_rings_an_empty_prompt_and_defers_while_a_draft_is_there(tmp_path: Path,
                                                                         bound: tuple[Path, str]) -> None:
     root, cid = bound
     sock, out = tmp_path / "tmux.sock", tmp_path / "typed.txt"
-    env = {"OUT": str(out), "PATH": "/usr/bin:/bin"}
-    subprocess.run(["tmux", "-S", str(sock), "-f", "/dev/null", "new-session", "-d", "-x", "100", "-y", "10",
-                    sys.executable, "-c", PROMPT], check=True, env=env)
+    pane = _prompt_pane(sock, out)
     try:
-        pane_pid = int(subprocess.run(["tmux", "-S", str(sock), "display", "-p", "-t", "%0", "#{pane_pid}"],
-                                      capture_output=True, text=True, check=True).stdout)
-        start = Path(f"/proc/{pane_pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-        facts = {"host": "other", "pid": pane_pid, "pid_start": start, "pane": "%0", "tmux_socket": str(sock)}
+        facts = {"host": "other", **pane}
         (root / "wake").mkdir(exist_ok=True)
         from agentmsg.backends.file import layout
 
@@ -351,14 +357,9 @@ def test_codex_idle_in_a_safe_pane_is_rung_by_tmux_else_by_its_queue(tmp_path: P
     fake.write_text(FAKE_CODEX.format(log=log))
     fake.chmod(0o755)
     path = {"PATH": f"{fake.parent}:{os.environ['PATH']}"}
-    subprocess.run(["tmux", "-S", str(sock), "-f", "/dev/null", "new-session", "-d", "-x", "100", "-y", "10",
-                    sys.executable, "-c", PROMPT], check=True, env={"OUT": str(out), "PATH": "/usr/bin:/bin"})
+    pane = _prompt_pane(sock, out)
     try:
-        pane_pid = int(subprocess.run(["tmux", "-S", str(sock), "display", "-p", "-t", "%0", "#{pane_pid}"],
-                                      capture_output=True, text=True, check=True).stdout)
-        start = Path(f"/proc/{pane_pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-        facts = {"host": "codex", "thread": "th-9", "pid": pane_pid, "pid_start": start, "pane": "%0",
-                 "tmux_socket": str(sock)}
+        facts = {"host": "codex", "thread": "th-9", **pane}
         (root / "wake").mkdir(exist_ok=True)
         from agentmsg.backends.file import layout
 

@@ -474,7 +474,6 @@ class PgTxn:
         self._events_seq = 0
         self._durable = True  # what this transaction's commit waits for
         self._wrote = False
-        self._writes = 0
         self._pending_broadcasts: dict[str, list[str]] = {}
         self._order_later = False  # a batch (``sequence``) moves the order counter once, at its end
         self._order_to = 0
@@ -613,7 +612,6 @@ class PgTxn:
         """One statement, one round trip: the record, and the collaboration's order counter when it carries ``cseq``."""
         row = (self.collab, stream, rec["seq"], records.dumps(rec), *_columns(stream, rec))
         cseq = rec.get("cseq")
-        self._writes += 1
         with db_errors("store a record"):
             if type(cseq) is int and self._order_later:
                 self.conn.execute(_INSERT, row)
@@ -658,9 +656,10 @@ class PgTxn:
         (``request``, not staged, or the one numbered ``staged``); write each other writer's outcome into its
         row; return this writer's.  All of it commits with this transaction, durably, or none of it.
 
-        A request whose ``apply`` raises before it wrote anything costs nothing to undo; one that fails
-        after writing (the server refused a record) undoes the whole batch to its start, which is then
-        applied again with a savepoint around each request.
+        A request that fails (refused by the service, or a record refused by the server) sends the whole batch
+        back to its start, and the batch is applied again with a savepoint around each request, so that only the
+        failing one is undone (:meth:`_apply_all`); the common batch, where nothing fails, pays no savepoint per
+        request.
         """
         pending: list[tuple[int, str, Any]] = []
         if self._pending or staged is not None:
