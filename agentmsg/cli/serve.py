@@ -206,9 +206,6 @@ class Server:
             ahead.ring(self.helper.root, [doorbell.LEAVE])
             return
         if not self.hand_over(conn, pid):
-            import gc
-
-            gc.freeze()
             self.children.add(spawn.fork_child(lambda: self.child(conn, pid)))
 
     def fork_spare(self) -> None:
@@ -219,9 +216,6 @@ class Server:
 
         if self.spare is not None or self.sock is None:
             return
-        import gc
-
-        gc.freeze()  # the collector never walks the helper's objects in a child: no copy of every page it holds
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             pid = spawn.fork_child(lambda: self.wait(theirs, mine))

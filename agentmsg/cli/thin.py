@@ -363,7 +363,8 @@ def finish(code: int) -> None:
 
 
 def launch(args: Sequence[str]) -> None:
-    """The plugin launcher's client (``python -I -S agentmsg/cli/thin.py ARGS``): forward, else run the command
+    """The plugin launcher's client (bin/agentmsg: ``python -I -S -c 'from agentmsg.cli.thin import launch; ...'
+    CODE ARGS``): forward, else run the command
     in-process with the same interpreter, this time with its site-packages and ``PYTHONPATH``."""
     from agentmsg import PACKAGE_DIR
 
@@ -374,7 +375,3 @@ def launch(args: Sequence[str]) -> None:
     os.environ[TRIED] = "1"
     os.execv(sys.executable, [sys.executable, "-m", "agentmsg.cli", *args])
 
-
-if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    launch(sys.argv[1:])

@@ -152,7 +152,13 @@ def start_piped(argv: Sequence[str], *, env: Mapping[str, str] | None = None) ->
 def fork_child(body: Callable[[], object]) -> int:
     """Fork a child that runs ``body`` and then exits (``os._exit``: never back into the caller's loop); the
     child's pid in the parent.  The resident helper runs each thin client's command this way
-    (:mod:`agentmsg.cli.serve`), from its already imported state.  Raises ``OSError`` when it cannot fork."""
+    (:mod:`agentmsg.cli.serve`), from its already imported state.  Raises ``OSError`` when it cannot fork.
+
+    The parent's objects are frozen for the collector first: a child's collection would otherwise touch, and so
+    copy, every page the parent holds."""
+    import gc
+
+    gc.freeze()
     pid = os.fork()
     if pid:
         return pid

@@ -7,16 +7,14 @@ whole on one line of what it printed, and a pipe keeps the plain text.
 
 from __future__ import annotations
 
-import os
-import pty
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from tests.support.cli_helpers import clean_env, run
+from tests.support.cli_helpers import on_tty as tty_run
 from tests.support.facade import Draft, FileStore
 
 PINS = {"driver": "codex:0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b",
@@ -26,23 +24,10 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
 def on_tty(root: Path, columns: int, *args: str, env: dict[str, str] | None = None) -> str:
-    master, slave = pty.openpty()
     e = clean_env(root, {"COLUMNS": str(columns), "LINES": "200", "TERM": "xterm", "NO_COLOR": "1", **(env or {})})
-    proc = subprocess.Popen([sys.executable, "-m", "agentmsg.cli", *args], stdout=slave, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, env=e)
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            data = os.read(master, 65536)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
-    os.close(master)
-    assert proc.wait(timeout=60) == 0, proc.stderr.read() if proc.stderr else ""
-    return ANSI.sub("", b"".join(chunks).decode("utf-8").replace("\r\n", "\n"))
+    code, out, err = tty_run([sys.executable, "-m", "agentmsg.cli", *args], e)
+    assert code == 0, err
+    return ANSI.sub("", out.replace("\r\n", "\n"))
 
 
 @pytest.fixture

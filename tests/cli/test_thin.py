@@ -25,7 +25,7 @@ import pytest
 from agentmsg.backends.file import layout
 from agentmsg.cli import app, serve, thin
 from agentmsg.runtime import doorbell
-from tests.support.cli_helpers import REPO_ROOT, clean_env
+from tests.support.cli_helpers import REPO_ROOT, clean_env, on_tty
 
 pytestmark = pytest.mark.xdist_group("thin")
 
@@ -347,46 +347,35 @@ def _diff(a: tuple[int, str, str], b: tuple[int, str, str]) -> str:
                                           f"{b[0]}\n{b[1]}\n{b[2]}".splitlines(), lineterm=""))
 
 
-def test_the_client_passes_the_terminal_and_its_pid_for_the_ancestry_checks(roots: tuple[Path, Path, Path],
-                                                                              tmp_path: Path) -> None:
-    """A tty on stdout stays a tty (the output's form depends on it), and identity's ancestry rule finds the
-    host session recorded for an ancestor of the client, not of the helper."""
-    import pty
+#: A parent for the command (run as its child, on the same stdout): it records a Claude Code session's facts for
+#: its own pid first, so identity's ancestry rule finds that session from the command's ancestors, and from
+#: nothing the helper descends from.
+WRAPPER = ("import json, os, subprocess, sys\nfrom agentmsg.runtime.procs import proc_stat\n"
+           "me = proc_stat(os.getpid())\n"
+           "facts = {'pin': 'claude-code:S1', 'facts': {'host': 'claude', 'session': 'S1', 'pid': os.getpid(),"
+           " 'pid_start': me[2]}, 'turn': 'idle', 'turn_at': 0}\n"
+           "open(sys.argv[1], 'w').write(json.dumps(facts))\n"
+           "sys.exit(subprocess.run(sys.argv[2:]).returncode)\n")
 
+
+def test_the_client_passes_the_terminal_and_its_pid_for_the_ancestry_checks(roots: tuple[Path, Path, Path]) -> None:
+    """A tty on stdout stays a tty (``status`` prints another form on one), and identity's ancestry rule starts
+    from the client: it finds the host session recorded for the client's parent, which the helper does not
+    descend from."""
     plain, served, home = roots
-    from agentmsg.runtime.procs import proc_stat
-
-    me = proc_stat(os.getpid())
-    assert me is not None
     outs = []
     for root, helper in ((plain, False), (served, True)):
-        facts = {"pin": "claude:S1", "facts": {"host": "claude", "session": "S1", "pid": os.getpid(),
-                                               "pid_start": me[2]}, "turn": "idle", "turn_at": 0}
         (root / layout.WAKE).mkdir(exist_ok=True)
-        (root / layout.WAKE / f"{layout.pin_key('claude:S1')}.{layout.SESSION_FACTS}").write_text(json.dumps(facts))
+        facts = root / layout.WAKE / f"{layout.pin_key('claude-code:S1')}.{layout.SESSION_FACTS}"
         env = env_for(root, home, helper=helper)
-        primary, secondary = pty.openpty()
         argv = [sys.executable, "-c", CLIENT] if helper else [sys.executable, "-m", "agentmsg.cli"]
-        proc = subprocess.Popen([*argv, "version"], stdout=secondary, stderr=subprocess.PIPE, env=env,
-                                cwd=root.parent)
-        os.close(secondary)
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(primary, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        os.close(primary)
-        assert proc.wait(timeout=60) != NOT_FORWARDED
-        outs.append(normal(b"".join(chunks).decode(), root))
+        code, out, _err = on_tty([sys.executable, "-c", WRAPPER, str(facts), *argv, "status"], env, root.parent)
+        assert code != NOT_FORWARDED
+        outs.append((code, normal(out.replace("\r\n", "\n"), root)))
     assert outs[0] == outs[1]
-    a = cli(["status"], env_for(plain, home, helper=False))
-    b = cli(["status"], env_for(served, home, helper=True), client=True)
-    assert (a[0], normal(a[1], plain), normal(a[2], plain)) == (b[0], normal(b[1], served), normal(b[2], served))
-    assert "claude:S1" in a[1] + a[2]  # the ancestry rule did decide
+    assert "claude-code:S1" in outs[0][1]  # the ancestry rule did decide, from the client's parent
+    piped = cli(["status"], env_for(plain, home, helper=False))
+    assert normal(piped[1], plain) != outs[0][1]  # the terminal changed the form: the served run kept it
 
 
 # ---- versions --------------------------------------------------------------------------------------------

@@ -69,6 +69,30 @@ def clean_env(root: Path | str | None = None, env: Mapping[str, str | None] | No
     return out
 
 
+def on_tty(argv: list[str], env: Mapping[str, str], cwd: Path | str | None = None) -> tuple[int, str, str]:
+    """``argv`` with its stdout on a new pseudo-terminal (stdin from /dev/null, stderr a pipe): its exit code, what
+    it printed on the terminal (line ends as the terminal sends them, ``\\r\\n``), and its stderr."""
+    import pty
+
+    primary, secondary = pty.openpty()
+    proc = subprocess.Popen(argv, stdout=secondary, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=dict(env),
+                            cwd=cwd)
+    os.close(secondary)
+    chunks = []
+    while True:
+        try:
+            data = os.read(primary, 65536)
+        except OSError:  # EIO: the terminal's other side closed
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(primary)
+    code = proc.wait(timeout=60)
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    return code, b"".join(chunks).decode("utf-8"), err
+
+
 def run(
     *args: str,
     env: Mapping[str, str | None] | None = None,
