@@ -94,6 +94,8 @@ class Session:
 
     def renderer_pid(self) -> int | None:
         path = Path(self.root) / layout.IDLE / ahead.PID
+        if not path.is_file():  # a FIFO a test planted there would block the read
+            return None
         try:
             pid = int(path.read_text().split()[0])
             os.kill(pid, 0)

@@ -261,7 +261,10 @@ def test_a_fifo_at_the_helpers_pid_file_never_holds_the_launcher(session, tmp_pa
         pid_file = Path(session.root) / "idle" / "helper.pid"
         pid_file.unlink()
         os.mkfifo(pid_file)
-        text, ran = session.hook(env=sleeps.env)  # run_hook's timeout fails a launcher that blocks
+        try:
+            text, ran = session.hook(env=sleeps.env)  # run_hook's timeout fails a launcher that blocks
+        finally:
+            pid_file.unlink()  # nothing after this test opens it (the fixture reads the pid file)
         assert ran and subjects(text) == ["m"] and sleeps.calls() == 0
 
 
