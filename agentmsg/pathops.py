@@ -7,8 +7,6 @@ paths: tests/unit/test_pathops.py compares every one with ``os.path`` on generat
 symbolic links.  Nothing else should use this module: ``os.path`` is the ordinary choice.
 """
 
-from __future__ import annotations
-
 import posix
 
 _DIR, _FILE, _LINK, _KIND = 0o040000, 0o100000, 0o120000, 0o170000

@@ -4,7 +4,7 @@ Lean (the hooks resolve the root with :func:`resolve_root_str`, and the thin cli
 anything else is imported); only :func:`resolve_root`, for the CLI, imports ``pathlib``.
 """
 
-from __future__ import annotations
+from agentmsg import pathops
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 
-def resolve_root(flag: str | None = None, env: Mapping[str, str] | None = None) -> tuple[Path, str]:
+def resolve_root(flag: "str | None" = None, env: "Mapping[str, str] | None" = None) -> "tuple[Path, str]":
     """:func:`resolve_root_str` as a ``Path``."""
     from pathlib import Path
 
@@ -20,16 +20,17 @@ def resolve_root(flag: str | None = None, env: Mapping[str, str] | None = None) 
     return Path(root), source
 
 
-def resolve_root_str(flag: str | None = None, env: Mapping[str, str] | None = None) -> tuple[str, str]:
+def resolve_root_str(flag: "str | None" = None, env: "Mapping[str, str] | None" = None) -> tuple[str, str]:
     """Return the root (normalized, absolute) and which rule chose it; UsageError when there is none.
 
     Order: ``--root``, ``AGENTMSG_HOME``, ``$XDG_STATE_HOME/agentmsg``,
     ``~/.local/state/agentmsg``.  A relative path would make the root depend
     on the cwd, which is exactly the misdelivery this design avoids.
     """
-    import os  # here, not above: the pre-tool hook imports this module for pin_key alone, and no os
+    if env is None:
+        import os
 
-    env = os.environ if env is None else env
+        env = os.environ
     if flag:
         return _absolute(flag, "--root"), "--root"
     if env.get("AGENTMSG_HOME"):
@@ -40,20 +41,24 @@ def resolve_root_str(flag: str | None = None, env: Mapping[str, str] | None = No
             default = ("", "")
         return (named, default[1]) if default[0] == named else (named, "AGENTMSG_HOME")
     if env.get("XDG_STATE_HOME"):
-        return os.path.join(_absolute(env["XDG_STATE_HOME"], "XDG_STATE_HOME"), "agentmsg"), "XDG_STATE_HOME"
+        return pathops.join(_absolute(env["XDG_STATE_HOME"], "XDG_STATE_HOME"), "agentmsg"), "XDG_STATE_HOME"
     home = env.get("HOME")
     if not home:
         raise _usage("cannot resolve the state root: set AGENTMSG_HOME or HOME")
-    return os.path.join(_absolute(home, "HOME"), ".local", "state", "agentmsg"), "HOME"
+    return pathops.join(_absolute(home, "HOME"), ".local", "state", "agentmsg"), "HOME"
 
 
 def _absolute(value: str, what: str) -> str:
-    import os
+    """``value`` with a leading ``~`` expanded as ``os.path.expanduser`` does (the process's ``HOME``), normalized;
+    absolute, else UsageError.  ``os`` only for a ``~``: the thin client runs without it."""
+    path = value
+    if value.startswith("~"):
+        import os
 
-    path = os.path.expanduser(value)
-    if not os.path.isabs(path):
+        path = os.path.expanduser(value)
+    if not path.startswith("/"):
         raise _usage(f"{what} must be an absolute path, got {value[:80]!r}")
-    return os.path.normpath(path)
+    return pathops.normpath(path)
 
 
 def _usage(message: str) -> Exception:

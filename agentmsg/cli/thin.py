@@ -26,14 +26,14 @@ Forwarding is off with ``AGENTMSG_NO_HELPER=1``, and never happens for the comma
 (long-running, interactive, or starting and stopping processes).  Without a helper the command runs
 in-process and :func:`ensure` starts one in the background for the next command.
 
-Standard library only, and little of it (``os``, ``sys``, ``_socket``, ``_signal``; :func:`ensure`, after an
-in-process run, imports what it needs then): it runs before anything else, from the console script
-(``agentmsg.cli.main:run``) and, under ``python -I -S``, from the plugin's launcher (``bin/agentmsg``).
+Standard library only, and little of it (``posix``, ``sys``, ``_socket``, ``_signal`` and agentmsg's ``pathops``;
+:func:`ensure`, after an in-process run, imports what it needs then): it runs before anything else, from the
+console script (``agentmsg.cli.main:run``) and, under ``python -I -S``, from the plugin's launcher
+(``bin/agentmsg``).  No ``os`` (with ``-S`` nothing has loaded it: it would cost the client about 0.1x the
+interpreter floor) and no ``from __future__`` (a search of the standard library's folder of its own).
 """
 
-from __future__ import annotations
-
-import os
+import posix
 import sys
 
 TYPE_CHECKING = False
@@ -59,13 +59,26 @@ STARTED, EXITED, VERSION, REFUSED = b"P", b"X", b"V", b"R"
 def tag() -> str:
     """What a client and a helper share to talk: the package's version and folder, the interpreter's folder and
     version (the helper runs the interpreter an in-process run of this client would)."""
-    from agentmsg import PACKAGE_DIR, __version__
+    from agentmsg import PACKAGE_DIR, __version__, pathops
 
-    return "|".join((__version__, os.path.realpath(PACKAGE_DIR), os.path.dirname(sys.executable),
+    return "|".join((__version__, pathops.realpath(PACKAGE_DIR), pathops.dirname(sys.executable),
                      sys.version.replace("\n", " ")))
 
 
-def forwardable(args: Sequence[str]) -> bool:
+def environ() -> "Mapping[str, str]":
+    """The environment as ``os.environ`` holds it (the same object once ``os`` is loaded, as under ``site``)."""
+    os = sys.modules.get("os")
+    if os is not None:
+        return os.environ  # type: ignore[no-any-return]
+    enc = sys.getfilesystemencoding()
+    return {k.decode(enc, "surrogateescape"): v.decode(enc, "surrogateescape") for k, v in posix.environ.items()}
+
+
+def fsencode(text: str) -> bytes:
+    return text.encode(sys.getfilesystemencoding(), "surrogateescape")
+
+
+def forwardable(args: "Sequence[str]") -> bool:
     """Whether the helper may run this command (not one of :data:`IN_PROCESS`)."""
     words = list(_without_store(args))
     if not words or words[0].startswith("-"):
@@ -75,7 +88,7 @@ def forwardable(args: Sequence[str]) -> bool:
     return (words[0], words[1] if len(words) > 1 else "") not in IN_PROCESS_SUBCOMMANDS
 
 
-def _without_store(args: Sequence[str]) -> Sequence[str]:
+def _without_store(args: "Sequence[str]") -> "Sequence[str]":
     """``args`` without the global ``--store URL`` in front (``cli.main`` takes it anywhere; enough here)."""
     out = list(args)
     while out and (out[0] == "--store" or out[0].startswith("--store=")):
@@ -83,7 +96,7 @@ def _without_store(args: Sequence[str]) -> Sequence[str]:
     return out
 
 
-def root_of(args: Sequence[str], env: Mapping[str, str]) -> str | None:
+def root_of(args: "Sequence[str]", env: "Mapping[str, str]") -> "str | None":
     """The state root the command names (its last ``--root``, else the environment's), or None when there is
     none (the in-process run says why)."""
     flag = None
@@ -102,7 +115,7 @@ def root_of(args: Sequence[str], env: Mapping[str, str]) -> str | None:
         return None
 
 
-def idempotent(args: Sequence[str]) -> bool:
+def idempotent(args: "Sequence[str]") -> bool:
     """A command that may run again after a helper died mid-way: a ``send`` with its own ``--id`` whose body is
     not read from stdin (that was read already)."""
     words = list(_without_store(args))
@@ -119,17 +132,17 @@ def connect(root: str) -> object:
 
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
-        folder = os.path.join(root, IDLE)
-        path = os.path.join(folder, SOCK)
-        if len(os.fsencode(path)) <= SUN_PATH_MAX:
+        folder = root.rstrip("/") + "/" + IDLE
+        path = folder + "/" + SOCK
+        if len(fsencode(path)) <= SUN_PATH_MAX:
             sock.connect(path)
         else:  # too long for sun_path: through the folder's descriptor
-            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            fd = posix.open(folder, posix.O_RDONLY | posix.O_DIRECTORY | posix.O_CLOEXEC)
             try:
                 sock.connect(f"/proc/self/fd/{fd}/{SOCK}")
             finally:
-                os.close(fd)
-        if peer(sock)[1] != os.getuid():
+                posix.close(fd)
+        if peer(sock)[1] != posix.getuid():
             raise PermissionError("the helper's socket belongs to another user")
     except BaseException:
         sock.close()
@@ -147,7 +160,7 @@ def peer(sock: object) -> tuple[int, int, int]:
             int.from_bytes(raw[8:12], order, signed=True))
 
 
-def _streams(env: Mapping[str, str]) -> list[str]:
+def _streams(env: "Mapping[str, str]") -> list[str]:
     """Each stream's encoding and errors as the in-process run would set them up."""
     out = []
     for stream in (sys.stdin, sys.stdout, sys.stderr):
@@ -165,11 +178,11 @@ def _streams(env: Mapping[str, str]) -> list[str]:
     return out
 
 
-def request(args: Sequence[str], *, argv0: str, executable: str, env: Mapping[str, str]) -> bytes:
+def request(args: "Sequence[str]", *, argv0: str, executable: str, env: "Mapping[str, str]") -> bytes:
     """The request: a 4-byte length, then NUL-separated fields (none of them can hold a NUL)."""
-    fields = [PROTOCOL, tag(), os.getcwd(), argv0, executable, *_streams(env), str(len(args)), *args,
+    fields = [PROTOCOL, tag(), posix.getcwd(), argv0, executable, *_streams(env), str(len(args)), *args,
               *(f"{k}={v}" for k, v in env.items())]
-    data = b"\0".join(os.fsencode(f) for f in fields)
+    data = b"\0".join(fsencode(f) for f in fields)
     return len(data).to_bytes(4, "big") + data
 
 
@@ -195,7 +208,7 @@ class Forwarder:
             self.ending = signum
         if self.child:
             try:
-                os.kill(self.child, signum)
+                posix.kill(self.child, signum)
             except OSError:
                 pass
         else:
@@ -224,14 +237,15 @@ class Forwarder:
                     return kind, 0
 
 
-def forward(args: Sequence[str], *, argv0: str | None = None, env: Mapping[str, str] | None = None) -> int | None:
+def forward(args: "Sequence[str]", *, argv0: "str | None" = None, env: "Mapping[str, str] | None" = None,
+            ) -> "int | None":
     """Run ``agentmsg ARGS`` in the root's helper: its exit code, or None to run it in-process (no helper, another
     version, forwarding off, a command that stays in-process, a helper that died before it began or during an
     idempotent command)."""
-    environ = os.environ if env is None else env
-    if environ.get("AGENTMSG_NO_HELPER") or not forwardable(args):
+    env = environ() if env is None else env
+    if env.get("AGENTMSG_NO_HELPER") or not forwardable(args):
         return None
-    root = root_of(args, environ)
+    root = root_of(args, env)
     if root is None:
         return None
     try:
@@ -239,17 +253,17 @@ def forward(args: Sequence[str], *, argv0: str | None = None, env: Mapping[str, 
     except OSError:
         return None
     try:
-        return _forward(sock, args, argv0 if argv0 is not None else sys.argv[0], environ)
+        return _forward(sock, args, argv0 if argv0 is not None else sys.argv[0], env)
     finally:
         sock.close()  # type: ignore[attr-defined]
 
 
-def _signals() -> Any:
+def _signals() -> "Any":
     """``signal``'s C half (``import signal`` loads ``enum``: milliseconds); it has no stub."""
     return __import__("_signal")
 
 
-def _forward(sock: object, args: Sequence[str], argv0: str, env: Mapping[str, str]) -> int | None:
+def _forward(sock: object, args: "Sequence[str]", argv0: str, env: "Mapping[str, str]") -> "int | None":
     _signal = _signals()
     job = Forwarder(sock)
     signals = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)
@@ -270,7 +284,7 @@ def _forward(sock: object, args: Sequence[str], argv0: str, env: Mapping[str, st
             _signal.signal(signum, handler)
     if job.ending:
         _signal.signal(job.ending, _signal.SIG_DFL)
-        os.kill(os.getpid(), job.ending)  # ended by the signal, as the in-process run would be
+        posix.kill(posix.getpid(), job.ending)  # ended by the signal, as the in-process run would be
     if kind == EXITED:
         return code
     if kind != STARTED or idempotent(args):
@@ -284,7 +298,7 @@ def _forward(sock: object, args: Sequence[str], argv0: str, env: Mapping[str, st
 # ---- starting the helper that serves the command line (after a command ran in-process) -----------------
 
 
-def running_tag(root: str) -> tuple[set[str], str] | None:
+def running_tag(root: str) -> "tuple[set[str], str] | None":
     """The running helper's duties and tag (its pid file's second and third lines), or None."""
     from agentmsg import fsio
     from agentmsg.backends.file import ahead
@@ -320,10 +334,12 @@ def should_start(root: str, mine: str) -> tuple[bool, bool]:
     return True, True
 
 
-def ensure(args: Sequence[str], env: Mapping[str, str] | None = None) -> bool:
+def ensure(args: "Sequence[str]", env: "Mapping[str, str] | None" = None) -> bool:
     """After a command ran in-process: start the CLI's helper for its root unless one that serves this version
     runs (or forwarding is off, the command stays in-process, the root is mirrored or does not exist).  Cheap:
     two reads and a probe, and a detached start when needed.  True if started."""
+    import os
+
     environ = os.environ if env is None else env
     if environ.get("AGENTMSG_NO_HELPER") or not forwardable(args):
         return False
@@ -359,19 +375,54 @@ def finish(code: int) -> None:
                 stream.flush()
         except OSError:
             pass
-    os._exit(code & 0xFF if code >= 0 else 1)
+    posix._exit(code & 0xFF if code >= 0 else 1)
 
 
-def launch(args: Sequence[str]) -> None:
-    """The plugin launcher's client (bin/agentmsg: ``python -I -S -c 'from agentmsg.cli.thin import launch; ...'
-    CODE ARGS``): forward, else run the command
-    in-process with the same interpreter, this time with its site-packages and ``PYTHONPATH``."""
-    from agentmsg import PACKAGE_DIR
+#: The plugin launcher's client, run as ``python -I -S -c CLIENT LAUNCHER BINDIR ARGS...`` by bin/agentmsg (its
+#: ``client`` is this text; tests/cli/test_thin.py holds the two to each other).  It finds the folder holding the
+#: package as the launcher's ``cd "$bindir/.." && pwd -P`` would, without that subshell (about 0.1x the interpreter
+#: floor): the folder above ``bin`` by its name (a relative one from the shell's ``$PWD`` when that is this
+#: folder), resolved by the kernel (``/proc/self/fd``); inside a wheel (``agentmsg/_plugin``), the folder above the
+#: package.  Without ``/proc`` it runs the launcher again, which then takes its own way (``AGENTMSG_LAUNCH_SLOW``).
+CLIENT = """import sys,posix
+b=sys.argv[2]
+if b[:1]!="/":
+ w=posix.getcwd()
+ try:
+  v=posix.environ[b"PWD"].decode(sys.getfilesystemencoding(),"surrogateescape");s=posix.stat(v);t=posix.stat(".")
+  if v[:1]=="/"and(s.st_dev,s.st_ino)==(t.st_dev,t.st_ino):w=v
+ except(KeyError,OSError):pass
+ b=w+"/"+b
+p=[]
+for s in b.split("/"):
+ if s=="..":p=p[:-1]
+ elif s and s!=".":p.append(s)
+c=""
+try:
+ f=posix.open("/"+"/".join(p[:-1]),posix.O_RDONLY|posix.O_DIRECTORY|posix.O_CLOEXEC)
+ try:c=posix.readlink("/proc/self/fd/%d"%f)
+ finally:posix.close(f)
+except OSError:pass
+if c.endswith("/agentmsg/_plugin"):c=c[:-17]or"/"
+if c[:1]=="/":
+ sys.path.insert(0,c)
+ try:from agentmsg.cli.thin import launch
+ except ImportError:launch=None
+ if launch:launch(sys.argv[3:],c)
+e=dict(posix.environ);e[b"AGENTMSG_LAUNCH_SLOW"]=b"1"
+posix.execve("/bin/sh",["/bin/sh"]+sys.argv[1:2]+sys.argv[3:],e)
+"""
 
-    argv0 = os.path.join(PACKAGE_DIR, "cli", "__main__.py")  # sys.argv[0] of ``python -m agentmsg.cli``
-    code = forward(args, argv0=argv0)
-    if code is not None:
-        finish(code)
-    os.environ[TRIED] = "1"
-    os.execv(sys.executable, [sys.executable, "-m", "agentmsg.cli", *args])
 
+def launch(args: "Sequence[str]", code: str) -> None:
+    """The plugin launcher's client (:data:`CLIENT`; ``code``: the folder holding the package): forward, else run
+    the command in-process with the same interpreter, this time with its site-packages.  Either way the command's
+    environment has ``code`` first on ``PYTHONPATH``, as the launcher's other ways set it."""
+    env = dict(environ())
+    env["PYTHONPATH"] = code + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    result = forward(args, argv0=code.rstrip("/") + "/agentmsg/cli/__main__.py", env=env)  # as ``python -m``'s
+    if result is not None:
+        finish(result)
+    env[TRIED] = "1"
+    posix.execve(sys.executable, [sys.executable, "-m", "agentmsg.cli", *args],
+                 {fsencode(k): fsencode(v) for k, v in env.items()})

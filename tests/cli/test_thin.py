@@ -167,6 +167,73 @@ def test_a_peer_of_another_user_is_refused_on_both_sides(monkeypatch: pytest.Mon
         listener.close()
 
 
+def test_the_launchers_client_is_the_one_thin_py_holds() -> None:
+    """bin/agentmsg runs thin.CLIENT (the text is in both: the launcher is a shell script)."""
+    text = (REPO_ROOT / "bin" / "agentmsg").read_text()
+    found = re.search(r"^client='([^']*)'$", text, re.M)
+    assert found and found.group(1) == thin.CLIENT.rstrip("\n")
+
+
+#: Records the environment a command's interpreter starts with (``site`` imports it from ``PYTHONPATH``).
+SITECUSTOMIZE = ("import json, os, sys\nif os.environ.get('THIN_TEST_ENV_OUT'):\n"
+                 "    with open(os.environ['THIN_TEST_ENV_OUT'], 'w') as fh:\n"
+                 "        json.dump(dict(os.environ, ARGV0=sys.argv[0]), fh)\n")
+
+
+def _launcher_copy(where: Path, *, wheel: bool) -> tuple[Path, Path]:
+    """A plugin copy (``bin/agentmsg`` beside the package) or a wheel's layout (``agentmsg/_plugin/bin``), its
+    package at version 7.7.7: ``(the launcher, the folder holding the package)``."""
+    code = where / "site" if wheel else where / "plugin"
+    shutil.copytree(REPO_ROOT / "agentmsg", code / "agentmsg", ignore=shutil.ignore_patterns("__pycache__"))
+    init = code / "agentmsg" / "__init__.py"
+    init.write_text(re.sub(r'__version__ = "[^"]+"', '__version__ = "7.7.7"', init.read_text()))
+    bindir = code / "agentmsg" / "_plugin" / "bin" if wheel else code / "bin"
+    bindir.mkdir(parents=True)
+    shutil.copy(REPO_ROOT / "bin" / "agentmsg", bindir / "agentmsg")
+    return bindir / "agentmsg", code
+
+
+@pytest.mark.parametrize("how", ["absolute", "relative", "dot", "linked folder", "wheel", "slow"])
+def test_the_launchers_client_finds_the_code_as_the_launcher_would(tmp_path: Path, how: str) -> None:
+    """The client resolves the folder holding the package (the launcher's ``cd "$bindir/.." && pwd -P``, and a
+    wheel's ``agentmsg/_plugin``) without a subshell, whichever way the launcher is named; where it cannot, the
+    launcher's own way (``AGENTMSG_LAUNCH_SLOW``, never left in the command's environment).  Either way the
+    command runs the copy's code with that folder first on ``PYTHONPATH``, as before."""
+    import sysconfig
+
+    launcher, code = _launcher_copy(tmp_path, wheel=how == "wheel")
+    data = tmp_path / "data"
+    venv = data / "agentmsg" / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    (venv / ".agentmsg-ready").touch()
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    (probe / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    site = Path(subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()"
+                                "['purelib'])"], capture_output=True, text=True, check=True).stdout.strip())
+    (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    out = tmp_path / "env.json"
+    env = {"HOME": str(tmp_path), "XDG_DATA_HOME": str(data), "PATH": os.environ["PATH"], "AGENTMSG_NO_HELPER": "1",
+           "PYTHONPATH": str(probe), "THIN_TEST_ENV_OUT": str(out), "AGENTMSG_HOME": str(tmp_path / "root")}
+    cwd, argv0 = tmp_path, str(launcher)
+    if how == "relative":
+        cwd, argv0 = code, str(launcher.relative_to(code))
+    elif how == "dot":
+        cwd, argv0 = launcher.parent, "./agentmsg"
+    elif how == "linked folder":
+        (tmp_path / "link").symlink_to(code)
+        argv0 = str(tmp_path / "link" / "bin" / "agentmsg")
+    elif how == "slow":
+        env["AGENTMSG_LAUNCH_SLOW"] = "1"
+    done = subprocess.run(["sh", argv0, "--version"], env=env, cwd=cwd, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "7.7.7" in done.stdout, done.stdout + done.stderr
+    seen = json.loads(out.read_text())
+    assert seen["PYTHONPATH"] == f"{code}:{probe}"
+    assert "AGENTMSG_LAUNCH_SLOW" not in seen
+    # the client ran first (it sets the mark before the in-process run), except on the launcher's own way
+    assert seen.get(thin.TRIED) == (None if how == "slow" else "1")
+
+
 def test_the_client_imports_nothing_heavy(tmp_path: Path) -> None:
     """What the client loads before it knows whether a helper runs: the standard library's core only."""
     probe = ("import sys\nsys.path.insert(0, sys.argv[1])\nfrom agentmsg.cli import thin\n"
@@ -176,8 +243,10 @@ def test_the_client_imports_nothing_heavy(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-I", "-S", "-c", probe, str(REPO_ROOT), str(tmp_path)],
                          capture_output=True, text=True, check=True).stdout.split()
     ours = {m for m in out if m.startswith("agentmsg")}
-    assert ours == {"agentmsg", "agentmsg.cli", "agentmsg.cli.thin", "agentmsg.paths"}
-    assert not {"typer", "click", "rich", "json", "re", "socket", "signal", "enum", "subprocess"} & set(out)
+    assert ours == {"agentmsg", "agentmsg.cli", "agentmsg.cli.thin", "agentmsg.paths", "agentmsg.pathops"}
+    # not even os (nothing loads it under -S) or __future__ (a search of the standard library's folder)
+    heavy = {"typer", "click", "rich", "json", "re", "socket", "signal", "enum", "subprocess", "os", "__future__"}
+    assert not heavy & set(out)
 
 
 def test_no_helper_means_in_process_and_no_helper_started(tmp_path: Path) -> None:
