@@ -514,6 +514,48 @@ def test_a_helper_whose_code_changed_on_disk_refuses_and_leaves(tmp_path: Path) 
         stop_all(root)
 
 
+@pytest.mark.parametrize("inotify", [True, False])
+def test_the_code_watch_sees_every_change_to_a_module_and_nothing_else(tmp_path: Path, inotify: bool) -> None:
+    """The helper's check before each command (serve.CodeWatch): with inotify it looks at the files only after
+    the kernel reported something in the package's folders; a module edited in place, added, removed, or added in
+    a folder made after the watch began is a change; a byte-identical rewrite (mtime kept) or a file that is not
+    a module is not.  Without inotify every check takes the fingerprint."""
+    top = tmp_path / "pkg"
+    (top / "sub").mkdir(parents=True)
+    (top / "a.py").write_text("A = 1\n")
+    (top / "sub" / "b.py").write_text("B = 1\n")
+    watch = serve.CodeWatch(str(top))
+    if not inotify:
+        watch.close()
+    assert (watch.fd is not None) == inotify
+    try:
+        assert watch.unchanged() and watch.unchanged()
+        (top / "notes.txt").write_text("not code\n")  # an event, and no change to the code
+        assert watch.unchanged()
+        stat = (top / "a.py").stat()
+        (top / "a.py").write_text("A = 1\n")
+        os.utime(top / "a.py", ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        assert watch.unchanged()
+        (top / "new").mkdir()
+        assert watch.unchanged()  # a folder, no module yet: the watch now covers it
+        (top / "new" / "c.py").write_text("C = 1\n")
+        assert not watch.unchanged()
+        for change in ("edit", "remove"):
+            watch.close()
+            watch = serve.CodeWatch(str(top))
+            if not inotify:
+                watch.close()
+            assert watch.unchanged()
+            if change == "edit":
+                with open(top / "sub" / "b.py", "a") as fh:
+                    fh.write("B = 2\n")
+            else:
+                (top / "a.py").unlink()
+            assert not watch.unchanged(), change
+    finally:
+        watch.close()
+
+
 # ---- a helper killed mid-request ---------------------------------------------------------------------------
 
 
