@@ -163,23 +163,28 @@ def markdown(res: dict[str, object], info: dict[str, str], command: str) -> str:
         lines.append(f"| {name} | {ms:.1f} | {ratio:.2f}x |")
     lines += [
         "",
-        "Where a forwarded command's time goes (measured inside the client and in a forked child on the same "
-        "machine): the client's own start is the floor plus `os` and three small modules (about 3 ms); the "
-        "helper's part is a socket round trip, the per-command check of its code on disk (about 1 ms: a stat "
-        "of each module), handing the connection to the child it forked ahead, and the command itself in a "
-        "warm process (an inbox about 8 ms, a durable send more: its fsync). What made the child fast: every "
-        "command's modules imported and click object built once in the helper (`app.build_all`: typer reads "
-        "each callback's signature, 25 ms of a send, only once), `gc.freeze()` before forking and a warm-up "
-        "of the output's tables (without them a child copied the helper's pages on first touch: 40-100 ms), "
-        "and the next child forked once the last one has ended, off the command's path.",
+        "Where a forwarded command's time goes (quiet machine, floor about 12 ms; `strace` of the client and the "
+        "helper, and the command timed in a forked child): the launcher's `sh` about 1.3 ms (0.11x), the client's "
+        "interpreter the floor, its own imports and request about 1 ms, the helper's hand-over to the child it "
+        "forked ahead well under 1 ms, and the command itself in the warm child 3.5-7 ms (an ack about 3.5, an "
+        "inbox about 5, a durable send about 6.5 with its fsync): that, not the start, is what is left over the "
+        "targets.  A pip console script's own text imports `re` (with `enum`), which costs 0.85x the floor here "
+        "before agentmsg runs at all (`python -c 'import re'` against `-c pass`, same interpreter); with `site` "
+        "about 0.1x more.",
         "",
-        "Not yet within the targets: the launcher's rows are about 2.2-2.5x the floor and the console "
-        "script's about 3x, against 1.5x and 2x. The machine was shared (load average 4-8 on 2 cores while "
-        "this ran: the in-process rows, about 11x in the issue's calm measurement, read 10-15x here), so "
-        "every row that takes three processes (client, helper, child) pays the scheduler more than the "
-        "one-process floor does. Left to try: the client importing `posix` instead of `os`, the code check "
-        "cached between commands of one second, the launcher's `pwd -P` subshell, and the console script's "
-        "`import re` (pip's own text).",
+        "Stop 38, what moved it: the client imports no `os` or `__future__` (`posix` only, as the pre-tool hook), "
+        "the launcher execs the client before anything else when its private environment is ready and the "
+        "client finds the code's folder itself (the `pwd -P` subshell cost about 0.1x), the helper asks "
+        "inotify whether its code changed instead of a stat of every module before each command, the secret "
+        "scanner's patterns are compiled once in the helper (a send's child compiled its gate pattern: about "
+        "3 ms), and the spare child warms itself up while it waits (a forked command's first writes copy the "
+        "helper's pages: 800-1,000 page faults, now 350-600).",
+        "",
+        "Not yet within the targets: the launcher's rows about 1.9-2.1x and the console script's about 3x, "
+        "against 1.5x and 2x. What would get further: a command path in the child that does less (click's "
+        "parser and context, identity's scan of the session facts, the checks of each read file), or commands "
+        "run by the helper itself without a fork; for the console script, an installed script that does not "
+        "import `re`.",
         "",
     ]
     return "\n".join(lines)

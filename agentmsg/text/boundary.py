@@ -71,6 +71,8 @@ def escape(text: str) -> str:
 
 
 def one_line(text: str) -> str:
+    if text.isascii() and text.isprintable():  # no line break, tab or hidden character: no table built
+        return text
     return escape(text.translate(_tables()[1]))
 
 

@@ -53,7 +53,9 @@ def code(cp: int) -> str:
 
 def table(*extra: int) -> dict[int, str]:
     """A ``str.translate`` table escaping every hidden character below plane 14 (:func:`escape` takes plane 14
-    itself), plus ``extra``."""
+    itself), plus ``extra`` (never printable ASCII, which :func:`escape` returns as it is)."""
+    if any(0x20 <= cp < 0x7F for cp in extra):
+        raise ValueError("printable ASCII is never escaped")
     cps = [cp for lo, hi in HIDDEN_RANGES if lo < _RARE[0] for cp in range(lo, hi + 1)] + list(extra)
     return {cp: code(cp) for cp in cps}
 
@@ -63,6 +65,13 @@ _TRANSCRIPT: dict[int, str] = {}
 
 def escape(text: str, tab: dict[int, str] | None = None) -> str:
     """``text`` with hidden characters (and lone surrogates) escaped; ``\\n`` kept."""
+    if text.isascii() and text.isprintable():  # nothing any table escapes: no table built (C speed)
+        return text
+    return escaped(text, tab)
+
+
+def escaped(text: str, tab: dict[int, str] | None = None) -> str:
+    """:func:`escape` without its shortcut for printable ASCII (tests hold the two to each other)."""
     if tab is None:
         if not _TRANSCRIPT:
             _TRANSCRIPT.update(table())

@@ -189,3 +189,23 @@ def test_registry_yaml_round_trips_and_hides_nothing(text: str) -> None:
     out = yaml_text({"label": text, text[:8] or "k": [text]})
     assert not hidden(out)
     assert yaml.safe_load(out) == {"label": text, text[:8] or "k": [text]}
+
+
+PRINTABLE_ASCII = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x7F))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.text(), NASTY, PRINTABLE_ASCII))
+def test_the_shortcut_for_printable_ascii_changes_nothing(text: str) -> None:
+    """``escape`` and the boundary's ``one_line`` return printable ASCII as it is, building no table (the
+    pre-tool hook's refusal quotes a path and a reason): every text comes out as the tables would make it."""
+    from agentmsg.text import boundary
+
+    assert visible.escape(text) == visible.escaped(text)
+    assert boundary.escape(text) == visible.escaped(text, boundary._tables()[0])
+    assert boundary.one_line(text) == visible.escaped(text.translate(boundary._tables()[1]), boundary._tables()[0])
+
+
+def test_a_table_never_escapes_printable_ascii() -> None:
+    with pytest.raises(ValueError):
+        visible.table(ord("x"))
