@@ -97,6 +97,10 @@ def _warm() -> None:
     builds on first use (the escape table, click's help and option lookups) are then built here."""
     warm_up()
     _compile_patterns()
+    from agentmsg.text import boundary, escape
+
+    escape.escaped("")  # the escape tables, which printable ASCII output (the warm-up's) never builds
+    boundary._tables()
 
 
 def warm_up(stop: Callable[[], bool] | None = None) -> None:
