@@ -164,6 +164,15 @@ class SchemaMismatch(AgentmsgError):
     prefix = "schema"
 
 
+class OutcomeUnknown(AgentmsgError):
+    """The resident helper running a forwarded command ended before it said how the command ended: it may or
+    may not have taken effect (each write is whole or absent).  The thin client reports it
+    (:mod:`agentmsg.cli.thin`)."""
+
+    code = 22
+    prefix = "outcome unknown"
+
+
 EXIT_CODES: tuple[tuple[int, str], ...] = (
     (0, "success"),
     (1, "internal error (the traceback goes to ~/.cache/agentmsg/crash.log)"),
@@ -194,6 +203,8 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
                             "nothing was stored (retry with the same --id)"),
     (SchemaMismatch.code, "schema: the PostgreSQL schema is missing, too old (run `agentmsg db migrate`) or newer "
                           "than this client"),
+    (OutcomeUnknown.code, "outcome unknown: the helper running the command ended before it finished; it may "
+                          "or may not have taken effect (check, then retry; a send with its --id is retried)"),
     (130, "interrupted (Ctrl-C)"),
     (141, "stdout closed early (the reader, e.g. head, went away)"),
 )

@@ -289,10 +289,13 @@ def _forward(sock: object, args: "Sequence[str]", argv0: str, env: "Mapping[str,
         return code
     if kind != STARTED or idempotent(args):
         return None
-    sys.stderr.write(f"error: the agentmsg helper running this command (pid {code}) ended before it finished; "
-                     "it may or may not have taken effect: check (agentmsg inbox --history, status), then run it "
-                     "again (AGENTMSG_NO_HELPER=1 runs it in-process)\n")
-    return 1
+    from agentmsg.cli import output  # only here (standard library only, as the client): the CLI's one error path
+    from agentmsg.errors import OutcomeUnknown
+
+    lost = OutcomeUnknown(f"the agentmsg helper running this command (pid {code}) ended before it finished; it "
+                          "may or may not have taken effect: check (agentmsg inbox --history, status), then run "
+                          "it again (AGENTMSG_NO_HELPER=1 runs it in-process)")
+    return output.fail(output.command_name(_without_store(args)), lost, "--json" in args)
 
 
 # ---- starting the helper that serves the command line (after a command ran in-process) -----------------

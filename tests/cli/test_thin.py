@@ -24,6 +24,7 @@ import pytest
 
 from agentmsg.backends.file import layout
 from agentmsg.cli import app, serve, thin
+from agentmsg.errors import OutcomeUnknown
 from agentmsg.runtime import doorbell
 from tests.support.cli_helpers import REPO_ROOT, clean_env, on_tty
 
@@ -626,8 +627,9 @@ def test_killed_mid_send_a_send_without_an_id_says_so_in_one_line(one: tuple[Pat
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
         out, err = send.communicate(b"the body", timeout=60)
-        assert send.returncode == 1 and out == b""
-        assert err.decode().count("\n") == 1 and "ended before it finished" in err.decode()
+        assert send.returncode == OutcomeUnknown.code == 22 and out == b""
+        assert err.decode().count("\n") == 1 and err.decode().startswith("outcome unknown: ")
+        assert "ended before it finished" in err.decode()
         assert _stored(root, home) == []
     finally:
         stop(proc)
