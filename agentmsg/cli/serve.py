@@ -257,14 +257,7 @@ class Server:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         old = os.umask(0o177)
         try:
-            if len(os.fsencode(self.path)) <= thin.SUN_PATH_MAX:
-                sock.bind(self.path)
-            else:
-                fd = os.open(os.path.dirname(self.path), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-                try:
-                    sock.bind(f"/proc/self/fd/{fd}/{layout.HELPER_SOCK}")
-                finally:
-                    os.close(fd)
+            thin.at_socket(sock.bind, os.path.dirname(self.path), os.path.basename(self.path))
         except OSError:
             sock.close()
             return  # no socket: commands run in-process; the other duties go on

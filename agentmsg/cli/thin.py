@@ -38,7 +38,7 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
     from typing import Any
 
 #: Commands that always run in-process: long-running (``watch``, ``mcp``, ``top``, ``sync``), interactive, or
@@ -132,22 +132,27 @@ def connect(root: str) -> object:
 
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
-        folder = root.rstrip("/") + "/" + IDLE
-        path = folder + "/" + SOCK
-        if len(fsencode(path)) <= SUN_PATH_MAX:
-            sock.connect(path)
-        else:  # too long for sun_path: through the folder's descriptor
-            fd = posix.open(folder, posix.O_RDONLY | posix.O_DIRECTORY | posix.O_CLOEXEC)
-            try:
-                sock.connect(f"/proc/self/fd/{fd}/{SOCK}")
-            finally:
-                posix.close(fd)
+        at_socket(sock.connect, root.rstrip("/") + "/" + IDLE, SOCK)
         if peer(sock)[1] != posix.getuid():
             raise PermissionError("the helper's socket belongs to another user")
     except BaseException:
         sock.close()
         raise
     return sock
+
+
+def at_socket(call: "Callable[[str], object]", folder: str, name: str) -> None:
+    """``call(FOLDER/NAME)`` (a socket's ``connect`` or ``bind``); a path too long for ``sun_path`` goes through
+    the folder's descriptor (``/proc/self/fd/N/NAME``)."""
+    path = folder + "/" + name
+    if len(fsencode(path)) <= SUN_PATH_MAX:
+        call(path)
+        return
+    fd = posix.open(folder, posix.O_RDONLY | posix.O_DIRECTORY | posix.O_CLOEXEC)
+    try:
+        call(f"/proc/self/fd/{fd}/{name}")
+    finally:
+        posix.close(fd)
 
 
 def peer(sock: object) -> tuple[int, int, int]:

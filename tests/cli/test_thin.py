@@ -496,6 +496,23 @@ def test_a_client_and_helper_of_different_versions_never_talk_and_an_older_one_n
         stop_all(root)
 
 
+def test_a_root_too_long_for_a_socket_address_is_served_through_the_folders_descriptor(tmp_path: Path) -> None:
+    """``sun_path`` holds 108 bytes: the helper binds, and the client connects, through ``/proc/self/fd``."""
+    root, home = tmp_path / ("long-" * 20) / "root", tmp_path / "home"
+    assert len(os.fsencode(str(root / layout.IDLE / layout.HELPER_SOCK))) > thin.SUN_PATH_MAX
+    root.parent.mkdir()
+    assert cli(["open", "--alias", "a", "--label", "t", "--task", "x", "--self", ALICE],
+               env_for(root, home, helper=False))[0] == 0
+    env = env_for(root, home, helper=True)
+    proc = start_helper(root, env)  # waits for the socket file
+    try:
+        code, out, err = cli(["status", "--self", ALICE], env, client=True)
+        assert code == 0 and "alice" in out, err  # forwarded (250 when the client ran nothing)
+    finally:
+        stop(proc)
+        stop_all(root)
+
+
 def test_a_helper_whose_code_changed_on_disk_refuses_and_leaves(tmp_path: Path) -> None:
     root, home = tmp_path / "root", tmp_path / "home"
     copy = _copy(tmp_path, "0.1.0")
