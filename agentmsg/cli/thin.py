@@ -306,20 +306,6 @@ def _forward(sock: object, args: "Sequence[str]", argv0: str, env: "Mapping[str,
 # ---- starting the helper that serves the command line (after a command ran in-process) -----------------
 
 
-def running_tag(root: str) -> "tuple[set[str], str] | None":
-    """The running helper's duties and tag (its pid file's second and third lines), or None."""
-    from agentmsg import fsio
-    from agentmsg.backends.file import ahead
-    from agentmsg.runtime import doorbell
-
-    held = doorbell.duties(root)
-    if held is None:
-        return None
-    raw = fsio.read_bytes(ahead.root_file(root, ahead.PID)) or b""
-    lines = raw.decode("utf-8", "replace").splitlines()
-    return held, lines[2] if len(lines) > 2 else ""
-
-
 def _version(tag: str) -> tuple[int, ...]:
     try:
         return tuple(int(p) for p in tag.split("|", 1)[0].split("."))
@@ -331,7 +317,7 @@ def should_start(root: str, mine: str) -> tuple[bool, bool]:
     """``(start, leave)``: whether to start this helper for ``root``, and whether it asks a running one to leave."""
     from agentmsg.runtime import doorbell
 
-    now = running_tag(root)
+    now = doorbell.helper_info(root)
     if now is None:
         return True, False
     held, theirs = now

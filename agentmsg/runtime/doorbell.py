@@ -100,14 +100,20 @@ def running(root: str) -> bool:
 
 def duties(root: str) -> set[str] | None:
     """The running helper's duties (its pid file's second line), or None when none runs."""
+    found = helper_info(root)
+    return found[0] if found is not None else None
+
+
+def helper_info(root: str) -> tuple[set[str], str] | None:
+    """The running helper's duties and tag (its pid file's second and third lines), or None when none runs."""
     if not running(root):
         return None
     from agentmsg import fsio
 
-    raw = fsio.read_bytes(ahead.root_file(root, ahead.PID)) if os.path.isfile(ahead.root_file(root, ahead.PID)) \
-        else None
-    lines = (raw or b"").decode("ascii", "replace").splitlines()
-    return set(lines[1].split()) if len(lines) > 1 else set()
+    path = ahead.root_file(root, ahead.PID)
+    raw = fsio.read_bytes(path) if os.path.isfile(path) else None
+    lines = (raw or b"").decode("utf-8", "replace").splitlines()
+    return (set(lines[1].split()) if len(lines) > 1 else set()), (lines[2] if len(lines) > 2 else "")
 
 
 def mirror_wanted(root: str, env: Mapping[str, str]) -> bool:
