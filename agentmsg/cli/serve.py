@@ -38,8 +38,6 @@ if TYPE_CHECKING:
 REQUEST_MAX = 8 << 20
 #: How long a child waits for the rest of a request.
 REQUEST_WAIT = 10.0
-#: The spare child warms itself up while it waits (:func:`warm_up`).
-PREWARM = True
 
 
 # ---- running it -----------------------------------------------------------------------------------------
@@ -99,8 +97,8 @@ def _warm() -> None:
     _compile_patterns()
     from agentmsg.text import boundary, escape
 
-    escape.escaped("")  # the escape tables, which printable ASCII output (the warm-up's) never builds
-    boundary._tables()
+    escape.escape("\0")  # the escape tables, which printable ASCII output (the warm-up's) never builds
+    boundary.one_line("\0")
 
 
 def warm_up(stop: Callable[[], bool] | None = None) -> None:
@@ -202,21 +200,25 @@ class CodeWatch:
 
     def unchanged(self) -> bool:
         if self.fd is not None:
+            if not self._events():
+                return True  # nothing happened to the code since the last look
+            self.watch()  # a folder made since is watched too
+        return fingerprint(self.top) == self.code
+
+    def _events(self) -> bool:
+        """Whether the kernel reported anything since the last look (all of it read); True when it cannot say."""
+        seen = False
+        while self.fd is not None:
             try:
                 if not os.read(self.fd, 1 << 16):
-                    return True
-            except BlockingIOError:
-                return True  # nothing happened to the code since the last look
-            except OSError:
-                self.close()
-            while self.fd is not None:  # drain, then look
-                try:
-                    if not os.read(self.fd, 1 << 16):
-                        break
-                except OSError:
                     break
-            self.watch()
-        return fingerprint(self.top) == self.code
+            except BlockingIOError:
+                break
+            except OSError:
+                self.close()  # a fingerprint every time from here
+                return True
+            seen = True
+        return seen
 
     def close(self) -> None:
         if self.fd is not None:
@@ -345,10 +347,9 @@ class Server:
 
         other.close()
         self.detach()
-        if PREWARM:
-            import select
+        import select
 
-            warm_up(lambda: bool(select.select([pipe], [], [], 0)[0]))  # until a connection comes
+        warm_up(lambda: bool(select.select([pipe], [], [], 0)[0]))  # until a connection comes
         try:
             data, fds, _flags, _addr = socket.recv_fds(pipe, 64, 1)
         except OSError:
